@@ -1,0 +1,46 @@
+/**
+ * The API process: REST API on PORT. Stateless; any number may run behind a load balancer.
+ * SIGTERM stops accepting connections, lets in-flight requests finish, then exits 0.
+ */
+import { apiConfigSchema, loadConfig, type ApiConfig } from "@mailhooks/config";
+import { createPrismaClient } from "@mailhooks/db";
+import { configureLogger, getLogger } from "@mailhooks/logger";
+import { createRedisConnection, DeliveryQueue } from "@mailhooks/queue";
+import { createApp } from "./app.js";
+
+let config: ApiConfig;
+try {
+  config = loadConfig(apiConfigSchema, process.env);
+} catch (error) {
+  console.error(`api: ${(error as Error).message}`);
+  process.exit(1);
+}
+configureLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT });
+const logger = getLogger("api");
+
+const prisma = createPrismaClient(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+const redis = createRedisConnection(config.REDIS_URL, "producer");
+redis.on("error", (error) => logger.warn("redis error", { error: error.message }));
+const queue = new DeliveryQueue(redis, config.QUEUE_PREFIX, config.DELIVERY_RETRY_DELAYS_MS);
+queue.queue.on("error", (error) => logger.warn("queue error", { error: error.message }));
+
+const app = createApp({ prisma, redis, queue });
+const server = app.listen(config.PORT, () => logger.info("api listening", { port: config.PORT }));
+
+let stopping = false;
+function shutdown(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  logger.info("stopping", { signal });
+  const deadline = setTimeout(() => process.exit(1), 15_000);
+  deadline.unref();
+  server.close(async () => {
+    await queue.close().catch(() => undefined);
+    await redis.quit().catch(() => undefined);
+    await prisma.$disconnect();
+    process.exit(0);
+  });
+  server.closeIdleConnections();
+}
+process.on("SIGTERM", () => shutdown("SIGTERM"));
+process.on("SIGINT", () => shutdown("SIGINT"));

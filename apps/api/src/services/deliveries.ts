@@ -1,0 +1,52 @@
+import type { Delivery } from "@mailhooks/db";
+import type { ApiDeps } from "../deps.js";
+import { toPage, type Page } from "../http/pagination.js";
+
+/** The deliveries log (CONTRACT.md section 8): one row per attempt, newest first. */
+
+export interface DeliveryView {
+  id: string;
+  event_id: string | null;
+  webhook_id: string;
+  url: string;
+  trigger: string;
+  attempt: number;
+  response_status: number | null;
+  error: string | null;
+  duration_ms: number;
+  created_at: string;
+}
+
+export interface DeliveryFilter {
+  event_id?: string;
+  webhook_id?: string;
+  limit: number;
+  cursor?: string;
+}
+
+const toView = (d: Delivery): DeliveryView => ({
+  id: d.id,
+  event_id: d.eventId,
+  webhook_id: d.webhookId,
+  url: d.url,
+  trigger: d.trigger,
+  attempt: d.attempt,
+  response_status: d.responseStatus,
+  error: d.error,
+  duration_ms: d.durationMs,
+  created_at: d.createdAt.toISOString(),
+});
+
+export async function listDeliveries(deps: ApiDeps, accountId: string, filter: DeliveryFilter): Promise<Page<DeliveryView>> {
+  const rows = await deps.prisma.delivery.findMany({
+    where: {
+      accountId,
+      ...(filter.event_id ? { eventId: filter.event_id } : {}),
+      ...(filter.webhook_id ? { webhookId: filter.webhook_id } : {}),
+      ...(filter.cursor ? { id: { lt: filter.cursor } } : {}),
+    },
+    orderBy: { id: "desc" },
+    take: filter.limit + 1,
+  });
+  return toPage(rows, filter.limit, toView);
+}

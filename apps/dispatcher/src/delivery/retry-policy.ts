@@ -1,0 +1,14 @@
+/**
+ * The retry schedule (spec "Limits"; CONTRACT.md section 6): after a failed attempt number
+ * `attemptsMade` (1 = the initial attempt failed), wait `retryDelaysMs[attemptsMade - 1]` ms,
+ * counted from the failed attempt's end. Returns -1 once the schedule is exhausted, which tells
+ * BullMQ to stop.
+ */
+export function retryDelayFor(retryDelaysMs: readonly number[], attemptsMade: number): number {
+  return retryDelaysMs[attemptsMade - 1] ?? -1;
+}
+
+/** Thrown by a delivery attempt that failed and has a retry left; BullMQ schedules the retry. */
+export class RetryableDeliveryError extends Error {
+  override name = "RetryableDeliveryError";
+}

@@ -1,0 +1,83 @@
+import type { Got } from "got";
+import { signPayload, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "@mailhooks/signing";
+import { BLOCKED_CODE, ipLiteral, isPublicAddress } from "./address-policy.js";
+
+/**
+ * One signed POST of an envelope body to a receiver (CONTRACT.md section 6). Never throws:
+ * every outcome becomes an `AttemptResult` for the deliveries log.
+ */
+
+/** Short error codes of the deliveries log (CONTRACT.md section 8). */
+export type AttemptError = "timeout" | "connection_error" | "tls_error" | "dns_error" | "blocked_destination" | "insecure_url";
+
+export interface AttemptResult {
+  /** true only for a 2xx received within the deadline. */
+  ok: boolean;
+  /** The status received (3xx included), else null. */
+  responseStatus: number | null;
+  /** null when a response was received. */
+  error: AttemptError | null;
+  /** Wall time of the attempt, in ms. */
+  durationMs: number;
+}
+
+export interface SendInput {
+  url: string;
+  /** The exact envelope bytes: signed and sent unchanged. */
+  body: string;
+  secret: string;
+  allowPrivateTargets: boolean;
+}
+
+const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|EPROTO$|HOSTNAME_MISMATCH)/;
+
+/** Maps a got/Node error to the deliveries log's error code. */
+export function classifyError(error: unknown): AttemptError {
+  const code = (error as { code?: string }).code ?? "";
+  const causeCode = ((error as { cause?: { code?: string } }).cause?.code) ?? "";
+  const codes = [code, causeCode];
+  if (codes.includes(BLOCKED_CODE)) return "blocked_destination";
+  if (codes.includes("ETIMEDOUT") || (error as Error).name === "TimeoutError") return "timeout";
+  if (codes.some((c) => c === "ENOTFOUND" || c === "EAI_AGAIN" || c === "ENODATA")) return "dns_error";
+  if (codes.some((c) => TLS_CODES.test(c))) return "tls_error";
+  return "connection_error";
+}
+
+/** The URL policy checked before any connection: https only, no blocked IP literal. */
+function refuseBeforeConnect(url: string, allowPrivateTargets: boolean): AttemptError | null {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return "insecure_url";
+  }
+  if (parsed.protocol !== "https:") return "insecure_url";
+  // Node does not call the agent's lookup for IP literals, so they are checked here.
+  const literal = ipLiteral(parsed.hostname);
+  if (literal && !allowPrivateTargets && !isPublicAddress(literal)) return "blocked_destination";
+  return null;
+}
+
+/** Signs and POSTs `body` to `url` with `client` (see createHttpClient). */
+export async function sendSigned(client: Got, input: SendInput): Promise<AttemptResult> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  const refused = refuseBeforeConnect(input.url, input.allowPrivateTargets);
+  if (refused) return { ok: false, responseStatus: null, error: refused, durationMs: 0 };
+  const timestamp = String(Math.floor(Date.now() / 1000));
+  try {
+    const response = await client.post(input.url, {
+      body: input.body,
+      headers: {
+        "content-type": "application/json",
+        "user-agent": "mailhooks-dispatcher/1",
+        [TIMESTAMP_HEADER]: timestamp,
+        [SIGNATURE_HEADER]: signPayload(input.secret, timestamp, input.body),
+      },
+    });
+    const status = response.statusCode;
+    return { ok: status >= 200 && status < 300, responseStatus: status, error: null, durationMs: elapsed() };
+  } catch (error) {
+    return { ok: false, responseStatus: null, error: classifyError(error), durationMs: elapsed() };
+  }
+}

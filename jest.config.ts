@@ -1,0 +1,24 @@
+import type { Config } from "jest";
+
+/**
+ * One jest run for every workspace. Sources are ESM TypeScript, compiled by ts-jest
+ * without type checking (`npm run build` type-checks); workspace packages resolve to their
+ * sources so that tests never need a build. Run through `npm test` (scripts/test.mjs),
+ * which prepares the test database and the receivers' certificate first.
+ */
+const config: Config = {
+  testEnvironment: "node",
+  extensionsToTreatAsEsm: [".ts"],
+  roots: ["<rootDir>/packages", "<rootDir>/apps", "<rootDir>/tests"],
+  testMatch: ["**/*.test.ts"],
+  moduleNameMapper: {
+    "^@mailhooks/([a-z-]+)$": "<rootDir>/packages/$1/src/index.ts",
+    "^(\\.{1,2}/.*)\\.js$": "$1",
+  },
+  transform: {
+    "^.+\\.ts$": ["ts-jest", { useESM: true, tsconfig: "<rootDir>/tsconfig.jest.json", diagnostics: false }],
+  },
+  testTimeout: 60_000,
+};
+
+export default config;

@@ -1,0 +1,4 @@
+/** Event kinds, the zod schemas of their data, and the signed envelope's serialization. */
+export * from "./kinds.js";
+export * from "./schemas.js";
+export * from "./envelope.js";

@@ -1,0 +1,89 @@
+import { z } from "zod";
+import type { EventType } from "./kinds.js";
+
+/**
+ * zod schemas of the envelope `data` of each event kind, built from the specification's
+ * tables "data fields common to all six event kinds" and "Additional data fields per event
+ * kind". Field order in every shape is the specification's order; `buildEnvelope` relies on
+ * it. Objects are strict: an unknown field is a validation error, not silently dropped.
+ */
+
+/** An ISO 8601 UTC timestamp such as `2026-11-22T10:00:00Z` (fractional seconds allowed). */
+export const isoUtcTimestamp = z.iso.datetime({ offset: false, message: "must be an ISO 8601 UTC timestamp" });
+
+/** A bare e-mail address (`local@domain`), no display name. */
+export const address = z
+  .string()
+  .max(320)
+  .regex(/^[^\s@<>",]+@[^\s@<>",]+$/, "must be a bare e-mail address");
+
+const nonEmpty = z.string().min(1).max(998);
+const count = z.number().int().nonnegative();
+
+export const commonDataShape = {
+  messageId: nonEmpty,
+  threadId: nonEmpty,
+  inboxId: z.string().min(1).max(200),
+  from: address,
+  to: z.array(address).max(1000),
+  subject: z.string().max(998),
+} as const;
+
+export const messageSentData = z.strictObject({
+  ...commonDataShape,
+  status: z.literal("sent"),
+});
+
+export const messageDeliveredData = z.strictObject({
+  ...commonDataShape,
+  status: z.literal("delivered"),
+  deliveredAt: isoUtcTimestamp,
+});
+
+export const messageOpenedData = z.strictObject({
+  ...commonDataShape,
+  openCount: count,
+  openedAt: isoUtcTimestamp,
+});
+
+export const messageClickedData = z.strictObject({
+  ...commonDataShape,
+  url: z.string().min(1).max(8192),
+  clickCount: count,
+  clickedAt: isoUtcTimestamp,
+});
+
+export const receivedHeaders = z.strictObject({
+  messageId: z.string().max(998),
+  inReplyTo: z.string().max(998),
+  references: z.string().max(65536),
+});
+
+export const messageReceivedData = z.strictObject({
+  ...commonDataShape,
+  body: z.string(),
+  headers: receivedHeaders,
+});
+
+export const messageBouncedData = z.strictObject({
+  ...commonDataShape,
+  // A DSN does not always carry the bounced message's sender.
+  from: address.or(z.literal("")),
+  bounceType: z.string().min(1).max(50),
+  bounceCode: z.string().min(1).max(50),
+  bounceMessage: z.string().max(8192),
+  bouncedAt: isoUtcTimestamp,
+});
+
+export const eventDataSchemas = {
+  "message.sent": messageSentData,
+  "message.delivered": messageDeliveredData,
+  "message.opened": messageOpenedData,
+  "message.clicked": messageClickedData,
+  "message.received": messageReceivedData,
+  "message.bounced": messageBouncedData,
+} as const satisfies Record<EventType, z.ZodType>;
+
+export type EventData<K extends EventType = EventType> = z.infer<(typeof eventDataSchemas)[K]>;
+export type ReceivedData = z.infer<typeof messageReceivedData>;
+export type BouncedData = z.infer<typeof messageBouncedData>;

@@ -1,0 +1,22 @@
+/**
+ * Queue and job names shared by the API (producer) and the dispatcher (worker).
+ *
+ * WARNING: these strings are stored in Redis with every job. Renaming one strands the jobs
+ * already queued under the old name: add the new name and drain the old one instead.
+ */
+export const QUEUE_NAMES = {
+  /** Every outbound HTTP attempt: initial deliveries with their retries, test events, replays. */
+  deliveries: "deliveries",
+  /** Periodic housekeeping (retention, sweeps), run by job schedulers in the dispatcher. */
+  maintenance: "maintenance",
+} as const;
+
+export const JOB_NAMES = {
+  delivery: "delivery",
+  testDelivery: "test-delivery",
+  replay: "replay",
+  retention: "retention",
+} as const;
+
+/** The custom backoff type of delivery jobs; the dispatcher's backoffStrategy implements it. */
+export const DELIVERY_BACKOFF_TYPE = "delivery-schedule";

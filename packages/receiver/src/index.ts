@@ -1,0 +1,3 @@
+/** The reference HTTPS receiver and its local certificate. */
+export * from "./certs.js";
+export * from "./receiver.js";

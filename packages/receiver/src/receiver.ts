@@ -1,0 +1,138 @@
+import https from "node:https";
+import type { AddressInfo } from "node:net";
+import { verifySignature, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "@mailhooks/signing";
+
+/**
+ * The reference receiver (CONTRACT.md section 9): an HTTPS endpoint that verifies every
+ * signature in constant time before looking at the body, answers 401 on a mismatch, and
+ * de-duplicates by `data.messageId` (retries and replays deliver the same event again).
+ * Used by the demo, the tests and the benchmark; `behavior` lets them make it fail on purpose.
+ */
+
+export interface Arrival {
+  /** Request path, e.g. `/hooks/a`. */
+  path: string;
+  /** Raw body as received. */
+  body: string;
+  timestamp: string | undefined;
+  signature: string | undefined;
+  verified: boolean;
+  /** Envelope `event`, when the body parsed. */
+  event?: string;
+  messageId?: string;
+  /** True when this messageId was already processed at this path. */
+  duplicate: boolean;
+  /** Status answered. */
+  status: number;
+  /** Date.now() at arrival, in ms. */
+  receivedAt: number;
+}
+
+export interface Reply {
+  status?: number;
+  /** Wait this many ms before answering (to provoke a time-out). */
+  delayMs?: number;
+  headers?: Record<string, string>;
+}
+
+export interface ReceiverOptions {
+  cert: string;
+  key: string;
+  /** 0 (default) picks a free port. */
+  port?: number;
+  host?: string;
+  /** The secret expected at a path; undefined answers 404. */
+  secretFor: (path: string) => string | undefined;
+  /** Decides the answer to a verified request (default 200). Unverified requests get 401. */
+  behavior?: (arrival: Arrival, nthAtPath: number) => Reply;
+}
+
+export interface Receiver {
+  url: (path: string) => string;
+  port: number;
+  arrivals: Arrival[];
+  /** Resolves once `predicate(arrivals)` holds; rejects after `timeoutMs`. */
+  waitFor: (predicate: (arrivals: Arrival[]) => boolean, timeoutMs?: number) => Promise<Arrival[]>;
+  close: () => Promise<void>;
+}
+
+function readBody(req: import("node:http").IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", reject);
+  });
+}
+
+export async function startReceiver(options: ReceiverOptions): Promise<Receiver> {
+  const arrivals: Arrival[] = [];
+  const seen = new Set<string>();
+  const countByPath = new Map<string, number>();
+  const waiters = new Set<() => void>();
+
+  const server = https.createServer({ cert: options.cert, key: options.key, keepAliveTimeout: 60_000 }, async (req, res) => {
+    const path = (req.url ?? "/").split("?")[0];
+    const body = await readBody(req);
+    const secret = options.secretFor(path);
+    const timestamp = req.headers[TIMESTAMP_HEADER.toLowerCase()] as string | undefined;
+    const signature = req.headers[SIGNATURE_HEADER.toLowerCase()] as string | undefined;
+    const verified = secret !== undefined && req.method === "POST" && verifySignature({ secret, timestamp, signature, body });
+    const arrival: Arrival = { path, body, timestamp, signature, verified, duplicate: false, status: 200, receivedAt: Date.now() };
+    // Verify before processing: only a verified body is parsed.
+    if (verified) {
+      try {
+        const envelope = JSON.parse(body) as { event?: string; data?: { messageId?: string } };
+        arrival.event = envelope.event;
+        arrival.messageId = envelope.data?.messageId;
+        const key = `${path} ${arrival.messageId ?? ""}`;
+        if (arrival.messageId) {
+          arrival.duplicate = seen.has(key);
+          seen.add(key);
+        }
+      } catch {
+        arrival.status = 400;
+      }
+    } else {
+      arrival.status = secret === undefined ? 404 : 401;
+    }
+    const nth = (countByPath.get(path) ?? 0) + 1;
+    countByPath.set(path, nth);
+    const reply: Reply = verified && arrival.status === 200 ? options.behavior?.(arrival, nth) ?? {} : { status: arrival.status };
+    arrival.status = reply.status ?? 200;
+    if (reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));
+    arrivals.push(arrival);
+    for (const wake of waiters) wake();
+    res.writeHead(arrival.status, { "content-type": "application/json", ...reply.headers });
+    res.end(JSON.stringify({ received: verified }));
+  });
+
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, options.host ?? "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+
+  return {
+    port,
+    arrivals,
+    url: (path) => `https://localhost:${port}${path}`,
+    waitFor: (predicate, timeoutMs = 30_000) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          if (!predicate(arrivals)) return;
+          waiters.delete(check);
+          clearTimeout(timer);
+          resolve(arrivals);
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`receiver: condition not met within ${timeoutMs} ms (${arrivals.length} arrivals)`));
+        }, timeoutMs);
+        waiters.add(check);
+        check();
+      }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -1,0 +1,26 @@
+/**
+ * Run by scripts/test.mjs before jest: makes the HTTPS receivers' certificate in the folder given
+ * as the only argument, and (re)creates the test database from prisma/migrations, so every run
+ * starts from exactly what `npm run db:migrate` builds.
+ */
+import pg from "pg";
+import { ensureLocalCertificate } from "@mailhooks/receiver";
+import { MIGRATIONS_DIR, migrate } from "@mailhooks/db";
+import { testDatabaseUrl } from "../tests/support/env.js";
+
+const certDir = process.argv[2];
+if (!certDir) {
+  console.error("usage: prepare-tests CERT_DIR");
+  process.exit(2);
+}
+await ensureLocalCertificate(certDir);
+
+const url = testDatabaseUrl();
+const admin = new URL(url);
+const name = decodeURIComponent(admin.pathname.slice(1));
+admin.pathname = "/postgres";
+const client = new pg.Client({ connectionString: admin.toString() });
+await client.connect();
+await client.query(`DROP DATABASE IF EXISTS "${name.replaceAll('"', '""')}" WITH (FORCE)`);
+await client.end();
+await migrate(url, MIGRATIONS_DIR);

@@ -1,0 +1,164 @@
+import { randomUUID } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Worker } from "bullmq";
+import type { Redis } from "ioredis";
+import { apiConfigSchema, dispatcherConfigSchema, loadConfig } from "@mailhooks/config";
+import { createPrismaClient, type PrismaClient } from "@mailhooks/db";
+import { getLogger } from "@mailhooks/logger";
+import { createRedisConnection, DeliveryQueue } from "@mailhooks/queue";
+import { startReceiver, type Receiver, type ReceiverOptions } from "@mailhooks/receiver";
+import { createApp } from "../../apps/api/src/app.js";
+import { createApiKey } from "../../apps/api/src/services/api-keys.js";
+import { createHttpClient } from "../../apps/dispatcher/src/delivery/http-client.js";
+import { createDeliveryWorker } from "../../apps/dispatcher/src/worker.js";
+import { testCertDir, testDatabaseUrl, testRedisUrl } from "./env.js";
+
+/**
+ * A whole service for one test file, in-process: the API on an ephemeral port, a dispatcher
+ * worker, a fresh queue prefix and a fresh account, against the real PostgreSQL and Redis.
+ * Retry delays and the receiver deadline are shortened through the same environment variables
+ * an operator would set, parsed by the processes' own config schemas.
+ */
+export interface Stack {
+  baseUrl: string;
+  apiKey: string;
+  apiKeyId: string;
+  accountId: string;
+  prisma: PrismaClient;
+  prefix: string;
+  /** Calls the API with this stack's key. */
+  api: (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<{ status: number; body: any; headers: Headers }>;
+  /** Issues a key for another, new account. */
+  newAccountKey: () => Promise<string>;
+  startReceiver: (options: Omit<ReceiverOptions, "cert" | "key">) => Promise<Receiver>;
+  stopDispatcher: () => Promise<void>;
+  close: () => Promise<void>;
+}
+
+export interface StackOptions {
+  /** Environment of both processes, e.g. `{ DELIVERY_RETRY_DELAYS_MS: "200,400,600" }`. */
+  env?: Record<string, string>;
+  /** Start no dispatcher (API-only tests). */
+  dispatcher?: boolean;
+}
+
+export async function startStack(options: StackOptions = {}): Promise<Stack> {
+  const prefix = `test-${randomUUID()}`;
+  const env = {
+    DATABASE_URL: testDatabaseUrl(),
+    REDIS_URL: testRedisUrl(),
+    QUEUE_PREFIX: prefix,
+    ALLOW_PRIVATE_TARGETS: "true",
+    PORT: "0",
+    DATABASE_POOL_SIZE: "5",
+    ...options.env,
+  };
+  const apiConfig = loadConfig(apiConfigSchema, env);
+  const dispatcherConfig = loadConfig(dispatcherConfigSchema, { DISPATCHER_CONCURRENCY: "16", ...env });
+
+  const prisma = createPrismaClient(apiConfig.DATABASE_URL, apiConfig.DATABASE_POOL_SIZE);
+  const redis = createRedisConnection(apiConfig.REDIS_URL, "producer");
+  const queue = new DeliveryQueue(redis, prefix, apiConfig.DELIVERY_RETRY_DELAYS_MS);
+  const server: Server = await new Promise((resolve) => {
+    const s = createApp({ prisma, redis, queue }).listen(0, "127.0.0.1", () => resolve(s));
+  });
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  let worker: Worker | null = null;
+  let workerConnection: Redis | null = null;
+  let agentDestroy = () => {};
+  if (options.dispatcher !== false) {
+    workerConnection = createRedisConnection(dispatcherConfig.REDIS_URL, "worker");
+    const { client, agent } = createHttpClient({ timeoutMs: dispatcherConfig.DELIVERY_TIMEOUT_MS, allowPrivateTargets: dispatcherConfig.ALLOW_PRIVATE_TARGETS });
+    agentDestroy = () => agent.destroy();
+    worker = createDeliveryWorker(
+      { prisma, client, allowPrivateTargets: dispatcherConfig.ALLOW_PRIVATE_TARGETS, retryDelaysMs: dispatcherConfig.DELIVERY_RETRY_DELAYS_MS, logger: getLogger("test-dispatcher") },
+      { connection: workerConnection, prefix, concurrency: dispatcherConfig.DISPATCHER_CONCURRENCY },
+    );
+  }
+
+  const issued = await createApiKey(prisma, `test-account-${randomUUID()}`);
+  const receivers: Receiver[] = [];
+  const certDir = testCertDir();
+  const [cert, key] = await Promise.all([readFile(path.join(certDir, "localhost.crt"), "utf8"), readFile(path.join(certDir, "localhost.key"), "utf8")]);
+
+  const api: Stack["api"] = async (method, urlPath, body, headers = {}) => {
+    const init: RequestInit = { method, headers: { authorization: `Bearer ${issued.key}`, ...headers } };
+    if (body !== undefined) {
+      init.body = typeof body === "string" || Buffer.isBuffer(body) ? (body as string) : JSON.stringify(body);
+      (init.headers as Record<string, string>)["content-type"] ??= "application/json";
+    }
+    const response = await fetch(`${baseUrl}${urlPath}`, init);
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : null, headers: response.headers };
+  };
+
+  const stopDispatcher = async () => {
+    if (worker) await worker.close();
+    worker = null;
+    agentDestroy();
+    await workerConnection?.quit().catch(() => undefined);
+    workerConnection = null;
+  };
+
+  return {
+    baseUrl,
+    apiKey: issued.key,
+    apiKeyId: issued.id,
+    accountId: issued.account_id,
+    prisma,
+    prefix,
+    api,
+    newAccountKey: async () => (await createApiKey(prisma, `test-account-${randomUUID()}`)).key,
+    startReceiver: async (receiverOptions) => {
+      const receiver = await startReceiver({ ...receiverOptions, cert, key });
+      receivers.push(receiver);
+      return receiver;
+    },
+    stopDispatcher,
+    close: async () => {
+      await stopDispatcher();
+      await Promise.all(receivers.map((r) => r.close()));
+      await new Promise((resolve) => server.close(resolve));
+      await queue.queue.obliterate({ force: true }).catch(() => undefined);
+      await queue.close();
+      await redis.quit().catch(() => undefined);
+      await prisma.$disconnect();
+    },
+  };
+}
+
+/** Polls `read` until `accept` holds (for state that no receiver sees, e.g. a status in the API). */
+export async function waitUntil<T>(read: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 20_000, everyMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (accept(value)) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** Valid `data` for each event kind, for tests that need any valid event. */
+export function sampleData(eventType: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  const common = {
+    messageId: `<${randomUUID()}@mail.example.com>`,
+    threadId: "thr_1",
+    inboxId: "inbox_1",
+    from: "alice@example.com",
+    to: ["bob@example.org"],
+    subject: "Hello",
+  };
+  const own: Record<string, Record<string, unknown>> = {
+    "message.sent": { status: "sent" },
+    "message.delivered": { status: "delivered", deliveredAt: "2026-11-22T10:00:00Z" },
+    "message.opened": { openCount: 1, openedAt: "2026-11-22T10:00:00Z" },
+    "message.clicked": { url: "https://example.com/x", clickCount: 2, clickedAt: "2026-11-22T10:00:00Z" },
+    "message.received": { body: "Hi", headers: { messageId: common.messageId, inReplyTo: "", references: "" } },
+    "message.bounced": { bounceType: "hard", bounceCode: "5.1.1", bounceMessage: "User unknown", bouncedAt: "2026-11-22T10:00:00Z" },
+  };
+  return { ...common, ...own[eventType], ...overrides };
+}
