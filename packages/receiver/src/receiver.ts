@@ -41,8 +41,9 @@ export interface ReceiverOptions {
   /** 0 (default) picks a free port. */
   port?: number;
   host?: string;
-  /** The secret expected at a path; undefined answers 404. */
-  secretFor: (path: string) => string | undefined;
+  /** The secret expected at a path (may be a promise, e.g. of a webhook still being created);
+   * undefined answers 404. */
+  secretFor: (path: string) => string | undefined | Promise<string | undefined>;
   /** Decides the answer to a verified request (default 200). Unverified requests get 401. */
   behavior?: (arrival: Arrival, nthAtPath: number) => Reply;
 }
@@ -74,7 +75,7 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
   const server = https.createServer({ cert: options.cert, key: options.key, keepAliveTimeout: 60_000 }, async (req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     const body = await readBody(req);
-    const secret = options.secretFor(path);
+    const secret = await options.secretFor(path);
     const timestamp = req.headers[TIMESTAMP_HEADER.toLowerCase()] as string | undefined;
     const signature = req.headers[SIGNATURE_HEADER.toLowerCase()] as string | undefined;
     const verified = secret !== undefined && req.method === "POST" && verifySignature({ secret, timestamp, signature, body });
