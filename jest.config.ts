@@ -9,7 +9,7 @@ import type { Config } from "jest";
 const config: Config = {
   testEnvironment: "node",
   extensionsToTreatAsEsm: [".ts"],
-  roots: ["<rootDir>/packages", "<rootDir>/apps", "<rootDir>/tests"],
+  roots: ["<rootDir>/packages", "<rootDir>/apps", "<rootDir>/tests", "<rootDir>/examples"],
   testMatch: ["**/*.test.ts"],
   moduleNameMapper: {
     "^@mailhooks/([a-z-]+)$": "<rootDir>/packages/$1/src/index.ts",
