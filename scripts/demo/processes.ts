@@ -2,11 +2,12 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
 import path from "node:path";
 import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
 
 /** Starting the service's processes from source (tsx), as separate OS processes. */
 
 const require = createRequire(import.meta.url);
-export const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
 /** A free TCP port on loopback. */
 export function freePort(): Promise<number> {

@@ -11,11 +11,13 @@ const bool = z
 
 const port = z.coerce.number().int().min(0).max(65535);
 
-/** Comma-separated list of positive integer milliseconds, e.g. `10000,60000,300000`. */
-const msList = z
+/** Three comma-separated positive integers of milliseconds, e.g. `10000,60000,300000`: the spec
+ * makes exactly three automatic retries. */
+const retryDelays = z
   .string()
-  .regex(/^\s*\d+\s*(,\s*\d+\s*)*$/, "must be a comma-separated list of milliseconds")
-  .transform((v) => v.split(",").map((s) => Number(s.trim())));
+  .regex(/^\s*\d+\s*,\s*\d+\s*,\s*\d+\s*$/, "must be three comma-separated delays in milliseconds")
+  .transform((v) => v.split(",").map((s) => Number(s.trim())))
+  .refine((delays) => delays.every((d) => d > 0), "every delay must be positive");
 
 const postgresUrl = z.string().regex(/^postgres(ql)?:\/\//, "must be a postgresql:// URL");
 const redisUrl = z.string().regex(/^rediss?:\/\//, "must be a redis:// URL");
@@ -28,7 +30,7 @@ const shared = {
   /** BullMQ key prefix; lets several deployments or test runs share one Redis. */
   QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_.-]+$/, "must be letters, digits, _ . or -").default("whk"),
   /** The three retry delays of the spec, in ms, each counted from the failed attempt's end. */
-  DELIVERY_RETRY_DELAYS_MS: msList.default([10_000, 60_000, 300_000]),
+  DELIVERY_RETRY_DELAYS_MS: retryDelays.default([10_000, 60_000, 300_000]),
   /** How long a receiver has to answer 2xx, in ms. */
   DELIVERY_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   /** Days an event payload is kept for replay. */

@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { readFile, readdir } from "node:fs/promises";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import pg from "pg";
 
 /**
@@ -110,5 +111,8 @@ export async function migrate(databaseUrl: string, migrationsDir: string): Promi
   }
 }
 
-/** Absolute path of the repository's `prisma/migrations` (same depth from src/ and dist/). */
-export const MIGRATIONS_DIR = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../../../prisma/migrations");
+/**
+ * Absolute path of the repository's `prisma/migrations` (same depth from src/ and dist/).
+ * fileURLToPath, not URL.pathname: the latter keeps %-escapes (a space is `%20`) and is wrong on Windows.
+ */
+export const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../prisma/migrations");

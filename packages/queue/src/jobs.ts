@@ -21,5 +21,18 @@ export const testDeliveryJob = {
   schema: z.object({ webhookId: id, accountId: id }),
 } as const;
 
+/** One replay of a stored event (CONTRACT.md section 7): one attempt, no retry. */
+export const replayJob = {
+  name: JOB_NAMES.replay,
+  schema: z.object({ replayId: id }),
+} as const;
+
+/** Removes payloads past EVENT_RETENTION_DAYS; run by a job scheduler, carries no data. */
+export const retentionJob = {
+  name: JOB_NAMES.retention,
+  schema: z.object({}).passthrough(),
+} as const;
+
 export type DeliveryJobData = z.infer<typeof deliveryJob.schema>;
 export type TestDeliveryJobData = z.infer<typeof testDeliveryJob.schema>;
+export type ReplayJobData = z.infer<typeof replayJob.schema>;

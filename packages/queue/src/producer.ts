@@ -1,6 +1,6 @@
 import { Queue, type JobsOptions } from "bullmq";
 import type { Redis } from "ioredis";
-import { deliveryJob, testDeliveryJob, type DeliveryJobData, type TestDeliveryJobData } from "./jobs.js";
+import { deliveryJob, replayJob, testDeliveryJob, type DeliveryJobData, type ReplayJobData, type TestDeliveryJobData } from "./jobs.js";
 import { DELIVERY_BACKOFF_TYPE, QUEUE_NAMES } from "./names.js";
 
 /**
@@ -47,6 +47,14 @@ export class DeliveryQueue {
   /** Enqueues the one-attempt test event of a new webhook. */
   async addTestDelivery(data: TestDeliveryJobData): Promise<void> {
     await this.queue.add(testDeliveryJob.name, testDeliveryJob.schema.parse(data), { jobId: `test_${data.webhookId}`, attempts: 1 });
+  }
+
+  /** Enqueues replays; the job id is the replay id, so a repeated add is a no-op. */
+  async addReplays(jobs: ReplayJobData[]): Promise<void> {
+    if (jobs.length === 0) return;
+    await this.queue.addBulk(
+      jobs.map((data) => ({ name: replayJob.name, data: replayJob.schema.parse(data), opts: { jobId: data.replayId, attempts: 1 } })),
+    );
   }
 
   async close(): Promise<void> {

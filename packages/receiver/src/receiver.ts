@@ -5,7 +5,7 @@ import { verifySignature, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "@mailhooks/
 /**
  * The reference receiver (CONTRACT.md section 9): an HTTPS endpoint that verifies every
  * signature in constant time before looking at the body, answers 401 on a mismatch, and
- * de-duplicates by `data.messageId` (retries and replays deliver the same event again).
+ * de-duplicates by `event` + `data.messageId` (retries and replays deliver the same event again).
  * Used by the demo, the tests and the benchmark; `behavior` lets them make it fail on purpose.
  */
 
@@ -80,16 +80,18 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
     const signature = req.headers[SIGNATURE_HEADER.toLowerCase()] as string | undefined;
     const verified = secret !== undefined && req.method === "POST" && verifySignature({ secret, timestamp, signature, body });
     const arrival: Arrival = { path, body, timestamp, signature, verified, duplicate: false, status: 200, receivedAt: Date.now() };
+    let dedupKey: string | undefined;
     // Verify before processing: only a verified body is parsed.
     if (verified) {
       try {
         const envelope = JSON.parse(body) as { event?: string; data?: { messageId?: string } };
         arrival.event = envelope.event;
         arrival.messageId = envelope.data?.messageId;
-        const key = `${path} ${arrival.messageId ?? ""}`;
         if (arrival.messageId) {
-          arrival.duplicate = seen.has(key);
-          seen.add(key);
+          // One email produces several events (sent, delivered, opened...) with one messageId:
+          // a duplicate is the same event kind about the same message again.
+          dedupKey = `${path} ${arrival.event} ${arrival.messageId}`;
+          arrival.duplicate = seen.has(dedupKey);
         }
       } catch {
         arrival.status = 400;
@@ -101,6 +103,8 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
     countByPath.set(path, nth);
     const reply: Reply = verified && arrival.status === 200 ? options.behavior?.(arrival, nth) ?? {} : { status: arrival.status };
     arrival.status = reply.status ?? 200;
+    // Only an accepted delivery is processed: the retry that follows a failure answer is no duplicate.
+    if (dedupKey && arrival.status >= 200 && arrival.status < 300) seen.add(dedupKey);
     if (reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));
     arrivals.push(arrival);
     for (const wake of waiters) wake();

@@ -9,7 +9,8 @@ import ipaddr from "ipaddr.js";
  * ipaddr.js rather than a table of our own.
  */
 export function isPublicAddress(address: string): boolean {
-  if (!ipaddr.isValid(address)) return false;
+  // isIP first: ipaddr.js also accepts shorthand IPv4 forms such as "134744072".
+  if (isIP(address) === 0 || !ipaddr.isValid(address)) return false;
   return ipaddr.parse(address).range() === "unicast";
 }
 

@@ -1,0 +1,81 @@
+import { apiConfigSchema, ConfigError, dispatcherConfigSchema, loadConfig } from "./index.js";
+
+// The defaults of CONTRACT.md section 2, copied from its table.
+const CONTRACT_DEFAULTS = {
+  DATABASE_URL: "postgresql://postgres@127.0.0.1:5432/webhooks",
+  REDIS_URL: "redis://127.0.0.1:6379",
+  QUEUE_PREFIX: "whk",
+  DELIVERY_RETRY_DELAYS_MS: [10_000, 60_000, 300_000],
+  DELIVERY_TIMEOUT_MS: 30_000,
+  EVENT_RETENTION_DAYS: 90,
+  ALLOW_PRIVATE_TARGETS: false,
+  LOG_LEVEL: "info",
+};
+
+/** The ConfigError thrown by `fn`; fails the test if it throws anything else or nothing. */
+function configErrorOf(fn: () => unknown): ConfigError {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return error as ConfigError;
+  }
+  throw new Error("expected a ConfigError, nothing was thrown");
+}
+
+describe("defaults", () => {
+  it("API defaults are CONTRACT.md's", () => {
+    const config = loadConfig(apiConfigSchema, {});
+    expect(config).toMatchObject({ ...CONTRACT_DEFAULTS, PORT: 3000 });
+    expect(config.ADMIN_USERNAME).toBeUndefined();
+    expect(config.ADMIN_PASSWORD).toBeUndefined();
+  });
+
+  it("dispatcher defaults are CONTRACT.md's", () => {
+    expect(loadConfig(dispatcherConfigSchema, {})).toMatchObject({ ...CONTRACT_DEFAULTS, METRICS_PORT: 9464 });
+  });
+
+  it("an empty string counts as unset", () => {
+    expect(loadConfig(apiConfigSchema, { PORT: "", DELIVERY_RETRY_DELAYS_MS: "" })).toMatchObject({
+      PORT: 3000,
+      DELIVERY_RETRY_DELAYS_MS: [10_000, 60_000, 300_000],
+    });
+  });
+});
+
+describe("parsing", () => {
+  it("DELIVERY_RETRY_DELAYS_MS tolerates spaces around the commas", () => {
+    expect(loadConfig(dispatcherConfigSchema, { DELIVERY_RETRY_DELAYS_MS: "200, 400,600" }).DELIVERY_RETRY_DELAYS_MS).toEqual([200, 400, 600]);
+  });
+
+  it("numbers and booleans are converted", () => {
+    const config = loadConfig(dispatcherConfigSchema, { DELIVERY_TIMEOUT_MS: "1500", ALLOW_PRIVATE_TARGETS: "true", METRICS_PORT: "0" });
+    expect(config).toMatchObject({ DELIVERY_TIMEOUT_MS: 1500, ALLOW_PRIVATE_TARGETS: true, METRICS_PORT: 0 });
+  });
+});
+
+describe("bad values throw a ConfigError naming the variable", () => {
+  it.each([
+    ["DELIVERY_TIMEOUT_MS", "abc"],
+    ["DELIVERY_TIMEOUT_MS", "-5"],
+    ["ALLOW_PRIVATE_TARGETS", "maybe"],
+    ["DATABASE_URL", "mysql://x"],
+    ["REDIS_URL", "http://127.0.0.1:6379"],
+    ["DELIVERY_RETRY_DELAYS_MS", "10s,60s"],
+    ["EVENT_RETENTION_DAYS", "1.5"],
+    ["PORT", "70000"],
+    ["LOG_LEVEL", "loud"],
+  ])("%s=%p", (name, value) => {
+    const error = configErrorOf(() => loadConfig(apiConfigSchema, { [name]: value }));
+    expect(error.message).toContain(name);
+  });
+
+  it("names every bad variable at once, and no good one", () => {
+    const error = configErrorOf(() =>
+      loadConfig(dispatcherConfigSchema, { DELIVERY_TIMEOUT_MS: "abc", METRICS_PORT: "x", QUEUE_PREFIX: "ok" }),
+    );
+    expect(error.message).toContain("DELIVERY_TIMEOUT_MS");
+    expect(error.message).toContain("METRICS_PORT");
+    expect(error.message).not.toContain("QUEUE_PREFIX");
+  });
+});

@@ -1,0 +1,112 @@
+import { EVENT_TYPES, type EventType } from "./kinds.js";
+import { eventDataSchemas } from "./schemas.js";
+
+const common = {
+  messageId: "<m1@example.com>",
+  threadId: "thr_1",
+  inboxId: "inb_1",
+  from: "alice@example.com",
+  to: ["bob@example.com"],
+  subject: "Hello",
+};
+
+/** One valid `data` per kind, from the spec's tables. */
+const samples: Record<EventType, Record<string, unknown>> = {
+  "message.sent": { ...common, status: "sent" },
+  "message.delivered": { ...common, status: "delivered", deliveredAt: "2026-11-22T10:00:05Z" },
+  "message.opened": { ...common, openCount: 1, openedAt: "2026-11-22T11:00:00.123Z" },
+  "message.clicked": { ...common, url: "https://example.com/x", clickCount: 3, clickedAt: "2026-11-22T11:30:00Z" },
+  "message.received": {
+    ...common,
+    body: "Hi",
+    headers: { messageId: "<m1@example.com>", inReplyTo: "", references: "" },
+  },
+  "message.bounced": {
+    ...common,
+    bounceType: "hard",
+    bounceCode: "5.1.1",
+    bounceMessage: "User unknown",
+    bouncedAt: "2026-11-22T10:01:00Z",
+  },
+};
+
+/** The kind's own ISO 8601 UTC timestamp field, when it has one. */
+const timestampField: Partial<Record<EventType, string>> = {
+  "message.delivered": "deliveredAt",
+  "message.opened": "openedAt",
+  "message.clicked": "clickedAt",
+  "message.bounced": "bouncedAt",
+};
+
+function accepts(kind: EventType, data: unknown): boolean {
+  return eventDataSchemas[kind].safeParse(data).success;
+}
+
+describe.each(EVENT_TYPES)("%s data", (kind) => {
+  const sample = samples[kind];
+
+  it("accepts a valid sample", () => {
+    expect(eventDataSchemas[kind].safeParse(sample).error).toBeUndefined();
+  });
+
+  it("rejects an unknown field", () => {
+    expect(accepts(kind, { ...sample, extra: "x" })).toBe(false);
+  });
+
+  it("rejects a missing common field", () => {
+    const { subject: _subject, ...withoutSubject } = sample;
+    expect(accepts(kind, withoutSubject)).toBe(false);
+  });
+
+  it("rejects non-bare addresses in from and to", () => {
+    expect(accepts(kind, { ...sample, from: "Alice <a@b.c>" })).toBe(false);
+    expect(accepts(kind, { ...sample, to: ["Alice <a@b.c>"] })).toBe(false);
+    expect(accepts(kind, { ...sample, from: "Alice a@b.c" })).toBe(false);
+    expect(accepts(kind, { ...sample, to: ["bob@example.com", "a@b.c, c@d.e"] })).toBe(false);
+    expect(accepts(kind, { ...sample, to: "bob@example.com" })).toBe(false); // not an array
+  });
+
+  const field = timestampField[kind];
+  if (field) {
+    it.each(["2026-11-22 10:00:00", "2026-11-22T10:00:00+02:00", "2026-11-22T10:00:00", "2026-11-22", "yesterday"])(
+      `rejects ${field} = %p (not ISO 8601 UTC)`,
+      (value) => {
+        expect(accepts(kind, { ...sample, [field]: value })).toBe(false);
+      },
+    );
+  }
+});
+
+describe("kind-specific rules", () => {
+  it("status is the literal of its kind", () => {
+    expect(accepts("message.sent", { ...samples["message.sent"], status: "delivered" })).toBe(false);
+    expect(accepts("message.delivered", { ...samples["message.delivered"], status: "sent" })).toBe(false);
+  });
+
+  it("opened and clicked carry no status field", () => {
+    expect(accepts("message.opened", { ...samples["message.opened"], status: "sent" })).toBe(false);
+    expect(accepts("message.clicked", { ...samples["message.clicked"], status: "sent" })).toBe(false);
+  });
+
+  it.each([-1, 1.5, "2"])("openCount and clickCount reject %p", (value) => {
+    expect(accepts("message.opened", { ...samples["message.opened"], openCount: value })).toBe(false);
+    expect(accepts("message.clicked", { ...samples["message.clicked"], clickCount: value })).toBe(false);
+  });
+
+  it("openCount accepts zero", () => {
+    expect(accepts("message.opened", { ...samples["message.opened"], openCount: 0 })).toBe(true);
+  });
+
+  it("received headers are strict and all three are required", () => {
+    const received = samples["message.received"];
+    const headers = received.headers as Record<string, string>;
+    expect(accepts("message.received", { ...received, headers: { ...headers, subject: "x" } })).toBe(false);
+    const { references: _references, ...withoutReferences } = headers;
+    expect(accepts("message.received", { ...received, headers: withoutReferences })).toBe(false);
+  });
+
+  it("only a bounce may have an empty sender (a DSN does not always carry it)", () => {
+    expect(accepts("message.bounced", { ...samples["message.bounced"], from: "" })).toBe(true);
+    expect(accepts("message.sent", { ...samples["message.sent"], from: "" })).toBe(false);
+  });
+});
