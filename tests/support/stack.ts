@@ -33,9 +33,19 @@ export interface Stack {
   api: (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<{ status: number; body: any; headers: Headers }>;
   /** Issues a key for another, new account. */
   newAccountKey: () => Promise<string>;
+  /** Another, new account with its own key and an `api` bound to that key (isolates fan-out between tests). */
+  newAccount: () => Promise<Account>;
   startReceiver: (options: Omit<ReceiverOptions, "cert" | "key">) => Promise<Receiver>;
   stopDispatcher: () => Promise<void>;
   close: () => Promise<void>;
+}
+
+/** An account of the stack: its key and an `api` calling the stack's API with that key. */
+export interface Account {
+  apiKey: string;
+  apiKeyId: string;
+  accountId: string;
+  api: Stack["api"];
 }
 
 export interface StackOptions {
@@ -85,8 +95,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const certDir = testCertDir();
   const [cert, key] = await Promise.all([readFile(path.join(certDir, "localhost.crt"), "utf8"), readFile(path.join(certDir, "localhost.key"), "utf8")]);
 
-  const api: Stack["api"] = async (method, urlPath, body, headers = {}) => {
-    const init: RequestInit = { method, headers: { authorization: `Bearer ${issued.key}`, ...headers } };
+  const apiWithKey = (apiKey: string): Stack["api"] => async (method, urlPath, body, headers = {}) => {
+    const init: RequestInit = { method, headers: { authorization: `Bearer ${apiKey}`, ...headers } };
     if (body !== undefined) {
       init.body = typeof body === "string" || Buffer.isBuffer(body) ? (body as string) : JSON.stringify(body);
       (init.headers as Record<string, string>)["content-type"] ??= "application/json";
@@ -95,6 +105,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     const text = await response.text();
     return { status: response.status, body: text ? JSON.parse(text) : null, headers: response.headers };
   };
+  const api = apiWithKey(issued.key);
 
   const stopDispatcher = async () => {
     if (worker) await worker.close();
@@ -113,6 +124,10 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     prefix,
     api,
     newAccountKey: async () => (await createApiKey(prisma, `test-account-${randomUUID()}`)).key,
+    newAccount: async () => {
+      const other = await createApiKey(prisma, `test-account-${randomUUID()}`);
+      return { apiKey: other.key, apiKeyId: other.id, accountId: other.account_id, api: apiWithKey(other.key) };
+    },
     startReceiver: async (receiverOptions) => {
       const receiver = await startReceiver({ ...receiverOptions, cert, key });
       receivers.push(receiver);

@@ -2,6 +2,7 @@ import express, { type Express } from "express";
 import type { ApiDeps } from "./deps.js";
 import { AppError, errorHandler } from "./errors.js";
 import { requireApiKey } from "./http/auth.js";
+import { auditRouter } from "./routes/audit.js";
 import { deliveriesRouter } from "./routes/deliveries.js";
 import { eventsRouter } from "./routes/events.js";
 import { healthRouter } from "./routes/health.js";
@@ -21,6 +22,7 @@ export function createApp(deps: ApiDeps): Express {
   v1.use("/events", eventsRouter(deps));
   v1.use("/inboxes", inboundRouter(deps));
   v1.use("/deliveries", deliveriesRouter(deps));
+  v1.use("/audit-log", auditRouter(deps));
   app.use("/v1", v1);
 
   app.use((req, _res, next) => next(new AppError("not_found", `no route for ${req.method} ${req.path}`)));

@@ -7,6 +7,7 @@ import { createPrismaClient } from "@mailhooks/db";
 import { configureLogger, getLogger } from "@mailhooks/logger";
 import { createRedisConnection } from "@mailhooks/queue";
 import { createHttpClient } from "./delivery/http-client.js";
+import { startMaintenance } from "./maintenance.js";
 import { createDeliveryWorker } from "./worker.js";
 
 let config: DispatcherConfig;
@@ -26,6 +27,7 @@ const worker = createDeliveryWorker(
   { prisma, client, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS, retryDelaysMs: config.DELIVERY_RETRY_DELAYS_MS, logger },
   { connection, prefix: config.QUEUE_PREFIX, concurrency: config.DISPATCHER_CONCURRENCY },
 );
+const maintenance = await startMaintenance({ connection, prefix: config.QUEUE_PREFIX, prisma, retentionDays: config.EVENT_RETENTION_DAYS, logger: getLogger("maintenance") });
 logger.info("dispatcher started", { concurrency: config.DISPATCHER_CONCURRENCY, prefix: config.QUEUE_PREFIX });
 
 let stopping = false;
@@ -39,7 +41,7 @@ async function shutdown(signal: string) {
     process.exit(1);
   }, config.DELIVERY_TIMEOUT_MS + 10_000);
   deadline.unref();
-  await worker.close();
+  await Promise.all([worker.close(), maintenance.close()]);
   agent.destroy();
   await connection.quit().catch(() => undefined);
   await prisma.$disconnect();

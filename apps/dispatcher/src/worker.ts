@@ -1,9 +1,10 @@
 import { Worker, type Job } from "bullmq";
 import type { Redis } from "ioredis";
-import { deliveryJob, JOB_NAMES, QUEUE_NAMES, testDeliveryJob, DELIVERY_BACKOFF_TYPE } from "@mailhooks/queue";
+import { deliveryJob, JOB_NAMES, QUEUE_NAMES, replayJob, testDeliveryJob, DELIVERY_BACKOFF_TYPE } from "@mailhooks/queue";
 import { retryDelayFor } from "./delivery/retry-policy.js";
 import { deliverDestination, type DeliveryContext } from "./jobs/deliver-destination.js";
 import { deliverTestEvent } from "./jobs/deliver-test-event.js";
+import { replayEvent } from "./jobs/replay-event.js";
 
 export interface DeliveryWorkerOptions {
   connection: Redis;
@@ -25,6 +26,10 @@ export function createDeliveryWorker(ctx: DeliveryContext, options: DeliveryWork
       case JOB_NAMES.testDelivery: {
         const { webhookId, accountId } = testDeliveryJob.schema.parse(job.data);
         return deliverTestEvent(ctx, webhookId, accountId);
+      }
+      case JOB_NAMES.replay: {
+        const { replayId } = replayJob.schema.parse(job.data);
+        return replayEvent(ctx, replayId);
       }
       default:
         throw new Error(`unknown job ${job.name}`);

@@ -2,24 +2,48 @@ import { z } from "zod";
 
 /**
  * Keyset pagination of the lists (CONTRACT.md section 3): `limit` 1..100 (default 50),
- * `cursor` opaque, newest first. The cursor is the last returned id (ids sort by creation time),
- * so items created meanwhile never shift a page: nothing is skipped or repeated.
+ * `cursor` opaque, newest first. Rows are ordered by (time desc, id desc) and the cursor is the
+ * last returned row's pair, so rows created meanwhile (which sort first) never shift a page:
+ * nothing is skipped or repeated.
  */
+
+export interface Cursor {
+  at: Date;
+  id: string;
+}
+
+const LIMIT_MESSAGE = "must be an integer from 1 to 100";
+
 export const paginationShape = {
-  limit: z.coerce.number({ message: "must be an integer from 1 to 100" }).int("must be an integer from 1 to 100").min(1, "must be an integer from 1 to 100").max(100, "must be an integer from 1 to 100").default(50),
+  limit: z.coerce.number({ message: LIMIT_MESSAGE }).int(LIMIT_MESSAGE).min(1, LIMIT_MESSAGE).max(100, LIMIT_MESSAGE).default(50),
   cursor: z
     .string()
     .regex(/^[A-Za-z0-9_-]{1,200}$/, "is not a valid cursor")
-    .transform((c, ctx) => {
-      const decoded = Buffer.from(c, "base64url").toString("utf8");
-      if (!/^[a-z]+_[0-9a-f]{32}$/.test(decoded)) {
+    .transform((value, ctx): Cursor => {
+      const match = /^(\d{1,15})\.([a-z]+_[0-9a-f]{32})$/.exec(Buffer.from(value, "base64url").toString("utf8"));
+      if (!match) {
         ctx.addIssue({ code: "custom", message: "is not a valid cursor" });
         return z.NEVER;
       }
-      return decoded;
+      return { at: new Date(Number(match[1])), id: match[2] };
     })
     .optional(),
 };
+
+export function encodeCursor(at: Date, id: string): string {
+  return Buffer.from(`${at.getTime()}.${id}`, "utf8").toString("base64url");
+}
+
+/** Prisma `where` fragment for the rows after `cursor` in (field desc, id desc) order. */
+export function afterCursor<F extends string>(field: F, cursor: Cursor | undefined) {
+  if (!cursor) return {};
+  return { OR: [{ [field]: { lt: cursor.at } }, { [field]: cursor.at, id: { lt: cursor.id } }] } as Record<string, unknown>;
+}
+
+/** Prisma `orderBy` for (field desc, id desc). */
+export function newestFirst<F extends string>(field: F) {
+  return [{ [field]: "desc" }, { id: "desc" }] as Record<string, "desc">[];
+}
 
 export interface Page<T> {
   data: T[];
@@ -27,15 +51,24 @@ export interface Page<T> {
 }
 
 /**
- * Builds a page from `rows` fetched with `take: limit + 1`: the extra row only tells whether
- * there is a next page.
+ * Builds a page from rows fetched with `take: limit + 1`: the extra row only tells whether
+ * there is a next page. `timeOf` gives a row's ordering time.
  */
-export function toPage<R extends { id: string }, T>(rows: R[], limit: number, map: (row: R) => T): Page<T> {
+export function toPage<R extends { id: string }, T>(rows: R[], limit: number, timeOf: (row: R) => Date, map: (row: R) => T): Page<T> {
   const hasMore = rows.length > limit;
   const pageRows = hasMore ? rows.slice(0, limit) : rows;
   const last = pageRows[pageRows.length - 1];
-  return {
-    data: pageRows.map(map),
-    next_cursor: hasMore && last ? Buffer.from(last.id, "utf8").toString("base64url") : null,
-  };
+  return { data: pageRows.map(map), next_cursor: hasMore && last ? encodeCursor(timeOf(last), last.id) : null };
+}
+
+/** Optional ISO 8601 bounds of a list: `since` inclusive, `until` exclusive. */
+export const timeWindowShape = {
+  since: z.iso.datetime({ offset: true, message: "must be an ISO 8601 timestamp" }).transform((v) => new Date(v)).optional(),
+  until: z.iso.datetime({ offset: true, message: "must be an ISO 8601 timestamp" }).transform((v) => new Date(v)).optional(),
+};
+
+/** Prisma `where` fragment for [since, until) on `field`. */
+export function withinWindow(field: string, window: { since?: Date; until?: Date }) {
+  if (!window.since && !window.until) return {};
+  return { [field]: { ...(window.since ? { gte: window.since } : {}), ...(window.until ? { lt: window.until } : {}) } };
 }

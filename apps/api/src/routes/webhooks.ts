@@ -4,9 +4,21 @@ import type { ApiDeps } from "../deps.js";
 import { principalOf } from "../http/auth.js";
 import { requireJson } from "../http/body.js";
 import { parseOrThrow } from "../http/validate.js";
-import { createWebhook, createWebhookSchema, findWebhook, toWebhookView } from "../services/webhooks.js";
+import { paginationShape } from "../http/pagination.js";
+import {
+  createWebhook,
+  createWebhookSchema,
+  deleteWebhook,
+  findWebhook,
+  listWebhooks,
+  toWebhookView,
+  updateWebhook,
+  updateWebhookSchema,
+} from "../services/webhooks.js";
 
 export const resourceId = z.string().max(100);
+
+const listQuery = z.strictObject(paginationShape);
 
 /** /v1/webhooks (CONTRACT.md section 4). */
 export function webhooksRouter(deps: ApiDeps): Router {
@@ -15,6 +27,21 @@ export function webhooksRouter(deps: ApiDeps): Router {
   router.post("/", ...requireJson(), async (req, res) => {
     const input = parseOrThrow(createWebhookSchema, req.body);
     res.status(201).json(await createWebhook(deps, principalOf(req).accountId, input));
+  });
+
+  router.get("/", async (req, res) => {
+    res.json(await listWebhooks(deps, principalOf(req).accountId, parseOrThrow(listQuery, req.query, "query")));
+  });
+
+  router.patch("/:id", ...requireJson(), async (req, res) => {
+    const id = parseOrThrow(resourceId, req.params.id, "id");
+    const input = parseOrThrow(updateWebhookSchema, req.body);
+    res.json(await updateWebhook(deps, principalOf(req).accountId, id, input));
+  });
+
+  router.delete("/:id", async (req, res) => {
+    await deleteWebhook(deps, principalOf(req).accountId, parseOrThrow(resourceId, req.params.id, "id"));
+    res.status(204).end();
   });
 
   router.get("/:id", async (req, res) => {

@@ -1,6 +1,6 @@
 import type { Delivery } from "@mailhooks/db";
 import type { ApiDeps } from "../deps.js";
-import { toPage, type Page } from "../http/pagination.js";
+import { afterCursor, newestFirst, toPage, type Cursor, type Page } from "../http/pagination.js";
 
 /** The deliveries log (CONTRACT.md section 8): one row per attempt, newest first. */
 
@@ -21,7 +21,7 @@ export interface DeliveryFilter {
   event_id?: string;
   webhook_id?: string;
   limit: number;
-  cursor?: string;
+  cursor?: Cursor;
 }
 
 const toView = (d: Delivery): DeliveryView => ({
@@ -43,10 +43,10 @@ export async function listDeliveries(deps: ApiDeps, accountId: string, filter: D
       accountId,
       ...(filter.event_id ? { eventId: filter.event_id } : {}),
       ...(filter.webhook_id ? { webhookId: filter.webhook_id } : {}),
-      ...(filter.cursor ? { id: { lt: filter.cursor } } : {}),
+      ...afterCursor("createdAt", filter.cursor),
     },
-    orderBy: { id: "desc" },
+    orderBy: newestFirst("createdAt"),
     take: filter.limit + 1,
   });
-  return toPage(rows, filter.limit, toView);
+  return toPage(rows, filter.limit, (d) => d.createdAt, toView);
 }

@@ -4,6 +4,7 @@ import { buildEnvelope, type EventType } from "@mailhooks/events";
 import { getLogger } from "@mailhooks/logger";
 import type { ApiDeps } from "../deps.js";
 import { AppError, notFound } from "../errors.js";
+import { afterCursor, newestFirst, toPage, withinWindow, type Cursor, type Page } from "../http/pagination.js";
 
 /**
  * Event ingest and reads (CONTRACT.md section 5). An event is stored with its exact envelope
@@ -222,4 +223,50 @@ export async function resolveThreadId(prisma: PrismaClient, accountId: string, i
      WHERE account_id = ${accountId} AND inbox_id = ${inboxId} AND message_id = ANY(${referencedIds})
      ORDER BY id LIMIT 1`;
   return rows[0]?.thread_id ?? fallback;
+}
+
+export interface EventListItem extends EventSummary {
+  message_id: string;
+  payload_retained: boolean;
+}
+
+export interface EventFilter {
+  inbox_id?: string;
+  event_type?: string;
+  status?: "pending" | "delivered" | "failed";
+  since?: Date;
+  until?: Date;
+  limit: number;
+  cursor?: Cursor;
+}
+
+/**
+ * GET /v1/events: newest first by (created_at, id); `since` inclusive and `until` exclusive
+ * bounds of created_at. Each filter has an index that starts with (account_id, filter,
+ * created_at desc, id desc), so a page costs one index range scan (docs/indexes.md).
+ */
+export async function listEvents(deps: ApiDeps, accountId: string, filter: EventFilter): Promise<Page<EventListItem>> {
+  const rows = await deps.prisma.event.findMany({
+    where: {
+      accountId,
+      ...(filter.inbox_id !== undefined ? { inboxId: filter.inbox_id } : {}),
+      ...(filter.event_type !== undefined ? { eventType: filter.event_type } : {}),
+      ...(filter.status !== undefined ? { status: filter.status } : {}),
+      ...withinWindow("createdAt", filter),
+      ...afterCursor("createdAt", filter.cursor),
+    },
+    orderBy: newestFirst("createdAt"),
+    take: filter.limit + 1,
+    select: { id: true, eventType: true, inboxId: true, messageId: true, status: true, occurredAt: true, createdAt: true, payloadPurgedAt: true },
+  });
+  return toPage(rows, filter.limit, (r) => r.createdAt, (r) => ({
+    event_id: r.id,
+    event_type: r.eventType,
+    inbox_id: r.inboxId,
+    message_id: r.messageId,
+    status: r.status,
+    occurred_at: r.occurredAt.toISOString(),
+    created_at: r.createdAt.toISOString(),
+    payload_retained: r.payloadPurgedAt === null,
+  }));
 }

@@ -4,6 +4,7 @@ import { newId, type Webhook } from "@mailhooks/db";
 import { EVENT_TYPES } from "@mailhooks/events";
 import type { ApiDeps } from "../deps.js";
 import { notFound } from "../errors.js";
+import { afterCursor, newestFirst, toPage, type Cursor, type Page } from "../http/pagination.js";
 
 /** Webhook registration (spec "Webhook registration"; CONTRACT.md section 4). */
 
@@ -73,4 +74,44 @@ export async function findWebhook(deps: ApiDeps, accountId: string, webhookId: s
   const webhook = await deps.prisma.webhook.findFirst({ where: { id: webhookId, accountId, deletedAt: null } });
   if (!webhook) throw notFound("webhook");
   return webhook;
+}
+
+export const updateWebhookSchema = z.strictObject({
+  url: httpsUrl.optional(),
+  events: webhookEvents.optional(),
+  status: z.enum(["enabled", "disabled"], { message: "must be enabled or disabled" }).optional(),
+});
+export type UpdateWebhookInput = z.infer<typeof updateWebhookSchema>;
+
+/** The account's live webhooks, newest first; never their secrets. */
+export async function listWebhooks(deps: ApiDeps, accountId: string, page: { limit: number; cursor?: Cursor }): Promise<Page<WebhookView>> {
+  const rows = await deps.prisma.webhook.findMany({
+    where: { accountId, deletedAt: null, ...afterCursor("createdAt", page.cursor) },
+    orderBy: newestFirst("createdAt"),
+    take: page.limit + 1,
+  });
+  return toPage(rows, page.limit, (w) => w.createdAt, toWebhookView);
+}
+
+/**
+ * Changes url, events or status. The secret is kept and no test event is sent. A disabled
+ * webhook gets no new deliveries, and its scheduled retries are dropped when they come due.
+ * @throws AppError not_found
+ */
+export async function updateWebhook(deps: ApiDeps, accountId: string, webhookId: string, input: UpdateWebhookInput): Promise<WebhookView> {
+  const result = await deps.prisma.webhook.updateManyAndReturn({
+    where: { id: webhookId, accountId, deletedAt: null },
+    data: { ...input, updatedAt: new Date() },
+  });
+  if (result.length === 0) throw notFound("webhook");
+  return toWebhookView(result[0]);
+}
+
+/** Soft-deletes: the webhook answers 404 from now on; its history stays readable. @throws AppError not_found */
+export async function deleteWebhook(deps: ApiDeps, accountId: string, webhookId: string): Promise<void> {
+  const result = await deps.prisma.webhook.updateMany({
+    where: { id: webhookId, accountId, deletedAt: null },
+    data: { deletedAt: new Date(), status: "disabled" },
+  });
+  if (result.count === 0) throw notFound("webhook");
 }

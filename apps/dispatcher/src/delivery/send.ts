@@ -8,7 +8,15 @@ import { BLOCKED_CODE, ipLiteral, isPublicAddress } from "./address-policy.js";
  */
 
 /** Short error codes of the deliveries log (CONTRACT.md section 8). */
-export type AttemptError = "timeout" | "connection_error" | "tls_error" | "dns_error" | "blocked_destination" | "insecure_url";
+export type AttemptError =
+  | "timeout"
+  | "connection_error"
+  | "tls_error"
+  | "dns_error"
+  | "blocked_destination"
+  | "insecure_url"
+  // A replay whose payload was purged between the request and the attempt: nothing was sent.
+  | "payload_expired";
 
 export interface AttemptResult {
   /** true only for a 2xx received within the deadline. */

@@ -1,0 +1,22 @@
+import { Router } from "express";
+import { z } from "zod";
+import type { ApiDeps } from "../deps.js";
+import { principalOf } from "../http/auth.js";
+import { paginationShape, timeWindowShape } from "../http/pagination.js";
+import { parseOrThrow } from "../http/validate.js";
+import { listAuditEntries } from "../services/audit.js";
+
+const querySchema = z.strictObject({
+  event_id: z.string().min(1).max(100).optional(),
+  ...timeWindowShape,
+  ...paginationShape,
+});
+
+/** GET /v1/audit-log (CONTRACT.md section 8). There is no route that changes an entry. */
+export function auditRouter(deps: ApiDeps): Router {
+  const router = Router();
+  router.get("/", async (req, res) => {
+    res.json(await listAuditEntries(deps, principalOf(req).accountId, parseOrThrow(querySchema, req.query, "query")));
+  });
+  return router;
+}

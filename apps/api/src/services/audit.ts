@@ -1,0 +1,49 @@
+import type { ApiDeps } from "../deps.js";
+import { afterCursor, newestFirst, toPage, withinWindow, type Cursor, type Page } from "../http/pagination.js";
+
+/**
+ * The audit log (spec "Audit log entry"; CONTRACT.md section 8): who replayed what, when, to
+ * where, and what the receiver answered. Read-only here: entries are written by the dispatcher
+ * and a database trigger refuses any UPDATE or DELETE.
+ */
+
+export interface AuditEntryView {
+  id: string;
+  event_id: string;
+  replayed_at: string;
+  destination_url: string;
+  response_status: number | null;
+  error: string | null;
+  api_key_id: string;
+}
+
+export interface AuditFilter {
+  event_id?: string;
+  since?: Date;
+  until?: Date;
+  limit: number;
+  cursor?: Cursor;
+}
+
+/** Entries of the account, newest `replayed_at` first; `since`/`until` bound `replayed_at`. */
+export async function listAuditEntries(deps: ApiDeps, accountId: string, filter: AuditFilter): Promise<Page<AuditEntryView>> {
+  const rows = await deps.prisma.auditEntry.findMany({
+    where: {
+      accountId,
+      ...(filter.event_id !== undefined ? { eventId: filter.event_id } : {}),
+      ...withinWindow("replayedAt", filter),
+      ...afterCursor("replayedAt", filter.cursor),
+    },
+    orderBy: newestFirst("replayedAt"),
+    take: filter.limit + 1,
+  });
+  return toPage(rows, filter.limit, (r) => r.replayedAt, (r) => ({
+    id: r.id,
+    event_id: r.eventId,
+    replayed_at: r.replayedAt.toISOString(),
+    destination_url: r.destinationUrl,
+    response_status: r.responseStatus,
+    error: r.error,
+    api_key_id: r.apiKeyId,
+  }));
+}
