@@ -4,7 +4,8 @@
  * an HTTPS reference receiver that verifies every signature; registers webhooks; feeds real
  * RFC 5322 messages through POST /v1/inboxes/{id}/messages and the other five kinds through
  * POST /v1/events; makes the receiver fail some deliveries so that retries and a failed event
- * happen; and prints a report read back from the API. Exits 1 when a signature did not verify
+ * happen; replays the failed event once its endpoint is back; and prints a report read back
+ * from the API. Exits 1 when a signature did not verify
  * or an expected delivery is missing.
  */
 import { randomUUID } from "node:crypto";
@@ -31,6 +32,17 @@ function log(line: string) {
   console.log(`demo: ${line}`);
 }
 
+/** Waits until the audit log holds `count` entries (one per replay, written once it ends). */
+async function waitForAudit(api: ApiClient, count: number): Promise<any[]> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const entries = await api.listAll("/v1/audit-log");
+    if (entries.length >= count) return entries;
+    if (Date.now() > deadline) throw new Error(`audit log has ${entries.length} of ${count} entries after 30 s`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 const children: ReturnType<typeof startProcess>[] = [];
 let exitCode = 1;
 const receiverCleanup: (() => Promise<void>)[] = [];
@@ -46,13 +58,15 @@ try {
   const resolvers = new Map<string, (secret: string) => void>();
   for (const hook of ["/hooks/inbox", "/hooks/archive"]) secrets.set(hook, new Promise((resolve) => resolvers.set(hook, resolve)));
   const firstTries = new Set<string>();
+  const archive = { up: false };
   const receiver = await startReceiver({
     cert: cert.cert,
     key: cert.key,
     secretFor: (p) => secrets.get(p),
     behavior: (arrival) => {
-      // /hooks/archive is down for good: its event ends failed after the last retry.
-      if (arrival.path === "/hooks/archive") return { status: 503 };
+      // /hooks/archive is down until the demo brings it back: its event ends failed after the
+      // last retry, and is then replayed.
+      if (arrival.path === "/hooks/archive" && !archive.up && arrival.event !== "webhook.test") return { status: 503 };
       // /hooks/inbox fails the first try of every opened and delivered event: a retry fixes it.
       if (arrival.event === "message.opened" || arrival.event === "message.delivered") {
         const key = `${arrival.event} ${arrival.messageId}`;
@@ -154,8 +168,23 @@ try {
     await new Promise((r) => setTimeout(r, 250));
   }
 
+  const failedBeforeReplay = details.filter((d) => d.status === "failed").map((d) => d.event_id as string);
+  log(`failed: ${failedBeforeReplay.join(", ") || "none"}; bringing /hooks/archive back and replaying`);
+  archive.up = true;
+  // Only the destinations that failed are replayed: the others already have the event.
+  let replays = 0;
+  for (const event of details.filter((d) => d.status === "failed")) {
+    for (const dest of event.destinations.filter((d: any) => d.status === "failed")) {
+      const res = await api.request("POST", `/v1/events/${event.event_id}/replay`, { webhook_id: dest.webhook_id });
+      if (res.status !== 202) throw new Error(`replay of ${event.event_id}: ${res.status} ${JSON.stringify(res.body)}`);
+      replays += res.body.replays.length;
+    }
+  }
+  const audit = await waitForAudit(api, replays);
+  details = await Promise.all(eventIds.map(async (id) => (await api.request("GET", `/v1/events/${id}`)).body));
+
   const deliveries = await api.listAll("/v1/deliveries");
-  const facts: DemoFacts = { events: details, deliveries, arrivals: receiver.arrivals as Arrival[], receiverUrl: (p) => receiver.url(p) };
+  const facts: DemoFacts = { events: details, failedBeforeReplay, audit, deliveries, arrivals: receiver.arrivals as Arrival[] };
   exitCode = printReport(facts) ? 0 : 1;
 } catch (error) {
   console.error(`demo: FAILED: ${(error as Error).message}`);
