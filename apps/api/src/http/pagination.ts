@@ -34,10 +34,16 @@ export function encodeCursor(at: Date, id: string): string {
   return Buffer.from(`${at.getTime()}.${id}`, "utf8").toString("base64url");
 }
 
-/** Prisma `where` fragment for the rows after `cursor` in (field desc, id desc) order. */
+/**
+ * Prisma `where` fragment for the rows after `cursor` in (field desc, id desc) order. The
+ * redundant `field <= at` is what PostgreSQL can use as an index bound (it cannot from the OR
+ * alone), so a deep page starts where the cursor is instead of scanning from the top.
+ */
 export function afterCursor<F extends string>(field: F, cursor: Cursor | undefined) {
   if (!cursor) return {};
-  return { OR: [{ [field]: { lt: cursor.at } }, { [field]: cursor.at, id: { lt: cursor.id } }] } as Record<string, unknown>;
+  return {
+    AND: [{ [field]: { lte: cursor.at } }, { OR: [{ [field]: { lt: cursor.at } }, { [field]: cursor.at, id: { lt: cursor.id } }] }],
+  } as Record<string, unknown>;
 }
 
 /** Prisma `orderBy` for (field desc, id desc). */
