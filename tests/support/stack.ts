@@ -71,7 +71,10 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
 
   const prisma = createPrismaClient(apiConfig.DATABASE_URL, apiConfig.DATABASE_POOL_SIZE);
   const redis = createRedisConnection(apiConfig.REDIS_URL, "producer");
+  // As main.ts does: connection errors are the API's answer (503), not an unhandled 'error' event.
+  redis.on("error", () => undefined);
   const queue = new DeliveryQueue(redis, prefix, apiConfig.DELIVERY_RETRY_DELAYS_MS);
+  queue.queue.on("error", () => undefined);
   const server: Server = await new Promise((resolve) => {
     const s = createApp({ prisma, redis, queue }).listen(0, "127.0.0.1", () => resolve(s));
   });
@@ -138,9 +141,13 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       await stopDispatcher();
       await Promise.all(receivers.map((r) => r.close()));
       await new Promise((resolve) => server.close(resolve));
-      await queue.queue.obliterate({ force: true }).catch(() => undefined);
+      // A stack whose Redis is unreachable (REDIS_URL at a closed port) never connected: the
+      // queue would wait for a connection forever, so only a connected one is cleaned up.
+      const connected = redis.status === "ready";
+      if (connected) await queue.queue.obliterate({ force: true }).catch(() => undefined);
       await queue.close();
-      await redis.quit().catch(() => undefined);
+      if (connected) await redis.quit().catch(() => undefined);
+      else redis.disconnect();
       await prisma.$disconnect();
     },
   };

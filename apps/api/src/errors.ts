@@ -50,10 +50,13 @@ export const notFound = (what: string) => new AppError("not_found", `${what} not
 
 /** A 422 from a zod error; `prefix` names where the input came from (e.g. "query"). */
 export function validationError(error: z.ZodError, prefix?: string): AppError {
-  const details = error.issues.map((issue) => ({
-    path: [prefix, ...issue.path.map(String)].filter(Boolean).join("."),
-    message: issue.message,
-  }));
+  // zod reports unknown fields on their parent object: name each of them instead.
+  const details = error.issues.flatMap((issue) => {
+    const base = [prefix, ...issue.path.map(String)];
+    const join = (parts: (string | undefined)[]) => parts.filter(Boolean).join(".");
+    if (issue.code === "unrecognized_keys") return issue.keys.map((key) => ({ path: join([...base, key]), message: "is not a recognized field" }));
+    return [{ path: join(base), message: issue.message }];
+  });
   const first = details[0];
   return new AppError("validation_error", first ? `${first.path || "body"}: ${first.message}` : "invalid input", details);
 }

@@ -125,6 +125,9 @@ async function claimIdempotencyKey(tx: Tx, accountId: string, idem: IdempotencyI
  *   could not be queued (the event is then removed again, so nothing is half-written).
  */
 export async function ingestEvent(deps: ApiDeps, accountId: string, event: NewEvent, idem?: IdempotencyInput): Promise<{ event: EventSummary; created: boolean }> {
+  // Redis first (as createWebhook does): while it is unreachable the queue's own calls would wait
+  // for a connection instead of failing, and an event must not be accepted that cannot be queued.
+  await deps.redis.ping();
   const eventId = newId("evt");
   const now = new Date();
   let inserted: { row: EventRow; destinationIds: string[] };
