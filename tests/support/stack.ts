@@ -7,7 +7,7 @@ import type { Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { apiConfigSchema, dispatcherConfigSchema, loadConfig } from "@mailhooks/config";
 import { createPrismaClient, type PrismaClient } from "@mailhooks/db";
-import { getLogger } from "@mailhooks/logger";
+import { configureLogger, getLogger } from "@mailhooks/logger";
 import { createRedisConnection, DeliveryQueue } from "@mailhooks/queue";
 import { startReceiver, type Receiver, type ReceiverOptions } from "@mailhooks/receiver";
 import { createApp } from "../../apps/api/src/app.js";
@@ -55,6 +55,9 @@ export interface StackOptions {
   dispatcher?: boolean;
 }
 
+// Tests print only warnings and errors of the service's own loggers (LOG_LEVEL overrides).
+configureLogger({ level: process.env.LOG_LEVEL ?? "warn", format: "pretty" });
+
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const prefix = `test-${randomUUID()}`;
   const env = {
@@ -76,7 +79,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const queue = new DeliveryQueue(redis, prefix, apiConfig.DELIVERY_RETRY_DELAYS_MS);
   queue.queue.on("error", () => undefined);
   const server: Server = await new Promise((resolve) => {
-    const s = createApp({ prisma, redis, queue }).listen(0, "127.0.0.1", () => resolve(s));
+    const s = createApp({ prisma, redis, queue, config: apiConfig }).listen(0, "127.0.0.1", () => resolve(s));
   });
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 

@@ -5,7 +5,8 @@
 import { apiConfigSchema, loadConfig, type ApiConfig } from "@mailhooks/config";
 import { createPrismaClient } from "@mailhooks/db";
 import { configureLogger, getLogger } from "@mailhooks/logger";
-import { createRedisConnection, DeliveryQueue } from "@mailhooks/queue";
+import { Queue } from "bullmq";
+import { createRedisConnection, DeliveryQueue, QUEUE_NAMES } from "@mailhooks/queue";
 import { createApp } from "./app.js";
 
 let config: ApiConfig;
@@ -24,7 +25,9 @@ redis.on("error", (error) => logger.warn("redis error", { error: error.message }
 const queue = new DeliveryQueue(redis, config.QUEUE_PREFIX, config.DELIVERY_RETRY_DELAYS_MS);
 queue.queue.on("error", (error) => logger.warn("queue error", { error: error.message }));
 
-const app = createApp({ prisma, redis, queue });
+const maintenanceQueue = new Queue(QUEUE_NAMES.maintenance, { connection: redis, prefix: config.QUEUE_PREFIX });
+maintenanceQueue.on("error", (error) => logger.warn("queue error", { error: error.message }));
+const app = createApp({ prisma, redis, queue, config }, [queue.queue, maintenanceQueue]);
 const server = app.listen(config.PORT, () => logger.info("api listening", { port: config.PORT }));
 
 let stopping = false;
@@ -35,7 +38,7 @@ function shutdown(signal: string) {
   const deadline = setTimeout(() => process.exit(1), 15_000);
   deadline.unref();
   server.close(async () => {
-    await queue.close().catch(() => undefined);
+    await Promise.all([queue.close(), maintenanceQueue.close()]).catch(() => undefined);
     await redis.quit().catch(() => undefined);
     await prisma.$disconnect();
     process.exit(0);

@@ -49,6 +49,10 @@ export const apiConfigSchema = z.object({
   ...shared,
   /** API port. */
   PORT: port.default(3000),
+  /** Requests one API key may make per minute, across all API replicas (0: no limit). */
+  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(6_000),
+  /** Live webhooks one account may have. */
+  MAX_WEBHOOKS_PER_ACCOUNT: z.coerce.number().int().positive().default(100),
   /** HTTP basic credentials of the queue board at /admin/queues; unset: not mounted. */
   ADMIN_USERNAME: z.string().min(1).optional(),
   ADMIN_PASSWORD: z.string().min(1).optional(),

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { newId, type PrismaClient } from "@mailhooks/db";
 import { buildEnvelope, type EventType } from "@mailhooks/events";
 import { getLogger } from "@mailhooks/logger";
-import type { ApiDeps } from "../deps.js";
+import { requireQueue, type ApiDeps } from "../deps.js";
 import { AppError, notFound } from "../errors.js";
 import { afterCursor, newestFirst, toPage, withinWindow, type Cursor, type Page } from "../http/pagination.js";
 
@@ -125,9 +125,7 @@ async function claimIdempotencyKey(tx: Tx, accountId: string, idem: IdempotencyI
  *   could not be queued (the event is then removed again, so nothing is half-written).
  */
 export async function ingestEvent(deps: ApiDeps, accountId: string, event: NewEvent, idem?: IdempotencyInput): Promise<{ event: EventSummary; created: boolean }> {
-  // Redis first (as createWebhook does): while it is unreachable the queue's own calls would wait
-  // for a connection instead of failing, and an event must not be accepted that cannot be queued.
-  await deps.redis.ping();
+  requireQueue(deps);
   const eventId = newId("evt");
   const now = new Date();
   let inserted: { row: EventRow; destinationIds: string[] };

@@ -1,10 +1,10 @@
 import { z } from "zod";
 import { newId } from "@mailhooks/db";
 import { getLogger } from "@mailhooks/logger";
-import type { ApiDeps } from "../deps.js";
+import { requireQueue, type ApiDeps } from "../deps.js";
 import { AppError, notFound } from "../errors.js";
 import type { Principal } from "./api-keys.js";
-import { httpsUrl } from "./webhooks.js";
+import { assertDeliverableUrl, httpsUrl } from "./webhooks.js";
 
 /**
  * Replay (spec "Replay an event"; CONTRACT.md section 7). Answers at once; each replay is one
@@ -39,6 +39,8 @@ interface DestinationRow {
  *   nothing is left behind).
  */
 export async function requestReplay(deps: ApiDeps, principal: Principal, eventId: string, input: ReplayRequest): Promise<ReplayAccepted> {
+  if (input.target_url !== undefined) assertDeliverableUrl(deps, input.target_url, "target_url");
+  requireQueue(deps);
   const event = await deps.prisma.event.findFirst({ where: { id: eventId, accountId: principal.accountId }, select: { id: true, payloadPurgedAt: true } });
   if (!event) throw notFound("event");
   if (event.payloadPurgedAt) throw new AppError("payload_expired", "the event's payload is past retention and can no longer be replayed");

@@ -2,8 +2,9 @@ import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { newId, type Webhook } from "@mailhooks/db";
 import { EVENT_TYPES } from "@mailhooks/events";
-import type { ApiDeps } from "../deps.js";
-import { notFound } from "../errors.js";
+import { checkDestinationUrl } from "@mailhooks/url-policy";
+import { requireQueue, type ApiDeps } from "../deps.js";
+import { AppError, notFound } from "../errors.js";
 import { afterCursor, newestFirst, toPage, type Cursor, type Page } from "../http/pagination.js";
 
 /** Webhook registration (spec "Webhook registration"; CONTRACT.md section 4). */
@@ -56,11 +57,29 @@ export function generateSecret(): string {
 }
 
 /**
+ * Refuses a URL whose host is an IP literal outside the public address space (unless
+ * ALLOW_PRIVATE_TARGETS); host names are checked again at every connection by the dispatcher.
+ * @throws AppError validation_error naming `path`
+ */
+export function assertDeliverableUrl(deps: ApiDeps, url: string, path: string): void {
+  if (checkDestinationUrl(url, { allowPrivateTargets: deps.config.ALLOW_PRIVATE_TARGETS }) === "blocked_destination") {
+    const message = "must not point to a loopback, private, link-local or reserved address";
+    throw new AppError("validation_error", `${path}: ${message}`, [{ path, message }]);
+  }
+}
+
+/**
  * Registers a webhook and queues its test event. Redis is checked first so that a webhook is not
  * created whose test event could not be queued.
+ * @throws AppError validation_error (blocked address), conflict (MAX_WEBHOOKS_PER_ACCOUNT reached)
  */
 export async function createWebhook(deps: ApiDeps, accountId: string, input: CreateWebhookInput): Promise<WebhookView & { secret: string }> {
-  await deps.redis.ping();
+  assertDeliverableUrl(deps, input.url, "url");
+  requireQueue(deps);
+  const live = await deps.prisma.webhook.count({ where: { accountId, deletedAt: null } });
+  if (live >= deps.config.MAX_WEBHOOKS_PER_ACCOUNT) {
+    throw new AppError("conflict", `the account already has the maximum of ${deps.config.MAX_WEBHOOKS_PER_ACCOUNT} webhooks; delete one first`);
+  }
   const webhook = await deps.prisma.webhook.create({
     data: { id: newId("wh"), accountId, url: input.url, events: input.events, secret: generateSecret() },
   });
@@ -99,6 +118,7 @@ export async function listWebhooks(deps: ApiDeps, accountId: string, page: { lim
  * @throws AppError not_found
  */
 export async function updateWebhook(deps: ApiDeps, accountId: string, webhookId: string, input: UpdateWebhookInput): Promise<WebhookView> {
+  if (input.url !== undefined) assertDeliverableUrl(deps, input.url, "url");
   const result = await deps.prisma.webhook.updateManyAndReturn({
     where: { id: webhookId, accountId, deletedAt: null },
     data: { ...input, updatedAt: new Date() },

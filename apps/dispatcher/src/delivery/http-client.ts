@@ -1,7 +1,7 @@
 import dns from "node:dns";
 import https from "node:https";
 import got, { type Got } from "got";
-import { BLOCKED_CODE, isPublicAddress } from "./address-policy.js";
+import { BLOCKED_CODE, isPublicAddress } from "@mailhooks/url-policy";
 
 /**
  * The dispatcher's one HTTPS client: a keep-alive agent, got's own retry off (the retry

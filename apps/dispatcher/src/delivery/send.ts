@@ -1,6 +1,6 @@
 import type { Got } from "got";
 import { signPayload, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "@mailhooks/signing";
-import { BLOCKED_CODE, ipLiteral, isPublicAddress } from "./address-policy.js";
+import { BLOCKED_CODE, checkDestinationUrl } from "@mailhooks/url-policy";
 
 /**
  * One signed POST of an envelope body to a receiver (CONTRACT.md section 6). Never throws:
@@ -51,26 +51,12 @@ export function classifyError(error: unknown): AttemptError {
   return "connection_error";
 }
 
-/** The URL policy checked before any connection: https only, no blocked IP literal. */
-function refuseBeforeConnect(url: string, allowPrivateTargets: boolean): AttemptError | null {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return "insecure_url";
-  }
-  if (parsed.protocol !== "https:") return "insecure_url";
-  // Node does not call the agent's lookup for IP literals, so they are checked here.
-  const literal = ipLiteral(parsed.hostname);
-  if (literal && !allowPrivateTargets && !isPublicAddress(literal)) return "blocked_destination";
-  return null;
-}
-
 /** Signs and POSTs `body` to `url` with `client` (see createHttpClient). */
 export async function sendSigned(client: Got, input: SendInput): Promise<AttemptResult> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
-  const refused = refuseBeforeConnect(input.url, input.allowPrivateTargets);
+  // Node does not call the agent's lookup for IP literals, so they are checked here first.
+  const refused = checkDestinationUrl(input.url, { allowPrivateTargets: input.allowPrivateTargets });
   if (refused) return { ok: false, responseStatus: null, error: refused, durationMs: 0 };
   const timestamp = String(Math.floor(Date.now() / 1000));
   try {

@@ -1,0 +1,3 @@
+/** Which destinations may be delivered to (CONTRACT.md section 2, ALLOW_PRIVATE_TARGETS). */
+export * from "./address-policy.js";
+export * from "./destination-url.js";
