@@ -14,6 +14,7 @@ import { createApp } from "../../apps/api/src/app.js";
 import { createApiKey } from "../../apps/api/src/services/api-keys.js";
 import { createHttpClient } from "../../apps/dispatcher/src/delivery/http-client.js";
 import { createDeliveryWorker } from "../../apps/dispatcher/src/worker.js";
+import { createDispatcherMetrics } from "../../apps/dispatcher/src/metrics.js";
 import { testCertDir, testDatabaseUrl, testRedisUrl } from "./env.js";
 
 /**
@@ -37,6 +38,20 @@ export interface Stack {
   newAccount: () => Promise<Account>;
   startReceiver: (options: Omit<ReceiverOptions, "cert" | "key">) => Promise<Receiver>;
   stopDispatcher: () => Promise<void>;
+  /**
+   * Starts another API instance (a replica) on the same PostgreSQL, Redis and QUEUE_PREFIX, with
+   * its own Redis connection and queue, as a second `npm run start:api` behind a load balancer
+   * would be. Closed by `close()` at the latest.
+   */
+  startApiReplica: () => Promise<ApiReplica>;
+  close: () => Promise<void>;
+}
+
+/** A second API process of a stack: its own port and Redis connection, the stack's everything else. */
+export interface ApiReplica {
+  baseUrl: string;
+  /** Calls this replica with `apiKey`. */
+  apiAs: (apiKey: string) => Stack["api"];
   close: () => Promise<void>;
 }
 
@@ -73,15 +88,21 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const dispatcherConfig = loadConfig(dispatcherConfigSchema, { DISPATCHER_CONCURRENCY: "16", ...env });
 
   const prisma = createPrismaClient(apiConfig.DATABASE_URL, apiConfig.DATABASE_POOL_SIZE);
-  const redis = createRedisConnection(apiConfig.REDIS_URL, "producer");
-  // As main.ts does: connection errors are the API's answer (503), not an unhandled 'error' event.
-  redis.on("error", () => undefined);
-  const queue = new DeliveryQueue(redis, prefix, apiConfig.DELIVERY_RETRY_DELAYS_MS);
-  queue.queue.on("error", () => undefined);
-  const server: Server = await new Promise((resolve) => {
-    const s = createApp({ prisma, redis, queue, config: apiConfig }).listen(0, "127.0.0.1", () => resolve(s));
-  });
-  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  /** One API process: its own Redis connection, queue and HTTP server on an ephemeral port. */
+  const startApi = async () => {
+    const redis = createRedisConnection(apiConfig.REDIS_URL, "producer");
+    // As main.ts does: connection errors are the API's answer (503), not an unhandled 'error' event.
+    redis.on("error", () => undefined);
+    const queue = new DeliveryQueue(redis, prefix, apiConfig.DELIVERY_RETRY_DELAYS_MS);
+    queue.queue.on("error", () => undefined);
+    const server: Server = await new Promise((resolve) => {
+      const s = createApp({ prisma, redis, queue, config: apiConfig }).listen(0, "127.0.0.1", () => resolve(s));
+    });
+    const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    return { redis, queue, server, baseUrl };
+  };
+  const { redis, queue, server, baseUrl } = await startApi();
+  const replicas: ApiReplica[] = [];
 
   let worker: Worker | null = null;
   let workerConnection: Redis | null = null;
@@ -91,8 +112,14 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     const { client, agent } = createHttpClient({ timeoutMs: dispatcherConfig.DELIVERY_TIMEOUT_MS, allowPrivateTargets: dispatcherConfig.ALLOW_PRIVATE_TARGETS });
     agentDestroy = () => agent.destroy();
     worker = createDeliveryWorker(
-      { prisma, client, allowPrivateTargets: dispatcherConfig.ALLOW_PRIVATE_TARGETS, retryDelaysMs: dispatcherConfig.DELIVERY_RETRY_DELAYS_MS, logger: getLogger("test-dispatcher") },
-      { connection: workerConnection, prefix, concurrency: dispatcherConfig.DISPATCHER_CONCURRENCY },
+      { prisma, client, allowPrivateTargets: dispatcherConfig.ALLOW_PRIVATE_TARGETS, retryDelaysMs: dispatcherConfig.DELIVERY_RETRY_DELAYS_MS, logger: getLogger("test-dispatcher"), metrics: createDispatcherMetrics() },
+      {
+        connection: workerConnection,
+        prefix,
+        concurrency: dispatcherConfig.DISPATCHER_CONCURRENCY,
+        lockDurationMs: dispatcherConfig.DISPATCHER_LOCK_DURATION_MS,
+        stalledIntervalMs: dispatcherConfig.DISPATCHER_STALLED_INTERVAL_MS,
+      },
     );
   }
 
@@ -101,13 +128,13 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const certDir = testCertDir();
   const [cert, key] = await Promise.all([readFile(path.join(certDir, "localhost.crt"), "utf8"), readFile(path.join(certDir, "localhost.key"), "utf8")]);
 
-  const apiWithKey = (apiKey: string): Stack["api"] => async (method, urlPath, body, headers = {}) => {
+  const apiWithKey = (apiKey: string, base = baseUrl): Stack["api"] => async (method, urlPath, body, headers = {}) => {
     const init: RequestInit = { method, headers: { authorization: `Bearer ${apiKey}`, ...headers } };
     if (body !== undefined) {
       init.body = typeof body === "string" || Buffer.isBuffer(body) ? (body as string) : JSON.stringify(body);
       (init.headers as Record<string, string>)["content-type"] ??= "application/json";
     }
-    const response = await fetch(`${baseUrl}${urlPath}`, init);
+    const response = await fetch(`${base}${urlPath}`, init);
     const text = await response.text();
     return { status: response.status, body: text ? JSON.parse(text) : null, headers: response.headers };
   };
@@ -140,7 +167,25 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       return receiver;
     },
     stopDispatcher,
+    startApiReplica: async () => {
+      const replica = await startApi();
+      let closed = false;
+      const handle: ApiReplica = {
+        baseUrl: replica.baseUrl,
+        apiAs: (apiKey) => apiWithKey(apiKey, replica.baseUrl),
+        close: async () => {
+          if (closed) return;
+          closed = true;
+          await new Promise((resolve) => replica.server.close(resolve));
+          await replica.queue.close();
+          await replica.redis.quit().catch(() => replica.redis.disconnect());
+        },
+      };
+      replicas.push(handle);
+      return handle;
+    },
     close: async () => {
+      await Promise.all(replicas.map((r) => r.close()));
       await stopDispatcher();
       await Promise.all(receivers.map((r) => r.close()));
       await new Promise((resolve) => server.close(resolve));

@@ -10,6 +10,7 @@ import { auditRouter } from "./routes/audit.js";
 import { deliveriesRouter } from "./routes/deliveries.js";
 import { eventsRouter } from "./routes/events.js";
 import { healthRouter } from "./routes/health.js";
+import { createApiMetrics } from "./metrics.js";
 import { inboundRouter } from "./routes/inbound.js";
 import { webhooksRouter } from "./routes/webhooks.js";
 
@@ -22,7 +23,10 @@ export function createApp(deps: ApiDeps, boardQueues: Queue[] = [deps.queue.queu
   app.disable("x-powered-by");
   app.set("query parser", "simple");
   app.use(helmet());
+  const metrics = createApiMetrics(deps.queue.queue);
+  app.use(metrics.middleware);
   app.use(healthRouter(deps));
+  app.use(metrics.router);
   const { ADMIN_USERNAME, ADMIN_PASSWORD } = deps.config;
   if (ADMIN_USERNAME && ADMIN_PASSWORD) app.use(ADMIN_PATH, basicAuth(ADMIN_USERNAME, ADMIN_PASSWORD), queueBoard(boardQueues));
 

@@ -5,9 +5,10 @@
 import { dispatcherConfigSchema, loadConfig, type DispatcherConfig } from "@mailhooks/config";
 import { createPrismaClient } from "@mailhooks/db";
 import { configureLogger, getLogger } from "@mailhooks/logger";
-import { createRedisConnection } from "@mailhooks/queue";
+import { createRedisConnection, DeliveryQueue } from "@mailhooks/queue";
 import { createHttpClient } from "./delivery/http-client.js";
 import { startMaintenance } from "./maintenance.js";
+import { createDispatcherMetrics, serveMetrics } from "./metrics.js";
 import { createDeliveryWorker } from "./worker.js";
 
 let config: DispatcherConfig;
@@ -23,12 +24,30 @@ const logger = getLogger("dispatcher");
 const prisma = createPrismaClient(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
 const connection = createRedisConnection(config.REDIS_URL, "worker");
 const { client, agent } = createHttpClient({ timeoutMs: config.DELIVERY_TIMEOUT_MS, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS });
+const deliveryQueue = new DeliveryQueue(connection, config.QUEUE_PREFIX, config.DELIVERY_RETRY_DELAYS_MS);
+const metrics = createDispatcherMetrics(deliveryQueue.queue);
+const metricsServer = await serveMetrics(metrics.registry, config.METRICS_PORT);
 const worker = createDeliveryWorker(
-  { prisma, client, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS, retryDelaysMs: config.DELIVERY_RETRY_DELAYS_MS, logger },
-  { connection, prefix: config.QUEUE_PREFIX, concurrency: config.DISPATCHER_CONCURRENCY },
+  { prisma, client, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS, retryDelaysMs: config.DELIVERY_RETRY_DELAYS_MS, logger, metrics },
+  {
+    connection,
+    prefix: config.QUEUE_PREFIX,
+    concurrency: config.DISPATCHER_CONCURRENCY,
+    lockDurationMs: config.DISPATCHER_LOCK_DURATION_MS,
+    stalledIntervalMs: config.DISPATCHER_STALLED_INTERVAL_MS,
+  },
 );
-const maintenance = await startMaintenance({ connection, prefix: config.QUEUE_PREFIX, prisma, retentionDays: config.EVENT_RETENTION_DAYS, logger: getLogger("maintenance") });
-logger.info("dispatcher started", { concurrency: config.DISPATCHER_CONCURRENCY, prefix: config.QUEUE_PREFIX });
+const maintenance = await startMaintenance({
+  connection,
+  prefix: config.QUEUE_PREFIX,
+  prisma,
+  retentionDays: config.EVENT_RETENTION_DAYS,
+  retryDelaysMs: config.DELIVERY_RETRY_DELAYS_MS,
+  sweepEveryMs: config.SWEEP_INTERVAL_MS,
+  sweepAfterMs: config.SWEEP_AFTER_MS,
+  logger: getLogger("maintenance"),
+});
+logger.info("dispatcher started", { metricsPort: config.METRICS_PORT, concurrency: config.DISPATCHER_CONCURRENCY, prefix: config.QUEUE_PREFIX });
 
 let stopping = false;
 async function shutdown(signal: string) {
@@ -42,6 +61,8 @@ async function shutdown(signal: string) {
   }, config.DELIVERY_TIMEOUT_MS + 10_000);
   deadline.unref();
   await Promise.all([worker.close(), maintenance.close()]);
+  metricsServer.close();
+  await deliveryQueue.close();
   agent.destroy();
   await connection.quit().catch(() => undefined);
   await prisma.$disconnect();

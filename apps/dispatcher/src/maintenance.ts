@@ -2,8 +2,9 @@ import { Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { PrismaClient } from "@mailhooks/db";
 import type { Logger } from "@mailhooks/logger";
-import { JOB_NAMES, QUEUE_NAMES } from "@mailhooks/queue";
+import { DeliveryQueue, JOB_NAMES, QUEUE_NAMES } from "@mailhooks/queue";
 import { purgeExpiredPayloads } from "./jobs/purge-payloads.js";
+import { sweepDestinations } from "./jobs/sweep-destinations.js";
 
 /**
  * Housekeeping run by BullMQ job schedulers: every dispatcher upserts the same scheduler ids, so
@@ -17,6 +18,11 @@ export interface MaintenanceOptions {
   logger: Logger;
   /** How often retention runs, in ms (hourly; the spec needs at least daily). */
   retentionEveryMs?: number;
+  /** DELIVERY_RETRY_DELAYS_MS, for the jobs the sweeper queues. */
+  retryDelaysMs: readonly number[];
+  /** How often the sweeper runs, and how old a destination without attempt must be, in ms. */
+  sweepEveryMs: number;
+  sweepAfterMs: number;
 }
 
 export async function startMaintenance(options: MaintenanceOptions): Promise<{ close: () => Promise<void> }> {
@@ -26,12 +32,24 @@ export async function startMaintenance(options: MaintenanceOptions): Promise<{ c
     { every: options.retentionEveryMs ?? 3_600_000 },
     { name: JOB_NAMES.retention, opts: { removeOnComplete: true, removeOnFail: 100 } },
   );
+  await queue.upsertJobScheduler(
+    JOB_NAMES.sweep,
+    { every: options.sweepEveryMs },
+    { name: JOB_NAMES.sweep, opts: { removeOnComplete: true, removeOnFail: 100 } },
+  );
+  const deliveries = new DeliveryQueue(options.connection, options.prefix, options.retryDelaysMs);
   const worker = new Worker(
     QUEUE_NAMES.maintenance,
     async (job) => {
-      if (job.name !== JOB_NAMES.retention) throw new Error(`unknown job ${job.name}`);
-      const removed = await purgeExpiredPayloads(options.prisma, options.retentionDays);
-      if (removed > 0) options.logger.info("payloads past retention removed", { removed });
+      if (job.name === JOB_NAMES.retention) {
+        const removed = await purgeExpiredPayloads(options.prisma, options.retentionDays);
+        if (removed > 0) options.logger.info("payloads past retention removed", { removed });
+      } else if (job.name === JOB_NAMES.sweep) {
+        const queued = await sweepDestinations(options.prisma, deliveries, options.sweepAfterMs);
+        if (queued > 0) options.logger.warn("destinations without a job queued again", { queued });
+      } else {
+        throw new Error(`unknown job ${job.name}`);
+      }
     },
     { connection: options.connection, prefix: options.prefix, concurrency: 1 },
   );
@@ -39,7 +57,7 @@ export async function startMaintenance(options: MaintenanceOptions): Promise<{ c
   return {
     close: async () => {
       await worker.close();
-      await queue.close();
+      await Promise.all([queue.close(), deliveries.close()]);
     },
   };
 }

@@ -64,6 +64,14 @@ export const dispatcherConfigSchema = z.object({
   METRICS_PORT: port.default(9464),
   /** Delivery attempts one dispatcher process runs at once. */
   DISPATCHER_CONCURRENCY: z.coerce.number().int().positive().max(1000).default(64),
+  /** Lock of a job being delivered, in ms; a killed dispatcher's jobs move on after about this. */
+  DISPATCHER_LOCK_DURATION_MS: z.coerce.number().int().min(1_000).default(30_000),
+  /** How often dispatchers look for jobs whose dispatcher died, in ms. */
+  DISPATCHER_STALLED_INTERVAL_MS: z.coerce.number().int().min(500).default(30_000),
+  /** How often pending destinations that never got a job are looked for, in ms. */
+  SWEEP_INTERVAL_MS: z.coerce.number().int().min(1_000).default(30_000),
+  /** A destination with no attempt after this long (ms) is re-queued by the sweeper. */
+  SWEEP_AFTER_MS: z.coerce.number().int().min(1_000).default(60_000),
 });
 
 export type ApiConfig = z.infer<typeof apiConfigSchema>;

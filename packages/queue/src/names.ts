@@ -16,6 +16,7 @@ export const JOB_NAMES = {
   testDelivery: "test-delivery",
   replay: "replay",
   retention: "retention",
+  sweep: "sweep",
 } as const;
 
 /** The custom backoff type of delivery jobs; the dispatcher's backoffStrategy implements it. */

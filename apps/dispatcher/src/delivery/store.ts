@@ -16,6 +16,7 @@ export interface DestinationTarget {
   secret: string;
   webhookEnabled: boolean;
   payload: string | null;
+  eventCreatedAt: Date;
 }
 
 /** Everything one delivery attempt needs, in one query; null for an unknown destination. */
@@ -24,7 +25,7 @@ export async function loadDestination(prisma: PrismaClient, destinationId: strin
     SELECT d.id AS "destinationId", d.account_id AS "accountId", d.event_id AS "eventId",
            d.webhook_id AS "webhookId", d.status::text AS "destinationStatus",
            w.url, w.secret, (w.status = 'enabled' AND w.deleted_at IS NULL) AS "webhookEnabled",
-           e.payload
+           e.payload, e.created_at AS "eventCreatedAt"
       FROM destinations d
       JOIN webhooks w ON w.id = d.webhook_id
       JOIN events e ON e.id = d.event_id

@@ -1,6 +1,7 @@
 import type { PrismaClient } from "@mailhooks/db";
 import type { Got } from "got";
 import type { Logger } from "@mailhooks/logger";
+import { observeAttempt, type DispatcherMetrics } from "../metrics.js";
 import { sendSigned } from "../delivery/send.js";
 import { RetryableDeliveryError } from "../delivery/retry-policy.js";
 import { finishDestination, loadDestination, recordAttempt } from "../delivery/store.js";
@@ -12,6 +13,7 @@ export interface DeliveryContext {
   /** DELIVERY_RETRY_DELAYS_MS: the number of retries after the initial attempt is its length. */
   retryDelaysMs: readonly number[];
   logger: Logger;
+  metrics: DispatcherMetrics;
 }
 
 /**
@@ -45,8 +47,19 @@ export async function deliverDestination(ctx: DeliveryContext, destinationId: st
     attempt,
     result,
   };
-  if (result.ok) return finishDestination(ctx.prisma, target, "delivered", row);
-  if (attempt >= ctx.retryDelaysMs.length) return finishDestination(ctx.prisma, target, "failed", row);
+  if (result.ok) {
+    await finishDestination(ctx.prisma, target, "delivered", row);
+    observeAttempt(ctx.metrics, row.trigger, true, result.durationMs);
+    ctx.metrics.endToEndLatency.observe((Date.now() - target.eventCreatedAt.getTime()) / 1000);
+    return;
+  }
+  if (attempt >= ctx.retryDelaysMs.length) {
+    await finishDestination(ctx.prisma, target, "failed", row);
+    observeAttempt(ctx.metrics, row.trigger, false, result.durationMs);
+    return;
+  }
   await recordAttempt(ctx.prisma, row);
+  observeAttempt(ctx.metrics, row.trigger, false, result.durationMs);
+  ctx.metrics.retriesScheduled.inc();
   throw new RetryableDeliveryError(`attempt ${attempt} failed: ${result.error ?? result.responseStatus}`);
 }

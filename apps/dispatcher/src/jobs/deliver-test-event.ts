@@ -1,5 +1,6 @@
 import { buildTestEnvelope } from "@mailhooks/events";
 import { sendSigned } from "../delivery/send.js";
+import { observeAttempt } from "../metrics.js";
 import { loadTestTarget, recordAttempt } from "../delivery/store.js";
 import type { DeliveryContext } from "./deliver-destination.js";
 
@@ -13,6 +14,7 @@ export async function deliverTestEvent(ctx: DeliveryContext, webhookId: string, 
   if (!target) return;
   const body = buildTestEnvelope(webhookId, target.url, new Date());
   const result = await sendSigned(ctx.client, { url: target.url, body, secret: target.secret, allowPrivateTargets: ctx.allowPrivateTargets });
+  observeAttempt(ctx.metrics, "test", result.ok, result.durationMs);
   await recordAttempt(ctx.prisma, {
     accountId,
     eventId: null,

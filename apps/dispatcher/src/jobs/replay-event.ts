@@ -1,6 +1,7 @@
 import { sendSigned, type AttemptResult } from "../delivery/send.js";
 import { loadReplay, recordReplay } from "../delivery/replay-store.js";
 import type { DeliveryContext } from "./deliver-destination.js";
+import { observeAttempt } from "../metrics.js";
 
 /**
  * One replay (spec "Replay an event"): the stored envelope, byte for byte (same messageId, same
@@ -17,4 +18,5 @@ export async function replayEvent(ctx: DeliveryContext, replayId: string): Promi
         ({ ok: false, responseStatus: null, error: "payload_expired", durationMs: 0 } satisfies AttemptResult)
       : await sendSigned(ctx.client, { url: target.destinationUrl, body: target.payload, secret: target.secret, allowPrivateTargets: ctx.allowPrivateTargets });
   await recordReplay(ctx.prisma, target, result, replayedAt);
+  observeAttempt(ctx.metrics, "replay", result.ok, result.durationMs);
 }

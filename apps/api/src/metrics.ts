@@ -1,0 +1,55 @@
+import type { Queue } from "bullmq";
+import type { RequestHandler, Router } from "express";
+import { Router as createRouter } from "express";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+/**
+ * The API's Prometheus metrics at GET /metrics (no authentication, CONTRACT.md section 8):
+ * requests by route and status, their duration in seconds, and the deliveries queue by state.
+ */
+export interface ApiMetrics {
+  registry: Registry;
+  middleware: RequestHandler;
+  router: Router;
+}
+
+export function createApiMetrics(queue: Queue): ApiMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const requests = new Counter({ name: "http_requests_total", help: "API requests by route and status", labelNames: ["method", "route", "status"], registers: [registry] });
+  const duration = new Histogram({
+    name: "http_request_duration_seconds",
+    help: "API request duration",
+    labelNames: ["method", "route"],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  });
+  new Gauge({
+    name: "webhook_queue_jobs",
+    help: "Jobs of the deliveries queue by state",
+    labelNames: ["state"],
+    registers: [registry],
+    async collect() {
+      const counts = await queue.getJobCounts("waiting", "active", "delayed", "failed", "prioritized");
+      for (const [state, count] of Object.entries(counts)) this.set({ state }, count);
+    },
+  });
+
+  const middleware: RequestHandler = (req, res, next) => {
+    const started = process.hrtime.bigint();
+    res.on("finish", () => {
+      // The matched route pattern, never the raw path: ids must not become label values.
+      const route = req.route?.path ? `${req.baseUrl}${req.route.path}` : "unmatched";
+      requests.inc({ method: req.method, route, status: String(res.statusCode) });
+      duration.observe({ method: req.method, route }, Number(process.hrtime.bigint() - started) / 1e9);
+    });
+    next();
+  };
+
+  const router = createRouter();
+  router.get("/metrics", async (_req, res) => {
+    res.setHeader("content-type", registry.contentType);
+    res.send(await registry.metrics());
+  });
+  return { registry, middleware, router };
+}

@@ -1,0 +1,68 @@
+import http from "node:http";
+import type { Queue } from "bullmq";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+/**
+ * The dispatcher's Prometheus metrics, served on METRICS_PORT at /metrics. Durations are in
+ * seconds, as Prometheus expects.
+ */
+export interface DispatcherMetrics {
+  registry: Registry;
+  /** Attempts by trigger (initial, retry, replay, test) and outcome (success, failure). */
+  deliveries: Counter<"trigger" | "outcome">;
+  attemptDuration: Histogram<"trigger">;
+  /** From the event's ingest to a successful first or retried delivery. */
+  endToEndLatency: Histogram;
+  retriesScheduled: Counter;
+}
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900];
+
+export function createDispatcherMetrics(queue?: Queue): DispatcherMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const metrics: DispatcherMetrics = {
+    registry,
+    deliveries: new Counter({ name: "webhook_delivery_attempts_total", help: "Delivery attempts by trigger and outcome", labelNames: ["trigger", "outcome"], registers: [registry] }),
+    attemptDuration: new Histogram({ name: "webhook_delivery_attempt_duration_seconds", help: "Duration of one delivery attempt", labelNames: ["trigger"], buckets: LATENCY_BUCKETS, registers: [registry] }),
+    endToEndLatency: new Histogram({ name: "webhook_delivery_latency_seconds", help: "From event ingest to its successful delivery", buckets: LATENCY_BUCKETS, registers: [registry] }),
+    retriesScheduled: new Counter({ name: "webhook_retries_scheduled_total", help: "Retries scheduled after a failed attempt", registers: [registry] }),
+  };
+  if (queue) {
+    new Gauge({
+      name: "webhook_queue_jobs",
+      help: "Jobs of the deliveries queue by state",
+      labelNames: ["state"],
+      registers: [registry],
+      async collect() {
+        const counts = await queue.getJobCounts("waiting", "active", "delayed", "failed", "prioritized");
+        for (const [state, count] of Object.entries(counts)) this.set({ state }, count);
+      },
+    });
+  }
+  return metrics;
+}
+
+/** Records one attempt's outcome. */
+export function observeAttempt(metrics: DispatcherMetrics, trigger: string, ok: boolean, durationMs: number): void {
+  metrics.deliveries.inc({ trigger, outcome: ok ? "success" : "failure" });
+  metrics.attemptDuration.observe({ trigger }, durationMs / 1000);
+}
+
+/** Serves GET /metrics (and /healthz) on `port`; resolves once listening. */
+export function serveMetrics(registry: Registry, port: number): Promise<http.Server> {
+  const server = http.createServer(async (req, res) => {
+    if (req.url === "/metrics") {
+      try {
+        const body = await registry.metrics();
+        res.writeHead(200, { "content-type": registry.contentType }).end(body);
+      } catch (error) {
+        res.writeHead(503, { "content-type": "text/plain" }).end(`metrics unavailable: ${(error as Error).message}`);
+      }
+      return;
+    }
+    if (req.url === "/healthz") return void res.writeHead(200, { "content-type": "application/json" }).end('{"status":"ok"}');
+    res.writeHead(404, { "content-type": "application/json" }).end('{"error":{"code":"not_found","message":"not found"}}');
+  });
+  return new Promise((resolve) => server.listen(port, () => resolve(server)));
+}
