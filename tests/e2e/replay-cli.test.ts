@@ -44,6 +44,8 @@ describe("bulk replay CLI", () => {
     const other = await account.api("POST", "/v1/webhooks", { url: receiver.url("/y"), events: ["message.opened"] });
     secrets.set("/y", other.body.secret);
     const opened = await account.api("POST", "/v1/events", { event_type: "message.opened", data: sampleData("message.opened") });
+    // Let its delivery end first, so that nothing changes the status forced below.
+    await waitUntil(() => account.api("GET", `/v1/events/${opened.body.event_id}`), (r) => r.body.status === "delivered");
     await account.api("PATCH", `/v1/webhooks/${other.body.id}`, { status: "disabled" });
     await stack.prisma.$executeRaw`UPDATE destinations SET status = 'failed' WHERE event_id = ${opened.body.event_id}`;
     await stack.prisma.$executeRaw`UPDATE events SET status = 'failed' WHERE id = ${opened.body.event_id}`;
