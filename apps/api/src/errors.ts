@@ -76,6 +76,24 @@ export function isInfrastructureError(error: unknown): boolean {
   return false;
 }
 
+/**
+ * SQLSTATEs by which PostgreSQL refuses input it cannot store or index: a NUL character
+ * (22021, 22P05), a date or number out of its range (22008, 22003) or an index entry over the
+ * btree limit (54000). The routes refuse such input before it reaches the database; this is the
+ * net for any field they missed: a 422, not a 500 (the failed statement stored nothing).
+ */
+const INPUT_SQLSTATES = new Set(["22021", "22P05", "22008", "22003", "54000"]);
+
+function isDatabaseInputError(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const adapter = (e as { meta?: { driverAdapterError?: { cause?: { code?: unknown; originalCode?: unknown } } } }).meta?.driverAdapterError?.cause;
+    for (const code of [adapter?.code, adapter?.originalCode, (e as { code?: unknown }).code]) {
+      if (typeof code === "string" && INPUT_SQLSTATES.has(code)) return true;
+    }
+  }
+  return false;
+}
+
 const logger = getLogger("api");
 
 /** Maps body-parser's own errors (raised before any route runs) to AppErrors. */
@@ -97,8 +115,38 @@ function fromBodyParser(error: { type?: string; status?: number }): AppError | n
   }
 }
 
+/**
+ * Maps the other client errors Express and its parsers raise before a route runs (http-errors
+ * objects with a 4xx status), which would otherwise fall through to a 500:
+ * - a path that is not valid percent-encoding (`/v1/webhooks/%ZZ`): the router cannot decode
+ *   the id, so it names no resource: 404;
+ * - a body that cannot be decompressed (`Content-Encoding: gzip` on bytes that are not gzip):
+ *   it cannot be read, like an aborted body: 400 invalid_json;
+ * - any other 4xx of that kind keeps its meaning where the contract has a code for it.
+ */
+function fromClientError(error: { status?: unknown; statusCode?: unknown; expose?: unknown } & Partial<Error>): AppError | null {
+  if (error instanceof URIError) return new AppError("not_found", "no such resource: the path is not valid percent-encoding");
+  const status = typeof error?.status === "number" ? error.status : typeof error?.statusCode === "number" ? error.statusCode : undefined;
+  if (status === undefined || status < 400 || status >= 500 || error.expose !== true) return null;
+  switch (status) {
+    case 404:
+      return new AppError("not_found", "not found");
+    case 413:
+      return new AppError("payload_too_large", "request body is too large");
+    case 415:
+      return new AppError("unsupported_media_type", "unsupported body encoding or content type");
+    default:
+      return new AppError("invalid_json", "request body could not be read or decoded");
+  }
+}
+
 export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
-  let appError: AppError | null = error instanceof AppError ? error : fromBodyParser(error);
+  let appError: AppError | null = error instanceof AppError ? error : (fromBodyParser(error) ?? fromClientError(error));
+  if (!appError && isDatabaseInputError(error)) {
+    // Not the message: it may quote the input.
+    logger.warn("input refused by the database", { path: req.path });
+    appError = new AppError("validation_error", "the input contains a value that cannot be stored (a NUL character, a date out of range or an oversized identifier)");
+  }
   if (!appError && isInfrastructureError(error)) {
     logger.warn("dependency unavailable", { path: req.path, error: (error as Error).message });
     appError = new AppError("unavailable", "a backing service is unavailable; retry later");

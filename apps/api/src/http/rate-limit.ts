@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { rateLimit } from "express-rate-limit";
 import { RedisStore, type RedisReply } from "rate-limit-redis";
 import type { RequestHandler } from "express";
@@ -20,7 +21,18 @@ export function rateLimitPerKey(redis: Redis, prefix: string, perMinute: number)
     keyGenerator: (req) => req.principal?.apiKeyId ?? "anonymous",
     store: new RedisStore({
       prefix: `${prefix}:ratelimit:`,
-      sendCommand: (command: string, ...args: string[]) => redis.call(command, ...args) as Promise<RedisReply>,
+      sendCommand: (command: string, ...args: string[]) => {
+        // The store loads its Lua scripts once, when the app is built, and keeps the promise
+        // of their SHA for good: loaded before the connection is ready (always, at start-up)
+        // it would be a rejection, every later call would fail, and passOnStoreError would let
+        // every request through, i.e. no limit at all. Until Redis is ready, SCRIPT LOAD is
+        // answered with the SHA1 Redis itself would give; the store's NOSCRIPT path then loads
+        // the script on first use.
+        if (command.toUpperCase() === "SCRIPT" && args[0]?.toUpperCase() === "LOAD" && redis.status !== "ready") {
+          return Promise.resolve(createHash("sha1").update(args[1] ?? "", "utf8").digest("hex"));
+        }
+        return redis.call(command, ...args) as Promise<RedisReply>;
+      },
     }),
     handler: (req, _res, next) => {
       const resetTime = (req as { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;

@@ -3,11 +3,11 @@ import { z } from "zod";
 import type { ApiDeps } from "../deps.js";
 import { principalOf } from "../http/auth.js";
 import { paginationShape, timeWindowShape } from "../http/pagination.js";
-import { parseOrThrow } from "../http/validate.js";
+import { hasNoNul, NO_NUL_MESSAGE, parseOrThrow } from "../http/validate.js";
 import { listAuditEntries } from "../services/audit.js";
 
 const querySchema = z.strictObject({
-  event_id: z.string().min(1).max(100).optional(),
+  event_id: z.string().min(1).max(100).refine(hasNoNul, NO_NUL_MESSAGE).optional(),
   ...timeWindowShape,
   ...paginationShape,
 });

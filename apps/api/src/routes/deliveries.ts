@@ -3,12 +3,12 @@ import { z } from "zod";
 import type { ApiDeps } from "../deps.js";
 import { principalOf } from "../http/auth.js";
 import { paginationShape } from "../http/pagination.js";
-import { parseOrThrow } from "../http/validate.js";
+import { hasNoNul, NO_NUL_MESSAGE, parseOrThrow } from "../http/validate.js";
 import { listDeliveries } from "../services/deliveries.js";
 
 const querySchema = z.strictObject({
-  event_id: z.string().min(1).max(100).optional(),
-  webhook_id: z.string().min(1).max(100).optional(),
+  event_id: z.string().min(1).max(100).refine(hasNoNul, NO_NUL_MESSAGE).optional(),
+  webhook_id: z.string().min(1).max(100).refine(hasNoNul, NO_NUL_MESSAGE).optional(),
   ...paginationShape,
 });
 

@@ -5,8 +5,8 @@ import type { ApiDeps } from "../deps.js";
 import { AppError } from "../errors.js";
 import { principalOf } from "../http/auth.js";
 import { requireJson } from "../http/body.js";
-import { parseOrThrow } from "../http/validate.js";
-import { paginationShape, timeWindowShape } from "../http/pagination.js";
+import { hasNoNul, NO_NUL_MESSAGE, parseOrThrow } from "../http/validate.js";
+import { isoTimestamp, paginationShape, timeWindowShape } from "../http/pagination.js";
 import { getEvent, hashBody, ingestEvent, listEvents, type IdempotencyInput, type NewEvent } from "../services/events.js";
 import { replayRequestSchema, requestReplay } from "../services/replays.js";
 import { resourceId } from "./webhooks.js";
@@ -14,11 +14,11 @@ import { resourceId } from "./webhooks.js";
 const eventEnvelopeSchema = z.strictObject({
   event_type: z.enum(EVENT_TYPES, { message: `must be one of ${EVENT_TYPES.join(", ")}` }),
   data: z.record(z.string(), z.unknown(), { message: "must be an object" }),
-  occurred_at: z.iso.datetime({ offset: true, message: "must be an ISO 8601 timestamp" }).optional(),
+  occurred_at: isoTimestamp.optional(),
 });
 
 const listQuery = z.strictObject({
-  inbox_id: z.string().min(1).max(200).optional(),
+  inbox_id: z.string().min(1).max(200).refine(hasNoNul, NO_NUL_MESSAGE).optional(),
   event_type: z.enum(EVENT_TYPES, { message: `must be one of ${EVENT_TYPES.join(", ")}` }).optional(),
   status: z.enum(["pending", "delivered", "failed"], { message: "must be pending, delivered or failed" }).optional(),
   ...timeWindowShape,
@@ -34,9 +34,26 @@ export function idempotencyFrom(req: { header(name: string): string | undefined;
   return { key: parseOrThrow(idempotencyKey, key, "header.Idempotency-Key"), requestHash: hashBody(body ?? Buffer.alloc(0)) };
 }
 
-/** Validates `data` against its kind's schema (422 with `data.<field>` paths). */
+/** RFC 5322 limits a line, hence a Message-ID, to 998 octets. */
+const MESSAGE_ID_MAX_BYTES = 998;
+
+/**
+ * Validates `data` against its kind's schema (422 with `data.<field>` paths), then what the
+ * events table needs of the fields it stores in columns: no NUL character (PostgreSQL text
+ * cannot hold it), and a messageId of at most 998 UTF-8 bytes so that the
+ * (account, inbox, message id) index entry stays within PostgreSQL's btree limit; the kind's
+ * schema counts UTF-16 units, which lets 998 CJK characters (2994 bytes) through.
+ */
 export function parseEventData(eventType: EventType, data: unknown): NewEvent["data"] {
-  return parseOrThrow(eventDataSchemas[eventType], data, "data") as NewEvent["data"];
+  const parsed = parseOrThrow(eventDataSchemas[eventType], data, "data") as NewEvent["data"];
+  const details = (["messageId", "threadId", "inboxId"] as const).flatMap((field) =>
+    hasNoNul(parsed[field]) ? [] : [{ path: `data.${field}`, message: NO_NUL_MESSAGE }],
+  );
+  if (Buffer.byteLength(parsed.messageId, "utf8") > MESSAGE_ID_MAX_BYTES) {
+    details.push({ path: "data.messageId", message: `must be at most ${MESSAGE_ID_MAX_BYTES} bytes in UTF-8` });
+  }
+  if (details.length > 0) throw new AppError("validation_error", `${details[0].path}: ${details[0].message}`, details);
+  return parsed;
 }
 
 /** /v1/events (CONTRACT.md section 5). */

@@ -4,7 +4,7 @@ import type { ApiDeps } from "../deps.js";
 import { AppError } from "../errors.js";
 import { principalOf } from "../http/auth.js";
 import { requireRawMessage } from "../http/body.js";
-import { parseOrThrow } from "../http/validate.js";
+import { hasNoNul, parseOrThrow } from "../http/validate.js";
 import { deriveThreadId, parseRawMessage, UnparseableMessageError } from "../inbound/parse-message.js";
 import { ingestEvent, resolveThreadId } from "../services/events.js";
 import { idempotencyFrom, parseEventData } from "./events.js";
@@ -32,7 +32,9 @@ export function inboundRouter(deps: ApiDeps): Router {
       throw error;
     }
     const accountId = principalOf(req).accountId;
-    const threadId = await resolveThreadId(deps.prisma, accountId, inbox, parsed.referencedIds, deriveThreadId(inbox, parsed.threadRootId));
+    // An id with a NUL character was never stored (see parseEventData), and PostgreSQL could not even compare it.
+    const referencedIds = parsed.referencedIds.filter(hasNoNul);
+    const threadId = await resolveThreadId(deps.prisma, accountId, inbox, referencedIds, deriveThreadId(inbox, parsed.threadRootId));
     const data = parseEventData(parsed.eventType, { ...parsed.data, threadId });
     const { event, created } = await ingestEvent(deps, accountId, { eventType: parsed.eventType, data, occurredAt: now }, idempotencyFrom(req, raw));
     res.status(created ? 201 : 200).json(event);

@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { ApiDeps } from "../deps.js";
 import { principalOf } from "../http/auth.js";
 import { requireJson } from "../http/body.js";
-import { parseOrThrow } from "../http/validate.js";
+import { hasNoNul, NO_NUL_MESSAGE, parseOrThrow } from "../http/validate.js";
 import { paginationShape } from "../http/pagination.js";
 import {
   createWebhook,
@@ -16,7 +16,7 @@ import {
   updateWebhookSchema,
 } from "../services/webhooks.js";
 
-export const resourceId = z.string().max(100);
+export const resourceId = z.string().max(100).refine(hasNoNul, NO_NUL_MESSAGE);
 
 const listQuery = z.strictObject(paginationShape);
 

@@ -72,10 +72,11 @@ async function insertEvent(tx: Tx, accountId: string, eventId: string, event: Ne
       SELECT id FROM webhooks
        WHERE account_id = ${accountId} AND status = 'enabled' AND deleted_at IS NULL AND ${event.eventType} = ANY(events)
     ), ev AS (
-      INSERT INTO events (id, account_id, event_type, inbox_id, message_id, thread_id, status, payload, occurred_at, created_at)
+      INSERT INTO events (id, account_id, event_type, inbox_id, message_id, thread_id, status, pending_destinations,
+                          payload, occurred_at, created_at)
       VALUES (${eventId}, ${accountId}, ${event.eventType}, ${event.data.inboxId}, ${event.data.messageId}, ${event.data.threadId},
               (CASE WHEN EXISTS (SELECT 1 FROM targets) THEN 'pending' ELSE 'delivered' END)::"DeliveryStatus",
-              ${payload}, ${event.occurredAt}, ${now})
+              (SELECT count(*) FROM targets), ${payload}, ${event.occurredAt}, ${now})
       RETURNING id, status::text AS status
     ), dst AS (
       INSERT INTO destinations (id, account_id, event_id, webhook_id, created_at, updated_at)

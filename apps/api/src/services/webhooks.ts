@@ -13,6 +13,9 @@ import { afterCursor, newestFirst, toPage, type Cursor, type Page } from "../htt
 export const httpsUrl = z
   .string({ message: "must be a string" })
   .max(2048, "must be at most 2048 characters")
+  // Stored as given: no control character (NUL cannot even be stored), which URL parsing
+  // would otherwise strip or percent-encode silently.
+  .refine((value) => !/[\u0000-\u001f\u007f]/.test(value), "must not contain control characters")
   .refine((value) => {
     try {
       const url = new URL(value);

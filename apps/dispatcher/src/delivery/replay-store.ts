@@ -1,6 +1,6 @@
 import { newId, type PrismaClient, Prisma } from "@mailhooks/db";
 import type { AttemptResult } from "./send.js";
-import { recomputeEventStatus } from "./store.js";
+import { moveDestination } from "./store.js";
 
 /** PostgreSQL side of a replay (CONTRACT.md section 7). */
 
@@ -33,34 +33,27 @@ export async function loadReplay(prisma: PrismaClient, replayId: string): Promis
 }
 
 /**
- * Writes the replay's one delivery row and one audit entry, in one transaction; a success to the
+ * Writes the replay's one delivery row and one audit entry in one statement; a success to the
  * webhook's own URL also makes the destination `delivered`. Unique replay ids make a second
  * write (a job re-run after a crash) a no-op.
  */
 export async function recordReplay(prisma: PrismaClient, target: ReplayTarget, result: AttemptResult, replayedAt: Date): Promise<void> {
-  const statements: Prisma.PrismaPromise<unknown>[] = [];
   const delivers = result.ok && target.toOwnUrl;
-  if (delivers) statements.push(prisma.$queryRaw`SELECT id FROM events WHERE id = ${target.eventId} FOR UPDATE`);
-  statements.push(
-    prisma.$executeRaw`
+  // A pending destination (retries still scheduled) or a failed one becomes delivered.
+  const move = delivers ? moveDestination(target.destinationId, "delivered", ["pending", "failed"]) : Prisma.sql`nothing AS (SELECT 1) SELECT 1`;
+  await prisma.$executeRaw`
+    WITH row AS (
       INSERT INTO deliveries (id, account_id, event_id, webhook_id, destination_id, url, trigger, attempt,
                               response_status, error, duration_ms, replay_id)
       VALUES (${newId("dlv")}, ${target.accountId}, ${target.eventId}, ${target.webhookId}, ${target.destinationId},
               ${target.destinationUrl}, 'replay'::"DeliveryTrigger", 0, ${result.responseStatus}, ${result.error},
               ${result.durationMs}, ${target.replayId})
-      ON CONFLICT (replay_id) DO NOTHING`,
-    prisma.$executeRaw`
+      ON CONFLICT (replay_id) DO NOTHING
+    ), audit AS (
       INSERT INTO audit_entries (id, account_id, event_id, replay_id, webhook_id, replayed_at, destination_url,
                                  response_status, error, api_key_id)
       VALUES (${newId("aud")}, ${target.accountId}, ${target.eventId}, ${target.replayId}, ${target.webhookId}, ${replayedAt},
               ${target.destinationUrl}, ${result.responseStatus}, ${result.error}, ${target.apiKeyId})
-      ON CONFLICT (replay_id) DO NOTHING`,
-  );
-  if (delivers) {
-    statements.push(
-      prisma.$executeRaw`UPDATE destinations SET status = 'delivered', updated_at = now() WHERE id = ${target.destinationId}`,
-      recomputeEventStatus(prisma, target.eventId),
-    );
-  }
-  await prisma.$transaction(statements);
+      ON CONFLICT (replay_id) DO NOTHING
+    ), ${move}`;
 }

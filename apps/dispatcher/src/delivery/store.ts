@@ -44,8 +44,9 @@ export interface DeliveryRow {
   result: AttemptResult;
 }
 
-function insertDelivery(prisma: PrismaClient, row: DeliveryRow) {
-  return prisma.$executeRaw`
+/** The INSERT of one delivery row, as a SQL fragment for the statements below. */
+function deliveryValues(row: DeliveryRow) {
+  return Prisma.sql`
     INSERT INTO deliveries (id, account_id, event_id, webhook_id, destination_id, url, trigger, attempt,
                             response_status, error, duration_ms)
     VALUES (${newId("dlv")}, ${row.accountId}, ${row.eventId}, ${row.webhookId}, ${row.destinationId}, ${row.url},
@@ -55,13 +56,40 @@ function insertDelivery(prisma: PrismaClient, row: DeliveryRow) {
 
 /** Records an attempt that leaves its destination pending (a failure with a retry left, a test). */
 export async function recordAttempt(prisma: PrismaClient, row: DeliveryRow): Promise<void> {
-  await insertDelivery(prisma, row);
+  await prisma.$executeRaw(deliveryValues(row));
 }
 
 /**
- * Sets a destination's final status, with the attempt's row when there was one, and recomputes
- * its event's status (CONTRACT.md section 5). The event row is locked first so that two
- * destinations of one event finishing at once cannot both read the other as pending.
+ * The part of a statement that moves one destination from its current status to `status` and
+ * keeps its event's counters and status right (CONTRACT.md section 5: pending while any
+ * destination is pending, else failed if any failed, else delivered). `prev` locks the
+ * destination row; the events row is updated in place, so two destinations of one event ending
+ * at once serialize on it and each sees the other's effect.
+ */
+export function moveDestination(destinationId: string, status: "delivered" | "failed", fromStatuses: readonly string[]) {
+  return Prisma.sql`
+    prev AS (
+      SELECT id, event_id, status AS was FROM destinations
+       WHERE id = ${destinationId} AND status::text IN (${Prisma.join(fromStatuses)}) AND status <> ${status}::"DeliveryStatus"
+       FOR UPDATE
+    ), moved AS (
+      UPDATE destinations d SET status = ${status}::"DeliveryStatus", updated_at = now()
+        FROM prev WHERE d.id = prev.id
+      RETURNING prev.event_id, prev.was
+    )
+    UPDATE events e SET
+      pending_destinations = e.pending_destinations - (moved.was = 'pending')::int,
+      failed_destinations = e.failed_destinations - (moved.was = 'failed')::int + ${status === "failed" ? 1 : 0},
+      status = (CASE
+        WHEN e.pending_destinations - (moved.was = 'pending')::int > 0 THEN 'pending'
+        WHEN e.failed_destinations - (moved.was = 'failed')::int + ${status === "failed" ? 1 : 0} > 0 THEN 'failed'
+        ELSE 'delivered' END)::"DeliveryStatus"
+      FROM moved WHERE e.id = moved.event_id`;
+}
+
+/**
+ * Ends a pending destination with `status`, with the attempt's row when there was one: one
+ * statement, one round trip, atomic.
  */
 export async function finishDestination(
   prisma: PrismaClient,
@@ -69,29 +97,8 @@ export async function finishDestination(
   status: "delivered" | "failed",
   row: DeliveryRow | null,
 ): Promise<void> {
-  const statements: Prisma.PrismaPromise<unknown>[] = [
-    prisma.$queryRaw`SELECT id FROM events WHERE id = ${target.eventId} FOR UPDATE`,
-  ];
-  if (row) statements.push(insertDelivery(prisma, row));
-  statements.push(
-    prisma.$executeRaw`
-      UPDATE destinations SET status = ${status}::"DeliveryStatus", updated_at = now()
-       WHERE id = ${target.destinationId}`,
-    recomputeEventStatus(prisma, target.eventId),
-  );
-  await prisma.$transaction(statements);
-}
-
-/** pending while any destination is pending, else failed if any failed, else delivered. */
-export function recomputeEventStatus(prisma: PrismaClient, eventId: string) {
-  return prisma.$executeRaw`
-    UPDATE events SET status = (
-      CASE
-        WHEN EXISTS (SELECT 1 FROM destinations WHERE event_id = ${eventId} AND status = 'pending') THEN 'pending'
-        WHEN EXISTS (SELECT 1 FROM destinations WHERE event_id = ${eventId} AND status = 'failed') THEN 'failed'
-        ELSE 'delivered'
-      END)::"DeliveryStatus"
-     WHERE id = ${eventId}`;
+  const insert = row ? Prisma.sql`inserted AS (${deliveryValues(row)}),` : Prisma.empty;
+  await prisma.$executeRaw`WITH ${insert} ${moveDestination(target.destinationId, status, ["pending"])}`;
 }
 
 export interface TestTarget {
