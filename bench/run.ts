@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick]` (CONTRACT.md section 10): the whole pipeline measured beside the
+ * `npm run bench [-- --quick] [-- --events N]` (CONTRACT.md section 10): the whole pipeline measured beside the
  * floor of its own stack, in one run, on this machine. Starts the built API and one dispatcher
  * as real processes (production settings, LOG_LEVEL=warn), a keep-alive HTTPS receiver that
  * answers at once and timestamps arrivals, and a load generator in its own process; prints one
@@ -20,11 +20,15 @@ import type { FloorRequest } from "./floor.js";
 import type { LoadRequest, LoadResult } from "./load.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const { values: args } = parseArgs({ options: { quick: { type: "boolean", default: false } } });
+const { values: args } = parseArgs({ options: { quick: { type: "boolean", default: false }, events: { type: "string" } } });
 const QUICK = args.quick;
+// The full run's burst is 5,000 events (not the 20,000 first planned) so that three repetitions
+// of every phase fit in five minutes on this 2-core machine; `--events N` sets another size
+// (the floor and fan-out phases scale with it).
+const BURST = Number(args.events ?? (QUICK ? 2_000 : 5_000));
 const SIZES = QUICK
-  ? { reps: 1, burst: 2_000, pacedMs: 5_000, fanoutEvents: 500, retries: 50, floor: 2_000 }
-  : { reps: 3, burst: 20_000, pacedMs: 20_000, fanoutEvents: 5_000, retries: 200, floor: 20_000 };
+  ? { reps: 1, burst: BURST, pacedMs: 5_000, fanoutEvents: Math.round(BURST / 4), retries: 50, floor: BURST }
+  : { reps: 3, burst: BURST, pacedMs: 20_000, fanoutEvents: Math.round(BURST / 5), retries: 200, floor: BURST };
 const CONCURRENCY = { load: 32, dispatcher: 64, pool: 10 };
 const RETRY_DELAY_MS = 1_000;
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/webhooks_bench";

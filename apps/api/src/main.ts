@@ -5,6 +5,7 @@
 import { apiConfigSchema, loadConfig, type ApiConfig } from "@mailhooks/config";
 import { createPrismaClient } from "@mailhooks/db";
 import { configureLogger, getLogger } from "@mailhooks/logger";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { Queue } from "bullmq";
 import { createRedisConnection, DeliveryQueue, QUEUE_NAMES } from "@mailhooks/queue";
 import { createApp } from "./app.js";
@@ -31,12 +32,30 @@ const app = createApp({ prisma, redis, queue, config }, [queue.queue, maintenanc
 const server = app.listen(config.PORT, () => logger.info("api listening", { port: config.PORT }));
 
 let stopping = false;
+/**
+ * Answers in progress. Once stopping, every answer closes its connection: otherwise a keep-alive
+ * client (a load balancer, an SDK's agent) holds the server open, since its connection is not
+ * idle while a request is in flight, stays open after the answer for keepAliveTimeout and may
+ * carry new requests, so close() would wait until the deadline and the process would exit 1.
+ */
+const inFlight = new Set<ServerResponse>();
+server.prependListener("request", (_req: IncomingMessage, res: ServerResponse) => {
+  inFlight.add(res);
+  res.once("close", () => inFlight.delete(res));
+  if (stopping) res.setHeader("connection", "close");
+});
+
 function shutdown(signal: string) {
   if (stopping) return;
   stopping = true;
   logger.info("stopping", { signal });
   const deadline = setTimeout(() => process.exit(1), 15_000);
   deadline.unref();
+  for (const res of inFlight) if (!res.headersSent) res.setHeader("connection", "close");
+  // Connections idle now are closed by close(); those that become idle later (an answer already
+  // under way when SIGTERM came) are closed as they do.
+  const idle = setInterval(() => server.closeIdleConnections(), 100);
+  idle.unref();
   server.close(async () => {
     await Promise.all([queue.close(), maintenanceQueue.close()]).catch(() => undefined);
     await redis.quit().catch(() => undefined);

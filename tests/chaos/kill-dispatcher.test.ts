@@ -1,0 +1,108 @@
+import { Queue } from "bullmq";
+import type { Redis } from "ioredis";
+import { createRedisConnection, QUEUE_NAMES } from "@mailhooks/queue";
+import { verifySignature } from "@mailhooks/signing";
+import { testRedisUrl } from "../support/env.js";
+import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
+import { createHook, deliveryRows, emailArrivals, startHookReceiver } from "../support/hooks.js";
+import { killAll, removeMaintenanceQueue, startDispatcher, waitForExit } from "./support/processes.js";
+
+/**
+ * Issue 4, item 7: a dispatcher killed with SIGKILL in the middle of a delivery loses nothing.
+ *
+ * Its job stays active in Redis with a lock nobody renews; once the lock expires
+ * (DISPATCHER_LOCK_DURATION_MS) another dispatcher's stalled-job check
+ * (DISPATCHER_STALLED_INTERVAL_MS) puts it back in the queue and makes the attempt again.
+ * Delivery is at least once: the receiver may get the same envelope twice (it de-duplicates by
+ * event + messageId). The killed attempt wrote nothing, so it is not counted: the deliveries log
+ * shows the attempts whose outcome is known, numbered without gaps.
+ */
+/** Long enough for a second dispatcher to start while the first one's request is held. */
+const HOLD_MS = 9_000;
+const LOCK_MS = 2_000;
+const STALLED_MS = 1_000;
+
+describe("a dispatcher killed mid-delivery", () => {
+  let stack: Stack;
+  let connection: Redis;
+  let deliveries: Queue;
+  beforeAll(async () => {
+    stack = await startStack({ dispatcher: false });
+    connection = createRedisConnection(testRedisUrl(), "worker");
+    deliveries = new Queue(QUEUE_NAMES.deliveries, { connection, prefix: stack.prefix });
+  });
+  afterAll(async () => {
+    await killAll();
+    if (stack) await removeMaintenanceQueue(stack.prefix);
+    await deliveries?.close();
+    await connection?.quit().catch(() => undefined);
+    await stack?.close();
+  });
+
+  test("its in-flight delivery is taken over by another running dispatcher and delivered", async () => {
+    const acct = await stack.newAccount();
+    let inFlight = 0;
+    let requests = 0;
+    // The first email request is held HOLD_MS before its answer; the ones after are answered at once.
+    const hr = await startHookReceiver(stack, (a, nth) => {
+      if (a.event === "webhook.test") return {};
+      requests++;
+      if (nth > 1) return {};
+      inFlight = Date.now();
+      return { delayMs: HOLD_MS };
+    });
+    const hook = await createHook(acct, hr, "/crash", ["message.sent"]);
+    const posted = await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
+    expect(posted.status).toBe(201);
+    const eventId = posted.body.event_id as string;
+
+    const env = {
+      QUEUE_PREFIX: stack.prefix,
+      DISPATCHER_LOCK_DURATION_MS: String(LOCK_MS),
+      DISPATCHER_STALLED_INTERVAL_MS: String(STALLED_MS),
+      DELIVERY_TIMEOUT_MS: "15000",
+    };
+    const a = startDispatcher("dispatcher-a", env);
+    // A has the request in flight: the receiver got it and holds its answer.
+    await waitUntil(async () => inFlight, (t) => t > 0, 30_000, 10);
+    // A second replica starts and is ready (its worker is connected to the queue).
+    const b = startDispatcher("dispatcher-b", env);
+    await waitUntil(() => deliveries.getWorkersCount(), (n) => n >= 2, 20_000);
+    // B's stalled checks leave a job alone while its dispatcher lives and renews its lock.
+    await new Promise((r) => setTimeout(r, 2 * STALLED_MS)); // bounded absence check
+    expect(requests).toBe(1);
+    a.child.kill("SIGKILL");
+    const killed = await waitForExit(a, 5_000);
+    expect(killed.signal).toBe("SIGKILL");
+    // Killed while the request was in flight, before A could record anything.
+    expect(killed.at - inFlight).toBeLessThan(HOLD_MS);
+    expect(await deliveryRows(acct, { event_id: eventId })).toEqual([]);
+
+    // B's attempt is answered at once; A's held one is recorded by the receiver when its hold ends.
+    const arrivals = emailArrivals(await hr.receiver.waitFor((all) => emailArrivals(all, "/crash").length >= 2, 30_000), "/crash");
+    const detail = await waitUntil(() => acct.api("GET", `/v1/events/${eventId}`), (r) => r.body.status !== "pending", 20_000);
+    expect(detail.body.status).toBe("delivered");
+    expect(detail.body.destinations).toEqual([{ webhook_id: hook.id, url: hook.url, status: "delivered", attempts: 1 }]);
+
+    // The same envelope twice, each time signed right; the second one is a duplicate to the
+    // receiver (it had accepted the first, whose answer never reached A).
+    expect(arrivals).toHaveLength(2);
+    for (const arrival of arrivals) {
+      expect(arrival.body).toBe(JSON.stringify(detail.body.payload));
+      expect(verifySignature({ secret: hook.secret, timestamp: arrival.timestamp, signature: arrival.signature, body: arrival.body })).toBe(true);
+    }
+    const [first, second] = [...arrivals].sort((x, y) => x.receivedAt - y.receivedAt);
+    expect([first.duplicate, second.duplicate]).toEqual([false, true]);
+    // The takeover came once A was dead and its lock had expired, not before.
+    expect(second.receivedAt).toBeGreaterThan(killed.at);
+
+    // One attempt in the log: B's, the initial one (the killed try consumed no attempt).
+    const rows = await deliveryRows(acct, { event_id: eventId });
+    expect(rows.map((r) => [r.attempt, r.trigger, r.response_status, r.error])).toEqual([[0, "initial", 200, null]]);
+    expect(b.running()).toBe(true);
+
+    // Nothing more comes: B's stalled checks keep running and find nothing to take over.
+    await expect(hr.receiver.waitFor((all) => emailArrivals(all, "/crash").length > 2, LOCK_MS + 2 * STALLED_MS)).rejects.toThrow();
+    expect(await deliveryRows(acct, { event_id: eventId })).toHaveLength(1);
+  });
+});

@@ -1,0 +1,95 @@
+import { Queue } from "bullmq";
+import type { Redis } from "ioredis";
+import { createRedisConnection, QUEUE_NAMES } from "@mailhooks/queue";
+import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
+import { apiAs, createHook, deliveryRows, emailArrivals, startHookReceiver } from "../support/hooks.js";
+import { killAll, startDispatcher } from "./support/processes.js";
+import { startThrowawayRedis, type ThrowawayRedis } from "./support/redis-server.js";
+
+/**
+ * Issue 4, item 8 (Redis): Redis restarted while a retry is scheduled. The retry is a delayed
+ * BullMQ job, persisted by Redis's append-only file; after the restart the dispatcher's
+ * connections come back by themselves and the retry still fires on time, the API accepts events
+ * again, and /readyz said 503 while Redis was down.
+ *
+ * A throwaway redis-server on a port of its own is restarted, never the system one.
+ */
+const RETRY_MS = 3_000;
+/** How late a retry may fire: queue promotion, a database read, a TLS handshake. */
+const LATE_MS = 1_000;
+
+describe("Redis restarted while a retry is scheduled", () => {
+  let redisServer: ThrowawayRedis;
+  let stack: Stack;
+  let connection: Redis;
+  let deliveries: Queue;
+
+  beforeAll(async () => {
+    redisServer = await startThrowawayRedis();
+    stack = await startStack({ env: { REDIS_URL: redisServer.url, DELIVERY_RETRY_DELAYS_MS: [RETRY_MS, RETRY_MS, RETRY_MS].join(",") }, dispatcher: false });
+    connection = createRedisConnection(redisServer.url, "worker");
+    connection.on("error", () => undefined);
+    deliveries = new Queue(QUEUE_NAMES.deliveries, { connection, prefix: stack.prefix });
+    deliveries.on("error", () => undefined);
+  });
+  afterAll(async () => {
+    await killAll();
+    await deliveries?.close();
+    connection?.disconnect();
+    await stack?.close();
+    await redisServer?.destroy();
+  });
+
+  test("the retry fires on schedule after the restart, the worker resumes, and the event is delivered", async () => {
+    const hr = await startHookReceiver(stack, (a, nth) => (a.event === "webhook.test" ? {} : { status: nth === 1 ? 500 : 200 }));
+    const hook = await createHook(stack, hr, "/restart", ["message.sent"]);
+    startDispatcher("dispatcher", { REDIS_URL: redisServer.url, QUEUE_PREFIX: stack.prefix, DELIVERY_RETRY_DELAYS_MS: [RETRY_MS, RETRY_MS, RETRY_MS].join(",") });
+
+    const posted = await stack.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
+    expect(posted.status).toBe(201);
+    const eventId = posted.body.event_id as string;
+    const [{ id: destinationId }] = await stack.prisma.destination.findMany({ where: { eventId }, select: { id: true } });
+
+    const [failure] = emailArrivals(await hr.receiver.waitFor((a) => emailArrivals(a, "/restart").length >= 1, 30_000), "/restart");
+    expect(failure.status).toBe(500);
+    // The failure is recorded and its retry scheduled: a delayed job in Redis.
+    await waitUntil(() => deliveries.getJobState(destinationId), (s) => s === "delayed", 5_000, 20);
+
+    // Restart Redis well before the retry is due; /readyz says 503 while it is down.
+    await redisServer.stop();
+    const down = await apiAs(stack, null, "GET", "/readyz");
+    expect(down.status).toBe(503);
+    expect(down.body.checks).toEqual({ postgres: "ok", redis: "unavailable" });
+    await redisServer.start();
+    const restartedAt = Date.now();
+    // (The test proves nothing unless Redis was back before the retry was due.)
+    expect(restartedAt).toBeLessThan(failure.receivedAt + RETRY_MS - 500);
+
+    // The scheduled retry survived the restart (append-only file)...
+    expect(await waitUntil(() => deliveries.getJobState(destinationId).catch(() => "error"), (s) => s !== "error", 5_000)).toBe("delayed");
+    // ...and fires on time.
+    const arrivals = emailArrivals(await hr.receiver.waitFor((a) => emailArrivals(a, "/restart").length >= 2, RETRY_MS + 10_000), "/restart");
+    const lateness = arrivals[1].receivedAt - (failure.receivedAt + RETRY_MS);
+    expect(lateness).toBeGreaterThanOrEqual(0);
+    expect(lateness).toBeLessThan(LATE_MS);
+
+    const detail = await waitUntil(() => stack.api("GET", `/v1/events/${eventId}`), (r) => r.status === 200 && r.body.status !== "pending");
+    expect(detail.body.status).toBe("delivered");
+    expect(detail.body.destinations).toEqual([{ webhook_id: hook.id, url: hook.url, status: "delivered", attempts: 2 }]);
+    const rows = await deliveryRows(stack, { event_id: eventId });
+    expect(rows.map((r) => [r.attempt, r.trigger, r.response_status, r.error])).toEqual([
+      [0, "initial", 500, null],
+      [1, "retry", 200, null],
+    ]);
+
+    // The API and the worker are back for new work: an event posted now is delivered at once.
+    await waitUntil(() => apiAs(stack, null, "GET", "/readyz"), (r) => r.status === 200, 5_000);
+    const next = await stack.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
+    expect(next.status).toBe(201);
+    const postedAt = Date.now();
+    const nextDetail = await waitUntil(() => stack.api("GET", `/v1/events/${next.body.event_id}`), (r) => r.status === 200 && r.body.status !== "pending", 10_000);
+    expect(nextDetail.body.status).toBe("delivered");
+    expect(Date.now() - postedAt).toBeLessThan(2_000);
+    expect(emailArrivals(hr.receiver.arrivals, "/restart")).toHaveLength(3);
+  });
+});
