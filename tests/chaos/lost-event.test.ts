@@ -67,9 +67,9 @@ describe("an event committed by an API that died before queueing it", () => {
     const payload = buildEnvelope("message.sent", createdAt, data);
     await stack.prisma.$transaction([
       stack.prisma.$executeRaw`
-        INSERT INTO events (id, account_id, event_type, inbox_id, message_id, thread_id, status, payload, occurred_at, created_at)
+        INSERT INTO events (id, account_id, event_type, inbox_id, message_id, thread_id, status, pending_destinations, payload, occurred_at, created_at)
         VALUES (${eventId}, ${stack.accountId}, 'message.sent', ${data.inboxId as string}, ${data.messageId as string},
-                ${data.threadId as string}, 'pending', ${payload}, ${createdAt}, ${createdAt})`,
+                ${data.threadId as string}, 'pending', 1, ${payload}, ${createdAt}, ${createdAt})`,
       stack.prisma.$executeRaw`
         INSERT INTO destinations (id, account_id, event_id, webhook_id, created_at, updated_at)
         VALUES (${destinationId}, ${stack.accountId}, ${eventId}, ${hook.id}, ${createdAt}, ${createdAt})`,
@@ -103,5 +103,39 @@ describe("an event committed by an API that died before queueing it", () => {
     const rows = await deliveryRows(stack, { event_id: eventId });
     expect(rows.map((r) => [r.attempt, r.trigger, r.response_status, r.error])).toEqual([[0, "initial", 200, null]]);
     for (const d of dispatchers) expect(d.running()).toBe(true);
+  });
+
+  test("a retry whose job Redis lost is queued again at its attempt number, and ends the destination", async () => {
+    const hr = await startHookReceiver(stack);
+    const hook = await createHook(stack, hr, "/lost-retry", ["message.sent"]);
+    // The initial attempt failed ten minutes ago and its retry job is gone (Redis lost its data):
+    // longer silent than the longest retry delay plus the deadline, so the sweeper takes it.
+    const eventId = newId("evt");
+    const destinationId = newId("dst");
+    const createdAt = new Date(Date.now() - 600_000);
+    const data = sampleData("message.sent");
+    const payload = buildEnvelope("message.sent", createdAt, data);
+    await stack.prisma.$transaction([
+      stack.prisma.$executeRaw`
+        INSERT INTO events (id, account_id, event_type, inbox_id, message_id, thread_id, status, pending_destinations, payload, occurred_at, created_at)
+        VALUES (${eventId}, ${stack.accountId}, 'message.sent', ${data.inboxId as string}, ${data.messageId as string},
+                ${data.threadId as string}, 'pending', 1, ${payload}, ${createdAt}, ${createdAt})`,
+      stack.prisma.$executeRaw`
+        INSERT INTO destinations (id, account_id, event_id, webhook_id, created_at, updated_at)
+        VALUES (${destinationId}, ${stack.accountId}, ${eventId}, ${hook.id}, ${createdAt}, ${createdAt})`,
+      stack.prisma.$executeRaw`
+        INSERT INTO deliveries (id, account_id, event_id, webhook_id, destination_id, url, trigger, attempt, response_status, duration_ms, created_at)
+        VALUES (${newId("dlv")}, ${stack.accountId}, ${eventId}, ${hook.id}, ${destinationId}, ${hook.url}, 'initial', 0, 500, 3, ${createdAt})`,
+    ]);
+    expect(await deliveries.getJobState(destinationId)).toBe("unknown");
+
+    await hr.receiver.waitFor((a) => emailArrivals(a, "/lost-retry").length >= 1, 30_000);
+    const detail = await waitUntil(() => stack.api("GET", `/v1/events/${eventId}`), (r) => r.body.status !== "pending");
+    expect(detail.body.status).toBe("delivered");
+    const rows = await deliveryRows(stack, { event_id: eventId });
+    expect(rows.map((r) => [r.attempt, r.trigger, r.response_status])).toEqual([
+      [0, "initial", 500],
+      [1, "retry", 200],
+    ]);
   });
 });

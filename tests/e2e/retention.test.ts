@@ -157,6 +157,7 @@ describe("retention", () => {
         retentionEveryMs: 200,
         prefix,
         retryDelaysMs: [1000, 1000, 1000],
+        timeoutMs: 1000,
         sweepEveryMs: 60_000,
         sweepAfterMs: 60_000,
       };

@@ -43,6 +43,7 @@ const maintenance = await startMaintenance({
   prisma,
   retentionDays: config.EVENT_RETENTION_DAYS,
   retryDelaysMs: config.DELIVERY_RETRY_DELAYS_MS,
+  timeoutMs: config.DELIVERY_TIMEOUT_MS,
   sweepEveryMs: config.SWEEP_INTERVAL_MS,
   sweepAfterMs: config.SWEEP_AFTER_MS,
   logger: getLogger("maintenance"),

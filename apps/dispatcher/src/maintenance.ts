@@ -18,8 +18,9 @@ export interface MaintenanceOptions {
   logger: Logger;
   /** How often retention runs, in ms (hourly; the spec needs at least daily). */
   retentionEveryMs?: number;
-  /** DELIVERY_RETRY_DELAYS_MS, for the jobs the sweeper queues. */
+  /** DELIVERY_RETRY_DELAYS_MS and DELIVERY_TIMEOUT_MS, for the jobs the sweeper queues. */
   retryDelaysMs: readonly number[];
+  timeoutMs: number;
   /** How often the sweeper runs, and how old a destination without attempt must be, in ms. */
   sweepEveryMs: number;
   sweepAfterMs: number;
@@ -45,7 +46,11 @@ export async function startMaintenance(options: MaintenanceOptions): Promise<{ c
         const removed = await purgeExpiredPayloads(options.prisma, options.retentionDays);
         if (removed > 0) options.logger.info("payloads past retention removed", { removed });
       } else if (job.name === JOB_NAMES.sweep) {
-        const queued = await sweepDestinations(options.prisma, deliveries, options.sweepAfterMs);
+        const queued = await sweepDestinations(options.prisma, deliveries, {
+          afterMs: options.sweepAfterMs,
+          retryDelaysMs: options.retryDelaysMs,
+          timeoutMs: options.timeoutMs,
+        });
         if (queued > 0) options.logger.warn("destinations without a job queued again", { queued });
       } else {
         throw new Error(`unknown job ${job.name}`);

@@ -31,8 +31,8 @@ export function createDeliveryWorker(ctx: DeliveryContext, options: DeliveryWork
   const run = async (job: Job) => {
     switch (job.name) {
       case JOB_NAMES.delivery: {
-        const { destinationId } = deliveryJob.schema.parse(job.data);
-        return deliverDestination(ctx, destinationId, job.attemptsMade);
+        const { destinationId, firstAttempt = 0 } = deliveryJob.schema.parse(job.data);
+        return deliverDestination(ctx, destinationId, firstAttempt + job.attemptsMade);
       }
       case JOB_NAMES.testDelivery: {
         const { webhookId, accountId } = testDeliveryJob.schema.parse(job.data);
@@ -74,8 +74,11 @@ export function createDeliveryWorker(ctx: DeliveryContext, options: DeliveryWork
     // A job whose dispatcher died is taken over; dying repeatedly must not fail it for good.
     maxStalledCount: 10,
     settings: {
-      backoffStrategy: (attemptsMade, type) =>
-        type === DELIVERY_BACKOFF_TYPE ? retryDelayFor(ctx.retryDelaysMs, attemptsMade) : -1,
+      backoffStrategy: (attemptsMade, type, _error, job) => {
+        if (type !== DELIVERY_BACKOFF_TYPE) return -1;
+        const firstAttempt = (job?.data as { firstAttempt?: number } | undefined)?.firstAttempt ?? 0;
+        return retryDelayFor(ctx.retryDelaysMs, firstAttempt + attemptsMade);
+      },
     },
   });
   worker.on("error", (error) => ctx.logger.error("worker error", { error: error.message }));

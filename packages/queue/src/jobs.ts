@@ -9,10 +9,14 @@ import { JOB_NAMES } from "./names.js";
 
 const id = z.string().min(1).max(100);
 
-/** Delivers one destination (event x webhook): the initial attempt and its retries. */
+/**
+ * Delivers one destination (event x webhook): the initial attempt and its retries. A job queued
+ * again by the sweeper after its first job was lost starts at `firstAttempt` (the attempts
+ * already recorded), so that the schedule and the log go on where they stopped.
+ */
 export const deliveryJob = {
   name: JOB_NAMES.delivery,
-  schema: z.object({ destinationId: id }),
+  schema: z.object({ destinationId: id, firstAttempt: z.number().int().min(0).max(10).optional() }),
 } as const;
 
 /** The test event sent once when a webhook is created: one attempt, no retry. */

@@ -24,22 +24,22 @@ export class DeliveryQueue {
 
   /** Options of a destination's delivery job. The job id is the destination id, so enqueuing the
    * same destination twice (sweeper, retry of a request) never creates a second job. */
-  deliveryJobOptions(destinationId: string): JobsOptions {
+  deliveryJobOptions(destinationId: string, firstAttempt = 0): JobsOptions {
     return {
       jobId: destinationId,
-      attempts: 1 + this.retryDelaysMs.length,
+      attempts: Math.max(1, 1 + this.retryDelaysMs.length - firstAttempt),
       backoff: { type: DELIVERY_BACKOFF_TYPE },
     };
   }
 
-  /** Enqueues the initial attempt of each destination. */
+  /** Enqueues the initial attempt of each destination (or, with `firstAttempt`, the next one). */
   async addDeliveries(jobs: DeliveryJobData[]): Promise<void> {
     if (jobs.length === 0) return;
     await this.queue.addBulk(
       jobs.map((data) => ({
         name: deliveryJob.name,
         data: deliveryJob.schema.parse(data),
-        opts: this.deliveryJobOptions(data.destinationId),
+        opts: this.deliveryJobOptions(data.destinationId, data.firstAttempt),
       })),
     );
   }
