@@ -54,15 +54,13 @@ describe("an event committed by an API that died before queueing it", () => {
     await db?.drop();
   });
 
-  test("is delivered once by the sweeper, with a verified signature, and never again", async () => {
-    const hr = await startHookReceiver(stack);
-    const hook = await createHook(stack, hr, "/lost", ["message.sent"]);
-
-    // What the API's ingest commits (apps/api/src/services/events.ts), a few seconds ago,
-    // without the job it would have queued next.
+  /**
+   * Commits an event and its one destination as the API's ingest does (with, when
+   * `failedOnce`, a failed initial attempt at `createdAt`), and queues no job.
+   */
+  async function commitWithoutJob(hook: { id: string; url: string }, createdAt: Date, failedOnce: boolean) {
     const eventId = newId("evt");
     const destinationId = newId("dst");
-    const createdAt = new Date(Date.now() - 5_000);
     const data = sampleData("message.sent");
     const payload = buildEnvelope("message.sent", createdAt, data);
     await stack.prisma.$transaction([
@@ -73,7 +71,24 @@ describe("an event committed by an API that died before queueing it", () => {
       stack.prisma.$executeRaw`
         INSERT INTO destinations (id, account_id, event_id, webhook_id, created_at, updated_at)
         VALUES (${destinationId}, ${stack.accountId}, ${eventId}, ${hook.id}, ${createdAt}, ${createdAt})`,
+      ...(failedOnce
+        ? [
+            stack.prisma.$executeRaw`
+              INSERT INTO deliveries (id, account_id, event_id, webhook_id, destination_id, url, trigger, attempt, response_status, duration_ms, created_at)
+              VALUES (${newId("dlv")}, ${stack.accountId}, ${eventId}, ${hook.id}, ${destinationId}, ${hook.url}, 'initial', 0, 500, 3, ${createdAt})`,
+          ]
+        : []),
     ]);
+    return { eventId, destinationId, payload };
+  }
+
+  test("is delivered once by the sweeper, with a verified signature, and never again", async () => {
+    const hr = await startHookReceiver(stack);
+    const hook = await createHook(stack, hr, "/lost", ["message.sent"]);
+
+    // What the API's ingest commits (apps/api/src/services/events.ts), a few seconds ago,
+    // without the job it would have queued next.
+    const { eventId, destinationId, payload } = await commitWithoutJob(hook, new Date(Date.now() - 5_000), false);
     expect(await deliveries.getJobState(destinationId)).toBe("unknown");
 
     // Two dispatchers, both running the sweeper's scheduler on the same prefix.
@@ -110,23 +125,7 @@ describe("an event committed by an API that died before queueing it", () => {
     const hook = await createHook(stack, hr, "/lost-retry", ["message.sent"]);
     // The initial attempt failed ten minutes ago and its retry job is gone (Redis lost its data):
     // longer silent than the longest retry delay plus the deadline, so the sweeper takes it.
-    const eventId = newId("evt");
-    const destinationId = newId("dst");
-    const createdAt = new Date(Date.now() - 600_000);
-    const data = sampleData("message.sent");
-    const payload = buildEnvelope("message.sent", createdAt, data);
-    await stack.prisma.$transaction([
-      stack.prisma.$executeRaw`
-        INSERT INTO events (id, account_id, event_type, inbox_id, message_id, thread_id, status, pending_destinations, payload, occurred_at, created_at)
-        VALUES (${eventId}, ${stack.accountId}, 'message.sent', ${data.inboxId as string}, ${data.messageId as string},
-                ${data.threadId as string}, 'pending', 1, ${payload}, ${createdAt}, ${createdAt})`,
-      stack.prisma.$executeRaw`
-        INSERT INTO destinations (id, account_id, event_id, webhook_id, created_at, updated_at)
-        VALUES (${destinationId}, ${stack.accountId}, ${eventId}, ${hook.id}, ${createdAt}, ${createdAt})`,
-      stack.prisma.$executeRaw`
-        INSERT INTO deliveries (id, account_id, event_id, webhook_id, destination_id, url, trigger, attempt, response_status, duration_ms, created_at)
-        VALUES (${newId("dlv")}, ${stack.accountId}, ${eventId}, ${hook.id}, ${destinationId}, ${hook.url}, 'initial', 0, 500, 3, ${createdAt})`,
-    ]);
+    const { eventId, destinationId } = await commitWithoutJob(hook, new Date(Date.now() - 600_000), true);
     expect(await deliveries.getJobState(destinationId)).toBe("unknown");
 
     await hr.receiver.waitFor((a) => emailArrivals(a, "/lost-retry").length >= 1, 30_000);

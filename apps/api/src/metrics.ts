@@ -1,7 +1,8 @@
 import type { Queue } from "bullmq";
 import type { RequestHandler, Router } from "express";
 import { Router as createRouter } from "express";
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { registerQueueDepthGauge } from "@mailhooks/queue";
 
 /**
  * The API's Prometheus metrics at GET /metrics (no authentication, CONTRACT.md section 8):
@@ -24,16 +25,7 @@ export function createApiMetrics(queue: Queue): ApiMetrics {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [registry],
   });
-  new Gauge({
-    name: "webhook_queue_jobs",
-    help: "Jobs of the deliveries queue by state",
-    labelNames: ["state"],
-    registers: [registry],
-    async collect() {
-      const counts = await queue.getJobCounts("waiting", "active", "delayed", "failed", "prioritized");
-      for (const [state, count] of Object.entries(counts)) this.set({ state }, count);
-    },
-  });
+  registerQueueDepthGauge(registry, queue);
 
   const middleware: RequestHandler = (req, res, next) => {
     const started = process.hrtime.bigint();

@@ -1,6 +1,7 @@
 import http from "node:http";
 import type { Queue } from "bullmq";
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { registerQueueDepthGauge } from "@mailhooks/queue";
 
 /**
  * The dispatcher's Prometheus metrics, served on METRICS_PORT at /metrics. Durations are in
@@ -28,18 +29,7 @@ export function createDispatcherMetrics(queue?: Queue): DispatcherMetrics {
     endToEndLatency: new Histogram({ name: "webhook_delivery_latency_seconds", help: "From event ingest to its successful delivery", buckets: LATENCY_BUCKETS, registers: [registry] }),
     retriesScheduled: new Counter({ name: "webhook_retries_scheduled_total", help: "Retries scheduled after a failed attempt", registers: [registry] }),
   };
-  if (queue) {
-    new Gauge({
-      name: "webhook_queue_jobs",
-      help: "Jobs of the deliveries queue by state",
-      labelNames: ["state"],
-      registers: [registry],
-      async collect() {
-        const counts = await queue.getJobCounts("waiting", "active", "delayed", "failed", "prioritized");
-        for (const [state, count] of Object.entries(counts)) this.set({ state }, count);
-      },
-    });
-  }
+  if (queue) registerQueueDepthGauge(registry, queue);
   return metrics;
 }
 

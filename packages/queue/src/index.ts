@@ -3,3 +3,4 @@ export * from "./names.js";
 export * from "./jobs.js";
 export * from "./connection.js";
 export * from "./producer.js";
+export * from "./metrics.js";
