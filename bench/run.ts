@@ -6,6 +6,7 @@
  * table and writes the same figures to bench/results/latest.json.
  */
 import { execSync, fork, spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import https from "node:https";
 import os from "node:os";
@@ -116,10 +117,15 @@ function freePort(): Promise<number> {
 }
 
 /** BENCH_PROFILE=1 writes V8 CPU profiles of the API and the dispatcher to .tmp/profiles. */
+/** The Node flags of `npm run start:api` / `start:dispatcher` (package.json), as in production. */
+function serviceNodeFlags(script: string): string[] {
+  const scripts = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")).scripts as Record<string, string>;
+  return scripts[script].split(" ").filter((arg) => arg.startsWith("--"));
+}
 const PROFILE_ARGS = process.env.BENCH_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${path.join(ROOT, ".tmp/profiles")}`] : [];
 
-function startService(name: string, entry: string, env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, [...PROFILE_ARGS, path.join(ROOT, entry)], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "inherit", "inherit"] });
+function startService(name: "api" | "dispatcher", entry: string, env: Record<string, string>): ChildProcess {
+  const child = spawn(process.execPath, [...PROFILE_ARGS, ...serviceNodeFlags(`start:${name}`), path.join(ROOT, entry)], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "inherit", "inherit"] });
   child.on("exit", (code, signal) => {
     if (!shuttingDown) log(`${name} exited unexpectedly (${code ?? signal})`);
   });
