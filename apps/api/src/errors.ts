@@ -63,7 +63,7 @@ export function validationError(error: z.ZodError, prefix?: string): AppError {
 
 const INFRASTRUCTURE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "P1001", "P1002", "P1008", "P1017", "P2024"]);
 const INFRASTRUCTURE_MESSAGE =
-  /ECONNREFUSED|Connection terminated|Can't reach database|connection timeout|timeout exceeded when trying to connect|enableOfflineQueue|Connection is closed|MaxRetriesPerRequest|Reached the max retries|Stream isn't writeable|the database system is (starting|shutting) up|terminating connection/i;
+  /ECONNREFUSED|Connection terminated|Can't reach database|connection timeout|timeout exceeded when trying to connect|enableOfflineQueue|Connection is closed|MaxRetriesPerRequest|Reached the max retries|Stream isn't writeable|the database system is (starting|shutting) up|terminating connection|Server has closed the connection|ConnectionClosed/i;
 
 /** True for errors that mean PostgreSQL or Redis could not be reached (answered as 503). */
 export function isInfrastructureError(error: unknown): boolean {

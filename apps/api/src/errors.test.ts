@@ -1,0 +1,17 @@
+import { isInfrastructureError } from "./errors.js";
+
+describe("isInfrastructureError (503 unavailable)", () => {
+  test.each([
+    ["a refused connection", Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" })],
+    ["a raw query on a closed connection", new Error("Invalid `prisma.$queryRaw()` invocation:\n\nRaw query failed. Code: `N/A`. Message: `Server has closed the connection.`")],
+    ["a model query while the server is away", Object.assign(new Error("Can't reach database server"), { code: "P1001" })],
+    ["Redis away", new Error("Stream isn't writeable and enableOfflineQueue options is false")],
+    ["a cause chain", Object.assign(new Error("wrapped"), { cause: Object.assign(new Error("x"), { code: "ECONNRESET" }) })],
+  ])("%s", (_name, error) => {
+    expect(isInfrastructureError(error)).toBe(true);
+  });
+
+  test("a programming error is not one", () => {
+    expect(isInfrastructureError(new TypeError("cannot read properties of undefined"))).toBe(false);
+  });
+});
