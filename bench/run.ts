@@ -13,6 +13,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import getPort from "get-port";
 import pg from "pg";
 import { createPrismaClient, migrate, MIGRATIONS_DIR } from "@mailhooks/db";
 import { ensureLocalCertificate } from "@mailhooks/receiver";
@@ -107,14 +108,6 @@ function waitForArrivals(predicate: () => boolean, timeoutMs: number): Promise<v
 }
 
 // ---------- processes ----------
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = https.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** BENCH_PROFILE=1 writes V8 CPU profiles of the API and the dispatcher to .tmp/profiles. */
 /** The Node flags of `npm run start:api` / `start:dispatcher` (package.json), as in production. */
@@ -191,8 +184,8 @@ async function main() {
   const cert = await ensureLocalCertificate(path.join(ROOT, ".tmp/bench-certs"));
   extraCaCerts = cert.certPath;
   const receiver = await startReceiver(cert);
-  const port = await freePort();
-  const metricsPort = await freePort();
+  const port = await getPort({ host: "127.0.0.1" });
+  const metricsPort = await getPort({ host: "127.0.0.1" });
   const env = {
     NODE_ENV: "production",
     DATABASE_URL,

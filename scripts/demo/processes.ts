@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { createServer } from "node:net";
+import getPort from "get-port";
 import path from "node:path";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
@@ -9,17 +9,6 @@ import { fileURLToPath } from "node:url";
 const require = createRequire(import.meta.url);
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
-/** A free TCP port on loopback. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Starts `entry` (a TypeScript file under ROOT) with tsx; its output is prefixed with `name`. */
 export function startProcess(name: string, entry: string, env: Record<string, string>): ChildProcess {
@@ -66,3 +55,6 @@ export async function waitForHttp(url: string, timeoutMs = 30_000): Promise<void
   }
   throw new Error(`${url} did not become ready within ${timeoutMs} ms`);
 }
+
+/** A free TCP port (get-port). */
+export const freePort = (): Promise<number> => getPort({ host: "127.0.0.1" });

@@ -1,5 +1,5 @@
+import getPort from "get-port";
 import { spawn, type ChildProcess } from "node:child_process";
-import { createServer } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Queue } from "bullmq";
@@ -114,17 +114,6 @@ export async function waitForExit(p: ServiceProcess, timeoutMs: number): Promise
   }
 }
 
-/** A free TCP port on loopback (bound, then released). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** `testDatabaseUrl()` with another host port (e.g. a proxy's), same database and user. */
 export function databaseUrlVia(port: number, host = "127.0.0.1"): string {
@@ -159,3 +148,6 @@ export async function removeMaintenanceQueue(prefix: string, redisUrl = testRedi
     await connection.quit().catch(() => connection.disconnect());
   }
 }
+
+/** A free TCP port on loopback (get-port). */
+export const freePort = (): Promise<number> => getPort({ host: "127.0.0.1" });
