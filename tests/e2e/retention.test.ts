@@ -3,7 +3,7 @@ import { Queue, QueueEvents } from "bullmq";
 import type { Redis } from "ioredis";
 import type { PrismaClient } from "@mailhooks/db";
 import { getLogger } from "@mailhooks/logger";
-import { createRedisConnection } from "@mailhooks/queue";
+import { createRedisConnection, DeliveryQueue } from "@mailhooks/queue";
 import { purgeExpiredPayloads } from "../../apps/dispatcher/src/jobs/purge-payloads.js";
 import { startMaintenance } from "../../apps/dispatcher/src/maintenance.js";
 import { testRedisUrl } from "../support/env.js";
@@ -150,7 +150,10 @@ describe("retention", () => {
       await setCreatedAt(acct, eventId, new Date("1900-01-01T00:00:00.000Z"));
       expect((await acct.api("GET", `/v1/events/${eventId}`)).body.payload_retained).toBe(true);
 
+      const deliveries = new DeliveryQueue(connect(), prefix, [1000, 1000, 1000]);
+      closers.push(() => deliveries.close());
       const options = {
+        deliveries,
         prisma: stack.prisma,
         retentionDays: 36_500,
         logger: getLogger("test-maintenance"),

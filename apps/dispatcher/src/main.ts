@@ -39,6 +39,7 @@ const worker = createDeliveryWorker(
 );
 const maintenance = await startMaintenance({
   connection,
+  deliveries: deliveryQueue,
   prefix: config.QUEUE_PREFIX,
   prisma,
   retentionDays: config.EVENT_RETENTION_DAYS,

@@ -2,7 +2,7 @@ import { Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { PrismaClient } from "@mailhooks/db";
 import type { Logger } from "@mailhooks/logger";
-import { DeliveryQueue, JOB_NAMES, QUEUE_NAMES } from "@mailhooks/queue";
+import { JOB_NAMES, QUEUE_NAMES, type DeliveryQueue } from "@mailhooks/queue";
 import { purgeExpiredPayloads } from "./jobs/purge-payloads.js";
 import { sweepDestinations } from "./jobs/sweep-destinations.js";
 
@@ -18,6 +18,8 @@ export interface MaintenanceOptions {
   logger: Logger;
   /** How often retention runs, in ms (hourly; the spec needs at least daily). */
   retentionEveryMs?: number;
+  /** The deliveries queue the sweeper adds to (the process's own; closed by its owner). */
+  deliveries: DeliveryQueue;
   /** DELIVERY_RETRY_DELAYS_MS and DELIVERY_TIMEOUT_MS, for the jobs the sweeper queues. */
   retryDelaysMs: readonly number[];
   timeoutMs: number;
@@ -38,7 +40,6 @@ export async function startMaintenance(options: MaintenanceOptions): Promise<{ c
     { every: options.sweepEveryMs },
     { name: JOB_NAMES.sweep, opts: { removeOnComplete: true, removeOnFail: 100 } },
   );
-  const deliveries = new DeliveryQueue(options.connection, options.prefix, options.retryDelaysMs);
   const worker = new Worker(
     QUEUE_NAMES.maintenance,
     async (job) => {
@@ -46,7 +47,7 @@ export async function startMaintenance(options: MaintenanceOptions): Promise<{ c
         const removed = await purgeExpiredPayloads(options.prisma, options.retentionDays);
         if (removed > 0) options.logger.info("payloads past retention removed", { removed });
       } else if (job.name === JOB_NAMES.sweep) {
-        const queued = await sweepDestinations(options.prisma, deliveries, {
+        const queued = await sweepDestinations(options.prisma, options.deliveries, {
           afterMs: options.sweepAfterMs,
           retryDelaysMs: options.retryDelaysMs,
           timeoutMs: options.timeoutMs,
@@ -62,7 +63,7 @@ export async function startMaintenance(options: MaintenanceOptions): Promise<{ c
   return {
     close: async () => {
       await worker.close();
-      await Promise.all([queue.close(), deliveries.close()]);
+      await queue.close();
     },
   };
 }

@@ -1,5 +1,5 @@
 import { eventDataSchemas } from "./schemas.js";
-import type { EventType } from "./kinds.js";
+import { TEST_EVENT_TYPE, type EventType } from "./kinds.js";
 
 /**
  * The webhook request envelope (spec "Webhook request envelope"; CONTRACT.md section 6):
@@ -46,6 +46,6 @@ export function buildEnvelope(eventType: EventType, occurredAt: Date, data: Reco
 
 /** Serializes the test event envelope sent once when a webhook is created (CONTRACT.md 6). */
 export function buildTestEnvelope(webhookId: string, url: string, at: Date): string {
-  const envelope: Envelope = { event: "webhook.test", timestamp: unixSeconds(at), data: { webhookId, url } };
+  const envelope: Envelope = { event: TEST_EVENT_TYPE, timestamp: unixSeconds(at), data: { webhookId, url } };
   return JSON.stringify(envelope);
 }

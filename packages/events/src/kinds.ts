@@ -15,7 +15,3 @@ export type EventType = (typeof EVENT_TYPES)[number];
 
 /** The envelope `event` of the test event sent when a webhook is created (CONTRACT.md 6). */
 export const TEST_EVENT_TYPE = "webhook.test";
-
-export function isEventType(value: unknown): value is EventType {
-  return typeof value === "string" && (EVENT_TYPES as readonly string[]).includes(value);
-}

@@ -4,7 +4,8 @@ import { JOB_NAMES } from "./names.js";
 /**
  * One definition per job: name, zod schema of its data, inferred type. Job data carries ids
  * only, never secrets or payloads: those are read from PostgreSQL by the dispatcher. The worker
- * parses data again with the same schema before acting.
+ * parses data again with the same schema before acting. The maintenance jobs (retention,
+ * sweep) carry no data: only the dispatchers' job schedulers produce them.
  */
 
 const id = z.string().min(1).max(100);
@@ -29,12 +30,6 @@ export const testDeliveryJob = {
 export const replayJob = {
   name: JOB_NAMES.replay,
   schema: z.object({ replayId: id }),
-} as const;
-
-/** Removes payloads past EVENT_RETENTION_DAYS; run by a job scheduler, carries no data. */
-export const retentionJob = {
-  name: JOB_NAMES.retention,
-  schema: z.object({}).passthrough(),
 } as const;
 
 export type DeliveryJobData = z.infer<typeof deliveryJob.schema>;
