@@ -9,10 +9,11 @@ import type { Config } from "jest";
 const config: Config = {
   testEnvironment: "node",
   extensionsToTreatAsEsm: [".ts"],
-  roots: ["<rootDir>/packages", "<rootDir>/apps", "<rootDir>/tests", "<rootDir>/examples"],
+  roots: ["<rootDir>/packages", "<rootDir>/apps", "<rootDir>/tests", "<rootDir>/examples", "<rootDir>/docs"],
   testMatch: ["**/*.test.ts"],
   moduleNameMapper: {
     "^@mailhooks/([a-z-]+)$": "<rootDir>/packages/$1/src/index.ts",
+    "^@mailhooks/([a-z-]+)/([a-z-]+)$": "<rootDir>/packages/$1/src/$2.ts",
     "^(\\.{1,2}/.*)\\.js$": "$1",
   },
   transform: {

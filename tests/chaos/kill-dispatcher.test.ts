@@ -17,8 +17,9 @@ import { killAll, removeMaintenanceQueue, startDispatcher, waitForExit } from ".
  * event + messageId). The killed attempt wrote nothing, so it is not counted: the deliveries log
  * shows the attempts whose outcome is known, numbered without gaps.
  */
-/** Long enough for a second dispatcher to start while the first one's request is held. */
-const HOLD_MS = 9_000;
+/** Long enough for a second dispatcher to start while the first one's request is held (a few
+ * seconds on a quiet machine, much more when the machine is loaded). */
+const HOLD_MS = 20_000;
 const LOCK_MS = 2_000;
 const STALLED_MS = 1_000;
 
@@ -60,7 +61,7 @@ describe("a dispatcher killed mid-delivery", () => {
       QUEUE_PREFIX: stack.prefix,
       DISPATCHER_LOCK_DURATION_MS: String(LOCK_MS),
       DISPATCHER_STALLED_INTERVAL_MS: String(STALLED_MS),
-      DELIVERY_TIMEOUT_MS: "15000",
+      DELIVERY_TIMEOUT_MS: "30000",
     };
     const a = startDispatcher("dispatcher-a", env);
     // A has the request in flight: the receiver got it and holds its answer.

@@ -1,14 +1,17 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
-import { apiConfigSchema, loadConfig } from "@mailhooks/config";
-import { createPrismaClient, type PrismaClient } from "@mailhooks/db";
-import { createRedisConnection, DeliveryQueue } from "@mailhooks/queue";
+import { apiConfigSchema, loadConfig, secretKeysOf } from "@mailhooks/config";
+import { createKeyring, parseKeys } from "@mailhooks/secrets";
+import { createDatabase, type Database } from "@mailhooks/db";
+import { createRedisConnection, QUEUE_NAMES } from "@mailhooks/queue";
 import { createApp } from "../../apps/api/src/app.js";
+import { startKeyAccess } from "../../apps/api/src/key-access.js";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { createHook, deliveryRows, emailArrivals, expectError, startHookReceiver } from "../support/hooks.js";
 import { testDatabaseUrl, testRedisUrl } from "../support/env.js";
-import { databaseUrlVia, killAll, removeMaintenanceQueue, startDispatcher } from "./support/processes.js";
+import { databaseUrlVia, killAll, removeMaintenanceQueue, startDispatcher, waitForOutput } from "./support/processes.js";
 import { startTcpProxy, type TcpProxy } from "./support/tcp-proxy.js";
 
 /**
@@ -29,10 +32,11 @@ describe("PostgreSQL unreachable during a delivery", () => {
   let stack: Stack;
   let proxy: TcpProxy;
   // An API whose PostgreSQL is behind the proxy.
-  let proxiedPrisma: PrismaClient;
+  let proxiedDb: Database;
   let proxiedRedis: Redis;
-  let proxiedQueue: DeliveryQueue;
+  let proxiedQueue: Queue;
   let proxiedServer: Server;
+  let proxiedKeys: ReturnType<typeof startKeyAccess>;
   let proxiedUrl: string;
 
   beforeAll(async () => {
@@ -46,12 +50,13 @@ describe("PostgreSQL unreachable during a delivery", () => {
       DATABASE_POOL_SIZE: "2",
       PORT: "0",
     });
-    proxiedPrisma = createPrismaClient(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+    proxiedDb = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
     proxiedRedis = createRedisConnection(config.REDIS_URL, "producer");
     proxiedRedis.on("error", () => undefined);
-    proxiedQueue = new DeliveryQueue(proxiedRedis, stack.prefix, config.DELIVERY_RETRY_DELAYS_MS);
+    proxiedQueue = new Queue(QUEUE_NAMES.deliveries, { connection: proxiedRedis, prefix: stack.prefix });
+    proxiedKeys = startKeyAccess(proxiedDb.prisma, config.DATABASE_URL);
     proxiedServer = await new Promise((resolve) => {
-      const s = createApp({ prisma: proxiedPrisma, redis: proxiedRedis, queue: proxiedQueue, config }).listen(0, "127.0.0.1", () => resolve(s));
+      const s = createApp({ pool: proxiedDb.pool, prisma: proxiedDb.prisma, redis: proxiedRedis, queue: proxiedQueue, config, keys: proxiedKeys.keys, keyring: createKeyring(parseKeys(secretKeysOf(config))) }).listen(0, "127.0.0.1", () => resolve(s));
     });
     proxiedUrl = `http://127.0.0.1:${(proxiedServer.address() as AddressInfo).port}`;
   });
@@ -62,7 +67,8 @@ describe("PostgreSQL unreachable during a delivery", () => {
     if (proxiedServer) await new Promise((resolve) => proxiedServer.close(resolve));
     await proxiedQueue?.close();
     await proxiedRedis?.quit().catch(() => undefined);
-    await proxiedPrisma?.$disconnect();
+    await proxiedKeys?.close();
+    await proxiedDb?.close();
     await proxy?.close();
     await stack?.close();
   });
@@ -148,6 +154,48 @@ describe("PostgreSQL unreachable during a delivery", () => {
     const nextDetail = await waitUntil(() => stack.api("GET", `/v1/events/${next.body.event_id}`), (r) => r.body.status !== "pending", 10_000);
     expect(nextDetail.body.status).toBe("delivered");
     expect(await deliveryRows(stack, { event_id: next.body.event_id })).toHaveLength(1);
+    expect(dispatcher.running()).toBe(true);
+  });
+
+  test("an outage longer than DISPATCHER_MAX_POSTPONES allows: the job is given up, and the sweeper delivers the still-pending work once PostgreSQL is back", async () => {
+    // Only this test's dispatcher, which postpones once at most.
+    await killAll();
+    let cutAt = 0;
+    const hr = await startHookReceiver(stack, (a, nth) => {
+      if (a.event === "webhook.test") return {};
+      if (nth === 1) {
+        proxy.cut();
+        cutAt = Date.now();
+        return { delayMs: 500 };
+      }
+      return {};
+    });
+    const acct = await stack.newAccount();
+    const hook = await createHook(acct, hr, "/give-up", ["message.sent"]);
+    const dispatcher = startDispatcher("dispatcher-give-up", {
+      DATABASE_URL: databaseUrlVia(proxy.port),
+      DATABASE_POOL_SIZE: "2",
+      QUEUE_PREFIX: stack.prefix,
+      DISPATCHER_MAX_POSTPONES: "1",
+      SWEEP_INTERVAL_MS: "1000",
+      SWEEP_AFTER_MS: "1000",
+      DELIVERY_TIMEOUT_MS: "5000",
+    });
+    const posted = await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
+    const eventId = posted.body.event_id as string;
+    await waitUntil(async () => cutAt, (t) => t > 0, 30_000, 10);
+    // Postponed once (1 s), then given up: the job fails with its mark; the work stays pending.
+    await waitForOutput(dispatcher, /postponed too often/, 15_000);
+    expect((await stack.api("GET", `/v1/events/${eventId}`)).status).toBe(404); // another account's
+    expect((await acct.api("GET", `/v1/events/${eventId}`)).body.status).toBe("pending");
+    proxy.restore();
+
+    const detail = await waitUntil(() => acct.api("GET", `/v1/events/${eventId}`), (r) => r.body.status !== "pending", 20_000);
+    expect(detail.body.status).toBe("delivered");
+    expect(detail.body.destinations).toEqual([{ webhook_id: hook.id, url: hook.url, status: "delivered", attempts: 1 }]);
+    // At least once: the receiver saw the attempt that could not be recorded, and the sweeper's.
+    expect(emailArrivals(hr.receiver.arrivals, "/give-up").length).toBeGreaterThanOrEqual(2);
+    expect((await deliveryRows(acct, { event_id: eventId })).map((r) => [r.attempt, r.trigger, r.response_status])).toEqual([[0, "initial", 200]]);
     expect(dispatcher.running()).toBe(true);
   });
 });

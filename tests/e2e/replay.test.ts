@@ -111,11 +111,32 @@ describe("replay", () => {
     expect(insecure.body.error.details[0].path).toBe("target_url");
   });
 
+  test("a disabled or deleted webhook: no replay to its own URL (409), but its secret still signs a replay to a target_url", async () => {
+    const { receiver, hook, eventId, account } = await failedEvent();
+    expect((await account.api("PATCH", `/v1/webhooks/${hook.id}`, { status: "disabled" })).status).toBe(200);
+    const own = await account.api("POST", `/v1/events/${eventId}/replay`);
+    expect([own.status, own.body.error.code]).toEqual([409, "conflict"]);
+    expect((await account.api("DELETE", `/v1/webhooks/${hook.id}`)).status).toBe(204);
+    expect((await account.api("POST", `/v1/events/${eventId}/replay`)).status).toBe(409);
+    const override = await account.api("POST", `/v1/events/${eventId}/replay`, { target_url: receiver.url("/override") });
+    expect(override.status).toBe(202);
+    expect(override.body.replays).toEqual([{ replay_id: expect.stringMatching(/^rpl_/), webhook_id: hook.id, destination_url: receiver.url("/override") }]);
+    const replayed = (await receiver.waitFor((a) => a.some((x) => x.path === "/override"))).find((x) => x.path === "/override")!;
+    expect(replayed.verified).toBe(true);
+    expect(verifySignature({ secret: hook.secret, timestamp: replayed.timestamp, signature: replayed.signature, body: replayed.body })).toBe(true);
+    // The deliveries log keeps what the receiver answered (CONTRACT.md section 8: response_body).
+    const rows = await waitUntil(() => account.api("GET", `/v1/deliveries?event_id=${eventId}`), (r) => r.body.data.some((d: any) => d.trigger === "replay"));
+    const row = rows.body.data.find((d: any) => d.trigger === "replay");
+    expect(row).toMatchObject({ url: receiver.url("/override"), response_status: 200, response_body: JSON.stringify({ received: true }) });
+    expect(rows.body.data.find((d: any) => d.trigger === "initial").response_body).toBe(JSON.stringify({ received: true }));
+  });
+
   test("a purged event answers 410 payload_expired and keeps its metadata", async () => {
     const { eventId, account } = await failedEvent();
-    const { purgeExpiredPayloads } = await import("../../apps/dispatcher/src/jobs/purge-payloads.js");
+    const { purgeExpiredPayloads } = await import("@mailhooks/delivery-state");
+    // The event as if it had come 91 days ago: past the horizon the purge sets.
     await stack.prisma.$executeRaw`UPDATE events SET created_at = now() - interval '91 days' WHERE id = ${eventId}`;
-    expect(await purgeExpiredPayloads(stack.prisma, 90)).toBeGreaterThanOrEqual(1);
+    expect((await purgeExpiredPayloads(stack.pool, 90)).purgedBefore.getTime()).toBeGreaterThan(Date.now() - 91 * 86_400_000);
     const replay = await account.api("POST", `/v1/events/${eventId}/replay`);
     expect([replay.status, replay.body.error.code]).toEqual([410, "payload_expired"]);
     const detail = await account.api("GET", `/v1/events/${eventId}`);

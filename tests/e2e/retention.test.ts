@@ -1,18 +1,20 @@
 import { randomUUID } from "node:crypto";
 import { Queue, QueueEvents } from "bullmq";
 import type { Redis } from "ioredis";
-import type { PrismaClient } from "@mailhooks/db";
+import { ensurePayloadPartitions, purgeExpiredPayloads } from "@mailhooks/delivery-state";
 import { getLogger } from "@mailhooks/logger";
 import { createRedisConnection, DeliveryQueue } from "@mailhooks/queue";
-import { purgeExpiredPayloads } from "../../apps/dispatcher/src/jobs/purge-payloads.js";
 import { startMaintenance } from "../../apps/dispatcher/src/maintenance.js";
+import { createDispatcherMetrics } from "../../apps/dispatcher/src/metrics.js";
 import { testRedisUrl } from "../support/env.js";
+import { scratchDatabase, type ScratchDatabase } from "../chaos/support/database.js";
 import { sampleData, startStack, waitUntil, type Account, type Stack } from "../support/stack.js";
 
 /**
- * Retention (CONTRACT.md section 5, spec "Event record"): payloads past the window are removed in
- * bounded batches, metadata, deliveries and audit entries stay; the dispatcher's maintenance
- * registers one BullMQ job scheduler however many replicas start, and its job really purges.
+ * Retention (CONTRACT.md section 5, spec "Event record"): payloads live in day partitions and
+ * expire by dropping whole partitions; metadata, deliveries and audit entries stay; the
+ * dispatcher's maintenance registers one BullMQ job scheduler however many replicas start, and
+ * its job really purges.
  *
  * Other test files purge too (with a 90-day window), concurrently and on the same database: the
  * "old" events here are 31 days old with a 30-day window, out of their reach.
@@ -37,7 +39,7 @@ describe("retention", () => {
     expect(await stack.prisma.$executeRaw`UPDATE events SET created_at = ${at} WHERE id = ${eventId} AND account_id = ${acct.accountId}`).toBe(1);
   }
 
-  test("purgeExpiredPayloads removes the payloads past the window in bounded batches and keeps metadata, deliveries and audit entries", async () => {
+  test("purgeExpiredPayloads drops the day partitions past the window: payloads gone, metadata, deliveries and audit entries kept", async () => {
     const acct = await stack.newAccount();
     let secret: string | undefined;
     const receiver = await stack.startReceiver({ secretFor: () => secret });
@@ -60,36 +62,30 @@ describe("retention", () => {
     expect(deliveriesBefore).toBe(1 + 9 + 1); // test event, one per event, the replay
     expect(auditBefore).toBe(1);
 
+    // The old events as if they had come 31 days ago (their payload rows move to that day's
+    // partition), one newer event 29 days ago.
     const now = new Date();
-    for (let i = 0; i < old.length; i++) await setCreatedAt(acct, old[i], new Date(now.getTime() - 31 * DAY - i));
-    await setCreatedAt(acct, newer[0], new Date(now.getTime() - 29 * DAY));
+    await ensurePayloadPartitions(stack.pool, now, 14, new Date(now.getTime() - 40 * DAY));
+    const moveTo = async (id: string, at: Date) => {
+      await stack.pool.query("UPDATE event_payloads SET created_at = $2 WHERE event_id = $1", [id, at]);
+      await setCreatedAt(acct, id, at);
+    };
+    const oldDay = new Date(now.getTime() - 31 * DAY);
+    for (let i = 0; i < old.length; i++) await moveTo(old[i], new Date(oldDay.getTime() - i));
+    await moveTo(newer[0], new Date(now.getTime() - 29 * DAY));
+    const partitionOf = async (id: string) =>
+      (await stack.pool.query("SELECT tableoid::regclass::text AS p FROM event_payloads WHERE event_id = $1", [id])).rows[0]?.p ?? null;
+    const oldPartition = `event_payloads_${oldDay.toISOString().slice(0, 10).replaceAll("-", "")}`;
+    expect(await partitionOf(old[0])).toBe(oldPartition);
 
-    // Count the statements and the rows each one changed.
-    const batches: number[] = [];
-    const counting = {
-      $executeRaw: async (strings: TemplateStringsArray, ...values: unknown[]) => {
-        const n = await stack.prisma.$executeRaw(strings, ...values);
-        batches.push(n);
-        return n;
-      },
-    } as unknown as PrismaClient;
-    const removed = await purgeExpiredPayloads(counting, 30, 3, now);
-
-    const mine = await stack.prisma.event.findMany({ where: { accountId: acct.accountId }, select: { id: true, payload: true, payloadPurgedAt: true } });
-    const purgedMine = mine.filter((e) => e.payloadPurgedAt?.getTime() === now.getTime()).map((e) => e.id);
-    expect(purgedMine.sort()).toEqual([...old].sort());
-    // Rows of other test files (if any were past 30 days at that moment) are counted too.
-    const foreign = await stack.prisma.event.count({ where: { payloadPurgedAt: now, NOT: { accountId: acct.accountId } } });
-    expect(removed).toBe(7 + foreign);
-    for (const n of batches) expect(n).toBeLessThanOrEqual(3);
-    expect(batches.reduce((a, b) => a + b, 0)).toBe(removed);
-    expect(batches[batches.length - 1]).toBeLessThan(3);
-    if (foreign === 0) expect(batches).toEqual([3, 3, 1]);
-
-    for (const e of mine) {
-      if (old.includes(e.id)) expect(e.payload).toBeNull();
-      else expect(e.payload).not.toBeNull();
-    }
+    const purged = await purgeExpiredPayloads(stack.pool, 30, now);
+    // Whole days go: that of the old events, not that of the 29-day-old one.
+    expect(purged.droppedPartitions).toContain(oldPartition);
+    expect(await partitionOf(old[0])).toBeNull();
+    expect(await partitionOf(newer[0])).not.toBeNull();
+    expect((await stack.pool.query("SELECT to_regclass($1) AS t", [oldPartition])).rows[0].t).toBeNull();
+    expect(purged.purgedBefore.getTime()).toBeGreaterThan(now.getTime() - 31 * DAY);
+    expect(purged.purgedBefore.getTime()).toBeLessThanOrEqual(now.getTime() - 29 * DAY);
 
     // Through the API: metadata stays, the payload is gone, the destination and its attempts stay.
     const detail = await acct.api("GET", `/v1/events/${old[3]}`);
@@ -108,6 +104,7 @@ describe("retention", () => {
     const retained = Object.fromEntries(listed.body.data.map((e: any) => [e.event_id, e.payload_retained]));
     expect(retained).toEqual(Object.fromEntries([...old.map((id) => [id, false]), ...newer.map((id) => [id, true])]));
 
+    expect(await stack.prisma.event.count({ where: { accountId: acct.accountId } })).toBe(9);
     expect(await stack.prisma.delivery.count({ where: { accountId: acct.accountId } })).toBe(deliveriesBefore);
     expect(await stack.prisma.auditEntry.count({ where: { accountId: acct.accountId } })).toBe(auditBefore);
     const audit = await acct.api("GET", `/v1/audit-log?event_id=${old[0]}`);
@@ -118,11 +115,51 @@ describe("retention", () => {
     const gone = await acct.api("POST", `/v1/events/${old[3]}/replay`);
     expect([gone.status, gone.body.error.code]).toEqual([410, "payload_expired"]);
 
-    // A second run finds nothing more of this account.
-    await purgeExpiredPayloads(stack.prisma, 30, 3);
-    const again = await stack.prisma.event.findMany({ where: { accountId: acct.accountId, payloadPurgedAt: { not: null } }, select: { id: true, payloadPurgedAt: true } });
-    expect(again.map((e) => e.id).sort()).toEqual([...old].sort());
-    for (const e of again) expect(e.payloadPurgedAt!.getTime()).toBe(now.getTime());
+    // A second run finds nothing more to drop; the coming days' partitions exist.
+    expect((await purgeExpiredPayloads(stack.pool, 30, now)).droppedPartitions).toEqual([]);
+    const ahead = `event_payloads_${new Date(now.getTime() + 14 * DAY).toISOString().slice(0, 10).replaceAll("-", "")}`;
+    expect((await stack.pool.query("SELECT to_regclass($1) AS t", [ahead])).rows[0].t).toBe(ahead);
+  });
+
+});
+
+/**
+ * On a database of its own: these tests move the retention horizon back in time and detach a
+ * partition, which other files (sharing the test database) must never see.
+ */
+describe("retention on a database of its own", () => {
+  let db: ScratchDatabase;
+  let stack: Stack;
+  beforeAll(async () => {
+    db = await scratchDatabase("retention");
+    stack = await startStack({ env: { DATABASE_URL: db.url, DELIVERY_RETRY_DELAYS_MS: "100,100,100", DELIVERY_TIMEOUT_MS: "2000" } });
+  });
+  afterAll(async () => {
+    await stack?.close();
+    await db?.drop();
+  });
+
+  async function postEvent(acct: Account): Promise<string> {
+    const res = await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
+    expect(res.status).toBe(201);
+    return res.body.event_id;
+  }
+
+  test("an event whose day has no partition yet is still accepted (the partition is made on the spot)", async () => {
+    const acct = await stack.newAccount();
+    const today = `event_payloads_${new Date().toISOString().slice(0, 10).replaceAll("-", "")}`;
+    // Only tests may do this: a missing partition for today (the maintenance job never ran).
+    const detached = `${today}_detached_${randomUUID().slice(0, 8)}`;
+    await stack.pool.query(`ALTER TABLE event_payloads DETACH PARTITION "${today}"`);
+    await stack.pool.query(`ALTER TABLE "${today}" RENAME TO "${detached}"`);
+    try {
+      const id = await postEvent(acct);
+      expect((await acct.api("GET", `/v1/events/${id}`)).body.payload_retained).toBe(true);
+    } finally {
+      // Put the detached rows back (other files' events of today) and drop the spare table.
+      await stack.pool.query(`INSERT INTO event_payloads SELECT * FROM "${detached}" ON CONFLICT DO NOTHING`);
+      await stack.pool.query(`DROP TABLE "${detached}"`);
+    }
   });
 
   test("startMaintenance registers one 'retention' job scheduler whatever the number of replicas, and its job purges", async () => {
@@ -147,20 +184,25 @@ describe("retention", () => {
       // An event far older than the window (100 years, so that no other file's event is in reach).
       const acct = await stack.newAccount();
       const eventId = await postEvent(acct);
-      await setCreatedAt(acct, eventId, new Date("1900-01-01T00:00:00.000Z"));
+      // An event (and its payload) from 100 days ago, with a 90-day window.
+      const old = new Date(Date.now() - 100 * DAY);
+      await ensurePayloadPartitions(stack.pool, new Date(), 14, old);
+      await stack.pool.query("UPDATE event_payloads SET created_at = $2 WHERE event_id = $1", [eventId, old]);
+      await stack.pool.query("UPDATE events SET created_at = $2 WHERE id = $1", [eventId, old]);
       expect((await acct.api("GET", `/v1/events/${eventId}`)).body.payload_retained).toBe(true);
 
       const deliveries = new DeliveryQueue(connect(), prefix, [1000, 1000, 1000]);
       closers.push(() => deliveries.close());
       const options = {
         deliveries,
-        prisma: stack.prisma,
-        retentionDays: 36_500,
+        pool: stack.pool,
+        metrics: createDispatcherMetrics(),
+        retentionDays: 90,
         logger: getLogger("test-maintenance"),
         retentionEveryMs: 200,
         prefix,
+        queuePrefix: prefix,
         retryDelaysMs: [1000, 1000, 1000],
-        timeoutMs: 1000,
         sweepEveryMs: 60_000,
         sweepAfterMs: 60_000,
       };
@@ -170,15 +212,14 @@ describe("retention", () => {
       closers.push(second.close);
 
       const schedulers = await queue.getJobSchedulers();
-      expect(schedulers.map((s) => s.key).sort()).toEqual(["retention", "sweep"]);
+      expect(schedulers.map((s) => s.key).sort()).toEqual(["idempotency-purge", "retention", "sweep"]);
       expect(schedulers.find((s) => s.key === "retention")).toMatchObject({ key: "retention", name: "retention", every: 200 });
-      expect(await queue.getJobSchedulersCount()).toBe(2);
+      expect(await queue.getJobSchedulersCount()).toBe(3);
 
       const detail = await waitUntil(() => acct.api("GET", `/v1/events/${eventId}`), (r) => r.body.payload_retained === false, 10_000);
       expect(detail.body.payload).toBeNull();
-      await waitUntil(async () => completed.length, (n) => n >= 1, 5_000);
+      await waitUntil(async () => completed.filter((c) => /retention/.test(c.jobId)).length, (n) => n >= 1, 5_000);
       expect(failed).toEqual([]);
-      expect(completed.some((c) => /retention/.test(c.jobId))).toBe(true);
 
       // One scheduler, so one run per period, not one per replica (bounded watch of 1 s).
       const from = Date.now();
@@ -186,7 +227,7 @@ describe("retention", () => {
       const runs = completed.filter((c) => /retention/.test(c.jobId) && c.at >= from && c.at < from + 1000).length;
       expect(runs).toBeGreaterThanOrEqual(1);
       expect(runs).toBeLessThanOrEqual(7);
-      expect(await queue.getJobSchedulersCount()).toBe(2);
+      expect(await queue.getJobSchedulersCount()).toBe(3);
       expect(failed).toEqual([]);
     } finally {
       for (const close of closers) await close();

@@ -1,5 +1,6 @@
 import { createServer } from "node:net";
 import type { Arrival, Receiver, Reply } from "@mailhooks/receiver";
+import { callApi, type ApiAnswer, type CallOptions } from "./api-call.js";
 import type { Account, Stack } from "./stack.js";
 
 /** Anything with an `api` bound to a key: the stack itself or one of its accounts. */
@@ -24,7 +25,7 @@ export interface HookReceiver {
 export async function startHookReceiver(
   stack: Stack,
   behavior?: (arrival: Arrival, nth: number) => Reply,
-  options: { secretFor?: (path: string) => string | undefined } = {},
+  options: { secretFor?: (path: string) => string | string[] | undefined } = {},
 ): Promise<HookReceiver> {
   const secrets = new Map<string, string>();
   const counts = new Map<string, number>();
@@ -98,31 +99,17 @@ export async function deliveryRows(client: ApiClient, query: Record<string, stri
   return rows.reverse();
 }
 
-/** Calls the API of `stack` with another key (e.g. from stack.newAccountKey()), or none. */
-export async function apiAs(
+/** Calls the API of `stack` with another key (e.g. from stack.newAccountKey()), or none; checked like stack.api. */
+export function apiAs(
   stack: Stack,
   key: string | null,
   method: string,
   urlPath: string,
   body?: unknown,
   headers: Record<string, string> = {},
-): Promise<{ status: number; body: any; headers: Headers }> {
-  const init: RequestInit = { method, headers: { ...(key === null ? {} : { authorization: `Bearer ${key}` }), ...headers } };
-  if (body !== undefined) {
-    init.body = typeof body === "string" || Buffer.isBuffer(body) ? (body as string) : JSON.stringify(body);
-    (init.headers as Record<string, string>)["content-type"] ??= "application/json";
-  }
-  const response = await fetch(`${stack.baseUrl}${urlPath}`, init);
-  const text = await response.text();
-  let parsed: any = null;
-  if (text) {
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = text;
-    }
-  }
-  return { status: response.status, body: parsed, headers: response.headers };
+  options: CallOptions = {},
+): Promise<ApiAnswer> {
+  return callApi(stack.baseUrl, key, method, urlPath, body, headers, options);
 }
 
 /**

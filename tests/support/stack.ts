@@ -3,23 +3,29 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Worker } from "bullmq";
-import type { Redis } from "ioredis";
-import { apiConfigSchema, dispatcherConfigSchema, loadConfig } from "@mailhooks/config";
-import { createPrismaClient, type PrismaClient } from "@mailhooks/db";
+import { Queue, type Worker } from "bullmq";
+import type pg from "pg";
+import { apiConfigSchema, dispatcherConfigSchema, loadConfig, secretKeysOf } from "@mailhooks/config";
+import { createKeyring, parseKeys } from "@mailhooks/secrets";
+import { createDatabase, type PrismaClient } from "@mailhooks/db";
 import { configureLogger, getLogger } from "@mailhooks/logger";
-import { createRedisConnection, DeliveryQueue } from "@mailhooks/queue";
+import { createRedisConnection, DeliveryQueue, QUEUE_NAMES, redisKeyPrefix, type RedisClient } from "@mailhooks/queue";
 import { startReceiver, type Receiver, type ReceiverOptions } from "@mailhooks/receiver";
+import { createAdminApp } from "../../apps/api/src/admin-app.js";
 import { createApp } from "../../apps/api/src/app.js";
-import { createApiKey } from "../../apps/api/src/services/api-keys.js";
+import { startKeyAccess } from "../../apps/api/src/key-access.js";
+import { createApiKey } from "@mailhooks/access";
 import { createHttpClient } from "../../apps/dispatcher/src/delivery/http-client.js";
 import { createDeliveryWorker } from "../../apps/dispatcher/src/worker.js";
 import { createDispatcherMetrics } from "../../apps/dispatcher/src/metrics.js";
+import { startRelay, type Relay } from "../../apps/dispatcher/src/relay.js";
+import { callApi, type ApiAnswer, type CallOptions } from "./api-call.js";
 import { testCertDir, testDatabaseUrl, testRedisUrl } from "./env.js";
 
 /**
  * A whole service for one test file, in-process: the API on an ephemeral port, a dispatcher
- * worker, a fresh queue prefix and a fresh account, against the real PostgreSQL and Redis.
+ * (its outbox relay and its worker), a fresh queue prefix and a fresh account, against the real
+ * PostgreSQL and Redis.
  * Retry delays and the receiver deadline are shortened through the same environment variables
  * an operator would set, parsed by the processes' own config schemas.
  */
@@ -29,9 +35,16 @@ export interface Stack {
   apiKeyId: string;
   accountId: string;
   prisma: PrismaClient;
+  /** The pool under `prisma`. */
+  pool: pg.Pool;
+  /** QUEUE_PREFIX of this stack (its rows in the database). */
   prefix: string;
-  /** Calls the API with this stack's key. */
-  api: (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<{ status: number; body: any; headers: Headers }>;
+  /** Its keys' prefix in Redis: `prefix`, hash-tagged on a Redis Cluster. */
+  keyPrefix: string;
+  /** The operators' listener (ADMIN_HOST:ADMIN_PORT), when ADMIN_USERNAME/ADMIN_PASSWORD are set. */
+  adminUrl: string | null;
+  /** Calls the API with this stack's key; the answer is checked against the OpenAPI document (see callApi). */
+  api: (method: string, path: string, body?: unknown, headers?: Record<string, string>, options?: CallOptions) => Promise<ApiAnswer>;
   /** Issues a key for another, new account. */
   newAccountKey: () => Promise<string>;
   /** Another, new account with its own key and an `api` bound to that key (isolates fan-out between tests). */
@@ -66,8 +79,9 @@ export interface Account {
 export interface StackOptions {
   /** Environment of both processes, e.g. `{ DELIVERY_RETRY_DELAYS_MS: "200,400,600" }`. */
   env?: Record<string, string>;
-  /** Start no dispatcher (API-only tests). */
-  dispatcher?: boolean;
+  /** Start no dispatcher (API-only tests: accepted work waits in the outbox), or only its
+   * outbox relay (jobs reach Redis and stay there). */
+  dispatcher?: boolean | "relay-only";
 }
 
 // Tests print only warnings and errors of the service's own loggers (LOG_LEVEL overrides).
@@ -87,40 +101,73 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const apiConfig = loadConfig(apiConfigSchema, env);
   const dispatcherConfig = loadConfig(dispatcherConfigSchema, { DISPATCHER_CONCURRENCY: "16", ...env });
 
-  const prisma = createPrismaClient(apiConfig.DATABASE_URL, apiConfig.DATABASE_POOL_SIZE);
+  const db = createDatabase(apiConfig.DATABASE_URL, apiConfig.DATABASE_POOL_SIZE);
+  /** The Redis key prefix: `prefix`, hash-tagged on a Redis Cluster. */
+  const keyPrefix = redisKeyPrefix(prefix, apiConfig.REDIS_CLUSTER);
+  const cluster = { cluster: apiConfig.REDIS_CLUSTER };
+  const keyring = createKeyring(parseKeys(secretKeysOf(apiConfig)));
+  const { prisma, pool } = db;
   /** One API process: its own Redis connection, queue and HTTP server on an ephemeral port. */
   const startApi = async () => {
-    const redis = createRedisConnection(apiConfig.REDIS_URL, "producer");
-    // As main.ts does: connection errors are the API's answer (503), not an unhandled 'error' event.
+    const redis = createRedisConnection(apiConfig.REDIS_URL, "producer", { cluster: apiConfig.REDIS_CLUSTER });
+    // As main.ts does: connection errors are logged, not an unhandled 'error' event.
     redis.on("error", () => undefined);
-    const queue = new DeliveryQueue(redis, prefix, apiConfig.DELIVERY_RETRY_DELAYS_MS);
-    queue.queue.on("error", () => undefined);
+    const queue = new Queue(QUEUE_NAMES.deliveries, { connection: redis, prefix: keyPrefix });
+    queue.on("error", () => undefined);
+    const keyAccess = startKeyAccess(prisma, apiConfig.DATABASE_URL);
     const server: Server = await new Promise((resolve) => {
-      const s = createApp({ prisma, redis, queue, config: apiConfig }).listen(0, "127.0.0.1", () => resolve(s));
+      const s = createApp({ pool, prisma, redis, queue, config: apiConfig, keyring, keys: keyAccess.keys }).listen(0, "127.0.0.1", () => resolve(s));
     });
     const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    return { redis, queue, server, baseUrl };
+    return { redis, queue, server, baseUrl, keyAccess };
   };
-  const { redis, queue, server, baseUrl } = await startApi();
+  const { redis, queue, server, baseUrl, keyAccess } = await startApi();
+  const adminApp = createAdminApp(apiConfig, [queue]);
+  const adminServer: Server | null = adminApp
+    ? await new Promise((resolve) => {
+        const s = adminApp.listen(0, "127.0.0.1", () => resolve(s));
+      })
+    : null;
+  const adminUrl = adminServer ? `http://127.0.0.1:${(adminServer.address() as AddressInfo).port}` : null;
   const replicas: ApiReplica[] = [];
 
   let worker: Worker | null = null;
-  let workerConnection: Redis | null = null;
+  let relay: Relay | null = null;
+  let relayQueue: DeliveryQueue | null = null;
+  let workerConnection: RedisClient | null = null;
+  let relayConnection: RedisClient | null = null;
   let agentDestroy = () => {};
   if (options.dispatcher !== false) {
-    workerConnection = createRedisConnection(dispatcherConfig.REDIS_URL, "worker");
+    workerConnection = createRedisConnection(dispatcherConfig.REDIS_URL, "worker", cluster);
+    relayConnection = createRedisConnection(dispatcherConfig.REDIS_URL, "producer", cluster);
+    relayConnection.on("error", () => undefined);
     const { client, agent } = createHttpClient({ timeoutMs: dispatcherConfig.DELIVERY_TIMEOUT_MS, allowPrivateTargets: dispatcherConfig.ALLOW_PRIVATE_TARGETS });
     agentDestroy = () => agent.destroy();
-    worker = createDeliveryWorker(
-      { prisma, client, allowPrivateTargets: dispatcherConfig.ALLOW_PRIVATE_TARGETS, retryDelaysMs: dispatcherConfig.DELIVERY_RETRY_DELAYS_MS, logger: getLogger("test-dispatcher"), metrics: createDispatcherMetrics() },
+    const metrics = createDispatcherMetrics();
+    const logger = getLogger("test-dispatcher");
+    if (options.dispatcher !== "relay-only") worker = createDeliveryWorker(
+      {
+        pool,
+        client,
+        allowPrivateTargets: dispatcherConfig.ALLOW_PRIVATE_TARGETS,
+        retryDelaysMs: dispatcherConfig.DELIVERY_RETRY_DELAYS_MS,
+        logger,
+        metrics,
+        keyring: createKeyring(parseKeys(secretKeysOf(dispatcherConfig))),
+        autoDisableAfterMs: dispatcherConfig.WEBHOOK_AUTO_DISABLE_AFTER_HOURS * 3_600_000,
+      },
       {
         connection: workerConnection,
-        prefix,
+        prefix: keyPrefix,
         concurrency: dispatcherConfig.DISPATCHER_CONCURRENCY,
         lockDurationMs: dispatcherConfig.DISPATCHER_LOCK_DURATION_MS,
         stalledIntervalMs: dispatcherConfig.DISPATCHER_STALLED_INTERVAL_MS,
+        maxPostpones: dispatcherConfig.DISPATCHER_MAX_POSTPONES,
       },
     );
+    relayQueue = new DeliveryQueue(relayConnection, keyPrefix, dispatcherConfig.DELIVERY_RETRY_DELAYS_MS);
+    relayQueue.queue.on("error", () => undefined);
+    relay = startRelay({ pool, databaseUrl: dispatcherConfig.DATABASE_URL, queue: relayQueue, queuePrefix: prefix, pollIntervalMs: dispatcherConfig.RELAY_POLL_INTERVAL_MS, logger, metrics });
   }
 
   const issued = await createApiKey(prisma, `test-account-${randomUUID()}`);
@@ -128,33 +175,33 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const certDir = testCertDir();
   const [cert, key] = await Promise.all([readFile(path.join(certDir, "localhost.crt"), "utf8"), readFile(path.join(certDir, "localhost.key"), "utf8")]);
 
-  const apiWithKey = (apiKey: string, base = baseUrl): Stack["api"] => async (method, urlPath, body, headers = {}) => {
-    const init: RequestInit = { method, headers: { authorization: `Bearer ${apiKey}`, ...headers } };
-    if (body !== undefined) {
-      init.body = typeof body === "string" || Buffer.isBuffer(body) ? (body as string) : JSON.stringify(body);
-      (init.headers as Record<string, string>)["content-type"] ??= "application/json";
-    }
-    const response = await fetch(`${base}${urlPath}`, init);
-    const text = await response.text();
-    return { status: response.status, body: text ? JSON.parse(text) : null, headers: response.headers };
-  };
+  const apiWithKey = (apiKey: string, base = baseUrl): Stack["api"] => (method, urlPath, body, headers, callOptions) =>
+    callApi(base, apiKey, method, urlPath, body, headers, callOptions);
   const api = apiWithKey(issued.key);
 
   const stopDispatcher = async () => {
+    await relay?.close();
+    relay = null;
     if (worker) await worker.close();
     worker = null;
     agentDestroy();
+    await relayQueue?.close();
+    relayQueue = null;
     await workerConnection?.quit().catch(() => undefined);
-    workerConnection = null;
+    await relayConnection?.quit().catch(() => undefined);
+    workerConnection = relayConnection = null;
   };
 
   return {
     baseUrl,
+    adminUrl,
     apiKey: issued.key,
     apiKeyId: issued.id,
     accountId: issued.account_id,
     prisma,
+    pool,
     prefix,
+    keyPrefix,
     api,
     newAccountKey: async () => (await createApiKey(prisma, `test-account-${randomUUID()}`)).key,
     newAccount: async () => {
@@ -177,6 +224,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
           if (closed) return;
           closed = true;
           await new Promise((resolve) => replica.server.close(resolve));
+          await replica.keyAccess.close();
           await replica.queue.close();
           await replica.redis.quit().catch(() => replica.redis.disconnect());
         },
@@ -189,14 +237,21 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       await stopDispatcher();
       await Promise.all(receivers.map((r) => r.close()));
       await new Promise((resolve) => server.close(resolve));
+      if (adminServer) {
+        adminServer.closeAllConnections();
+        await new Promise((resolve) => adminServer.close(resolve));
+      }
+      await keyAccess.close();
       // A stack whose Redis is unreachable (REDIS_URL at a closed port) never connected: the
       // queue would wait for a connection forever, so only a connected one is cleaned up.
       const connected = redis.status === "ready";
-      if (connected) await queue.queue.obliterate({ force: true }).catch(() => undefined);
+      if (connected) await queue.obliterate({ force: true }).catch(() => undefined);
       await queue.close();
       if (connected) await redis.quit().catch(() => undefined);
       else redis.disconnect();
-      await prisma.$disconnect();
+      // Outbox rows never relayed (a test that stopped its dispatcher) are this prefix's alone.
+      await pool.query("DELETE FROM outbox WHERE queue_prefix = $1", [prefix]).catch(() => undefined);
+      await db.close();
     },
   };
 }

@@ -1,22 +1,34 @@
+import type pg from "pg";
+import type { Queue } from "bullmq";
+import type { RedisClient } from "@mailhooks/queue";
 import type { ApiConfig } from "@mailhooks/config";
-import { AppError } from "./errors.js";
+import type { KeyAuthenticator } from "@mailhooks/access";
+import { createEventAcceptor } from "@mailhooks/delivery-state";
 import type { PrismaClient } from "@mailhooks/db";
-import type { DeliveryQueue } from "@mailhooks/queue";
-import type { Redis } from "ioredis";
-
-/** What the API's routes and services use; built once in main.ts (or by a test). */
-export interface ApiDeps {
-  prisma: PrismaClient;
-  redis: Redis;
-  queue: DeliveryQueue;
-  config: ApiConfig;
-}
+import type { Keyring } from "@mailhooks/secrets";
 
 /**
- * Fails fast while Redis is not connected: BullMQ would otherwise wait for the connection, and an
- * event must not be accepted that cannot be queued. A status check, not a round trip.
- * @throws AppError unavailable
+ * What the API's routes and services use; built once in main.ts (or by a test). The API never
+ * writes to the queue: what it accepts goes to PostgreSQL with an outbox row (@mailhooks/
+ * delivery-state). Redis serves the rate limits, and `queue` is only read (metrics, board).
  */
-export function requireQueue(deps: ApiDeps): void {
-  if (deps.redis.status !== "ready") throw new AppError("unavailable", "the queue (Redis) is unreachable; retry later");
+export interface ApiDeps {
+  /** The process's PostgreSQL pool (also under `prisma`). */
+  pool: pg.Pool;
+  prisma: PrismaClient;
+  redis: RedisClient;
+  /** The deliveries queue, read for the queue-depth gauge and shown on the operators' board. */
+  queue: Queue;
+  config: ApiConfig;
+  /** Encrypts and decrypts webhook secrets at rest (SECRET_ENCRYPTION_KEYS). */
+  keyring: Keyring;
+  /** API keys, cached (see key-access.ts for how revocations reach the cache). */
+  keys: KeyAuthenticator;
+  /** Accepts events with group commit (concurrent ingests share one statement). */
+  acceptor: ReturnType<typeof createEventAcceptor>;
+}
+
+/** `deps` with the parts made from the others (the event acceptor) added when missing. */
+export function completeDeps(deps: Omit<ApiDeps, "acceptor"> & Partial<Pick<ApiDeps, "acceptor">>): ApiDeps {
+  return { ...deps, acceptor: deps.acceptor ?? createEventAcceptor(deps.pool, deps.config.QUEUE_PREFIX) };
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { ErrorRequestHandler } from "express";
 import { z } from "zod";
+import { isInfrastructureError } from "@mailhooks/infrastructure-errors";
 import { getLogger } from "@mailhooks/logger";
 
 /**
@@ -59,21 +60,6 @@ export function validationError(error: z.ZodError, prefix?: string): AppError {
   });
   const first = details[0];
   return new AppError("validation_error", first ? `${first.path || "body"}: ${first.message}` : "invalid input", details);
-}
-
-const INFRASTRUCTURE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "P1001", "P1002", "P1008", "P1017", "P2024"]);
-const INFRASTRUCTURE_MESSAGE =
-  /ECONNREFUSED|Connection terminated|Can't reach database|connection timeout|timeout exceeded when trying to connect|enableOfflineQueue|Connection is closed|MaxRetriesPerRequest|Reached the max retries|Stream isn't writeable|the database system is (starting|shutting) up|terminating connection|Server has closed the connection|ConnectionClosed/i;
-
-/** True for errors that mean PostgreSQL or Redis could not be reached (answered as 503). */
-export function isInfrastructureError(error: unknown): boolean {
-  for (let e: unknown = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === "string" && INFRASTRUCTURE_CODES.has(code)) return true;
-    const message = (e as { message?: unknown }).message;
-    if (typeof message === "string" && INFRASTRUCTURE_MESSAGE.test(message)) return true;
-  }
-  return false;
 }
 
 /**

@@ -2,13 +2,27 @@
  * The API process: REST API on PORT. Stateless; any number may run behind a load balancer.
  * SIGTERM stops accepting connections, lets in-flight requests finish, then exits 0.
  */
-import { apiConfigSchema, loadConfig, type ApiConfig } from "@mailhooks/config";
-import { createPrismaClient } from "@mailhooks/db";
+import { apiConfigSchema, loadConfig, secretKeysOf, type ApiConfig } from "@mailhooks/config";
+import { createKeyring, parseKeys } from "@mailhooks/secrets";
+import { createDatabase } from "@mailhooks/db";
 import { configureLogger, getLogger } from "@mailhooks/logger";
+import { createCommand } from "@mailhooks/command-line";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Queue } from "bullmq";
-import { createRedisConnection, DeliveryQueue, QUEUE_NAMES } from "@mailhooks/queue";
+import { createRedisConnection, QUEUE_NAMES, redisKeyPrefix } from "@mailhooks/queue";
+import { createAdminApp } from "./admin-app.js";
 import { createApp } from "./app.js";
+import { startKeyAccess } from "./key-access.js";
+
+// --help and usage errors are answered before anything starts (CONTRACT.md section 1).
+createCommand({
+  name: "npm run start:api --",
+  description: "Run the REST API (built: npm run build first) on PORT, with GET /openapi.json and GET /docs. Stateless: run as many as you like behind a load balancer. SIGTERM finishes the requests in flight, then exits 0.",
+  examples: ["npm run start:api", "PORT=8080 DATABASE_URL=postgresql://postgres@db.internal:5432/webhooks npm run start:api"],
+  environment: apiConfigSchema,
+})
+  .action(() => undefined)
+  .parse(process.argv);
 
 let config: ApiConfig;
 try {
@@ -20,16 +34,22 @@ try {
 configureLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT });
 const logger = getLogger("api");
 
-const prisma = createPrismaClient(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
-const redis = createRedisConnection(config.REDIS_URL, "producer");
+const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+const redis = createRedisConnection(config.REDIS_URL, "producer", { cluster: config.REDIS_CLUSTER });
+const keyPrefix = redisKeyPrefix(config.QUEUE_PREFIX, config.REDIS_CLUSTER);
 redis.on("error", (error) => logger.warn("redis error", { error: error.message }));
-const queue = new DeliveryQueue(redis, config.QUEUE_PREFIX, config.DELIVERY_RETRY_DELAYS_MS);
-queue.queue.on("error", (error) => logger.warn("queue error", { error: error.message }));
+// Read only (queue depth, the operators' board): the API never adds jobs.
+const queue = new Queue(QUEUE_NAMES.deliveries, { connection: redis, prefix: keyPrefix });
+queue.on("error", (error) => logger.warn("queue error", { error: error.message }));
 
-const maintenanceQueue = new Queue(QUEUE_NAMES.maintenance, { connection: redis, prefix: config.QUEUE_PREFIX });
+const maintenanceQueue = new Queue(QUEUE_NAMES.maintenance, { connection: redis, prefix: keyPrefix });
 maintenanceQueue.on("error", (error) => logger.warn("queue error", { error: error.message }));
-const app = createApp({ prisma, redis, queue, config }, [queue.queue, maintenanceQueue]);
+const keyring = createKeyring(parseKeys(secretKeysOf(config)));
+const keyAccess = startKeyAccess(db.prisma, config.DATABASE_URL);
+const app = createApp({ pool: db.pool, prisma: db.prisma, redis, queue, config, keyring, keys: keyAccess.keys });
 const server = app.listen(config.PORT, () => logger.info("api listening", { port: config.PORT }));
+const adminApp = createAdminApp(config, [queue, maintenanceQueue]);
+const adminServer = adminApp?.listen(config.ADMIN_PORT, config.ADMIN_HOST, () => logger.info("admin listening", { host: config.ADMIN_HOST, port: config.ADMIN_PORT }));
 
 let stopping = false;
 /**
@@ -56,10 +76,13 @@ function shutdown(signal: string) {
   // under way when SIGTERM came) are closed as they do.
   const idle = setInterval(() => server.closeIdleConnections(), 100);
   idle.unref();
+  adminServer?.close();
+  adminServer?.closeAllConnections();
   server.close(async () => {
+    await keyAccess.close();
     await Promise.all([queue.close(), maintenanceQueue.close()]).catch(() => undefined);
     await redis.quit().catch(() => undefined);
-    await prisma.$disconnect();
+    await db.close();
     process.exit(0);
   });
   server.closeIdleConnections();

@@ -6,7 +6,8 @@ import { registerQueueDepthGauge } from "@mailhooks/queue";
 
 /**
  * The API's Prometheus metrics at GET /metrics (no authentication, CONTRACT.md section 8):
- * requests by route and status, their duration in seconds, and the deliveries queue by state.
+ * requests by route and status, their duration in seconds, the deliveries queue by state, and
+ * the API key lookups that reached PostgreSQL.
  */
 export interface ApiMetrics {
   registry: Registry;
@@ -14,7 +15,7 @@ export interface ApiMetrics {
   router: Router;
 }
 
-export function createApiMetrics(queue: Queue): ApiMetrics {
+export function createApiMetrics(queue: Queue, keys?: { readonly lookups: number }): ApiMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const requests = new Counter({ name: "http_requests_total", help: "API requests by route and status", labelNames: ["method", "route", "status"], registers: [registry] });
@@ -26,6 +27,18 @@ export function createApiMetrics(queue: Queue): ApiMetrics {
     registers: [registry],
   });
   registerQueueDepthGauge(registry, queue);
+  if (keys) {
+    let reported = 0;
+    new Counter({
+      name: "api_key_lookups_total",
+      help: "API key lookups that reached PostgreSQL (the rest were answered from the caches)",
+      registers: [registry],
+      collect() {
+        this.inc(keys.lookups - reported);
+        reported = keys.lookups;
+      },
+    });
+  }
 
   const middleware: RequestHandler = (req, res, next) => {
     const started = process.hrtime.bigint();

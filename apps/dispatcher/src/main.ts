@@ -1,15 +1,30 @@
 /**
- * The dispatcher process: a BullMQ worker that signs and delivers envelopes. Any number may run
- * against one PostgreSQL and one Redis. SIGTERM lets in-flight attempts finish, then exits 0.
+ * The dispatcher process: the outbox relay and a BullMQ worker that signs and delivers
+ * envelopes. Any number may run against one PostgreSQL and one Redis. SIGTERM lets in-flight
+ * attempts finish, then exits 0.
  */
-import { dispatcherConfigSchema, loadConfig, type DispatcherConfig } from "@mailhooks/config";
-import { createPrismaClient } from "@mailhooks/db";
+import { dispatcherConfigSchema, loadConfig, secretKeysOf, type DispatcherConfig } from "@mailhooks/config";
+import { createKeyring, parseKeys } from "@mailhooks/secrets";
+import { createDatabase } from "@mailhooks/db";
 import { configureLogger, getLogger } from "@mailhooks/logger";
-import { createRedisConnection, DeliveryQueue } from "@mailhooks/queue";
+import { createCommand } from "@mailhooks/command-line";
+import { ensurePayloadPartitions } from "@mailhooks/delivery-state";
+import { createRedisConnection, DeliveryQueue, redisKeyPrefix } from "@mailhooks/queue";
 import { createHttpClient } from "./delivery/http-client.js";
 import { startMaintenance } from "./maintenance.js";
 import { createDispatcherMetrics, serveMetrics } from "./metrics.js";
+import { startRelay } from "./relay.js";
 import { createDeliveryWorker } from "./worker.js";
+
+// --help and usage errors are answered before anything starts (CONTRACT.md section 1).
+createCommand({
+  name: "npm run start:dispatcher --",
+  description: "Run one dispatcher (built: npm run build first): the outbox relay and the worker that signs, delivers and retries; Prometheus metrics on METRICS_PORT. Run as many as you like. SIGTERM lets the attempts in flight finish, then exits 0.",
+  examples: ["npm run start:dispatcher", "DISPATCHER_CONCURRENCY=128 METRICS_PORT=9465 npm run start:dispatcher"],
+  environment: dispatcherConfigSchema,
+})
+  .action(() => undefined)
+  .parse(process.argv);
 
 let config: DispatcherConfig;
 try {
@@ -21,33 +36,64 @@ try {
 configureLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT });
 const logger = getLogger("dispatcher");
 
-const prisma = createPrismaClient(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
-const connection = createRedisConnection(config.REDIS_URL, "worker");
+const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+const cluster = { cluster: config.REDIS_CLUSTER };
+const keyPrefix = redisKeyPrefix(config.QUEUE_PREFIX, config.REDIS_CLUSTER);
+const connection = createRedisConnection(config.REDIS_URL, "worker", cluster);
+connection.on("error", (error) => logger.warn("redis error", { error: error.message }));
+// The relay's own connection fails fast while Redis is away (its batch rolls back and waits).
+const relayConnection = createRedisConnection(config.REDIS_URL, "producer", cluster);
+relayConnection.on("error", () => undefined);
 const { client, agent } = createHttpClient({ timeoutMs: config.DELIVERY_TIMEOUT_MS, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS });
-const deliveryQueue = new DeliveryQueue(connection, config.QUEUE_PREFIX, config.DELIVERY_RETRY_DELAYS_MS);
+const deliveryQueue = new DeliveryQueue(connection, keyPrefix, config.DELIVERY_RETRY_DELAYS_MS);
+const relayQueue = new DeliveryQueue(relayConnection, keyPrefix, config.DELIVERY_RETRY_DELAYS_MS);
+relayQueue.queue.on("error", () => undefined);
 const metrics = createDispatcherMetrics(deliveryQueue.queue);
 const metricsServer = await serveMetrics(metrics.registry, config.METRICS_PORT);
 const worker = createDeliveryWorker(
-  { prisma, client, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS, retryDelaysMs: config.DELIVERY_RETRY_DELAYS_MS, logger, metrics },
+  {
+    pool: db.pool,
+    client,
+    allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS,
+    retryDelaysMs: config.DELIVERY_RETRY_DELAYS_MS,
+    logger,
+    metrics,
+    keyring: createKeyring(parseKeys(secretKeysOf(config))),
+    autoDisableAfterMs: config.WEBHOOK_AUTO_DISABLE_AFTER_HOURS * 3_600_000,
+  },
   {
     connection,
-    prefix: config.QUEUE_PREFIX,
+    prefix: keyPrefix,
     concurrency: config.DISPATCHER_CONCURRENCY,
     lockDurationMs: config.DISPATCHER_LOCK_DURATION_MS,
     stalledIntervalMs: config.DISPATCHER_STALLED_INTERVAL_MS,
+    maxPostpones: config.DISPATCHER_MAX_POSTPONES,
   },
 );
+const relay = startRelay({
+  pool: db.pool,
+  databaseUrl: config.DATABASE_URL,
+  queue: relayQueue,
+  queuePrefix: config.QUEUE_PREFIX,
+  pollIntervalMs: config.RELAY_POLL_INTERVAL_MS,
+  logger: getLogger("relay"),
+  metrics,
+});
+// The coming days' payload partitions exist before the first event of the day needs one.
+await ensurePayloadPartitions(db.pool).catch((error: Error) => logger.warn("could not make payload partitions yet", { error: error.message }));
 const maintenance = await startMaintenance({
   connection,
   deliveries: deliveryQueue,
-  prefix: config.QUEUE_PREFIX,
-  prisma,
+  prefix: keyPrefix,
+  queuePrefix: config.QUEUE_PREFIX,
+  pool: db.pool,
   retentionDays: config.EVENT_RETENTION_DAYS,
   retryDelaysMs: config.DELIVERY_RETRY_DELAYS_MS,
-  timeoutMs: config.DELIVERY_TIMEOUT_MS,
   sweepEveryMs: config.SWEEP_INTERVAL_MS,
   sweepAfterMs: config.SWEEP_AFTER_MS,
+  sweepBatchSize: config.SWEEP_BATCH_SIZE,
   logger: getLogger("maintenance"),
+  metrics,
 });
 logger.info("dispatcher started", { metricsPort: config.METRICS_PORT, concurrency: config.DISPATCHER_CONCURRENCY, prefix: config.QUEUE_PREFIX });
 
@@ -62,12 +108,12 @@ async function shutdown(signal: string) {
     process.exit(1);
   }, config.DELIVERY_TIMEOUT_MS + 10_000);
   deadline.unref();
-  await Promise.all([worker.close(), maintenance.close()]);
+  await Promise.all([relay.close(), worker.close(), maintenance.close()]);
   metricsServer.close();
-  await deliveryQueue.close();
+  await Promise.all([deliveryQueue.close(), relayQueue.close()]);
   agent.destroy();
-  await connection.quit().catch(() => undefined);
-  await prisma.$disconnect();
+  await Promise.all([connection.quit().catch(() => undefined), relayConnection.quit().catch(() => undefined)]);
+  await db.close();
   logger.info("dispatcher stopped");
   process.exit(0);
 }

@@ -1,58 +1,72 @@
 import { Queue, Worker } from "bullmq";
-import type { Redis } from "ioredis";
-import type { PrismaClient } from "@mailhooks/db";
+import type pg from "pg";
+import { purgeExpiredPayloads, purgeIdempotencyKeys } from "@mailhooks/delivery-state";
 import type { Logger } from "@mailhooks/logger";
-import { JOB_NAMES, QUEUE_NAMES, type DeliveryQueue } from "@mailhooks/queue";
-import { purgeExpiredPayloads } from "./jobs/purge-payloads.js";
-import { sweepDestinations } from "./jobs/sweep-destinations.js";
+import { JOB_NAMES, QUEUE_NAMES, type DeliveryQueue, type RedisClient } from "@mailhooks/queue";
+import { sweepLostWork } from "./jobs/sweep-lost-work.js";
+import type { DispatcherMetrics } from "./metrics.js";
 
 /**
  * Housekeeping run by BullMQ job schedulers: every dispatcher upserts the same scheduler ids, so
- * however many replicas run, each job runs once per period.
+ * however many replicas run, each job runs once per period: payload retention (hourly: drops
+ * the day partitions past EVENT_RETENTION_DAYS and makes the coming days' ones), expired
+ * idempotency keys (hourly), and the sweeper of lost work (SWEEP_INTERVAL_MS).
  */
 export interface MaintenanceOptions {
-  connection: Redis;
+  connection: RedisClient;
+  /** The Redis key prefix (QUEUE_PREFIX, hash-tagged on a Redis Cluster). */
   prefix: string;
-  prisma: PrismaClient;
+  /** QUEUE_PREFIX as the database knows the deployment's rows. */
+  queuePrefix: string;
+  pool: pg.Pool;
   retentionDays: number;
   logger: Logger;
-  /** How often retention runs, in ms (hourly; the spec needs at least daily). */
+  metrics: DispatcherMetrics;
+  /** How often retention and the idempotency purge run, in ms (hourly; the spec needs daily). */
   retentionEveryMs?: number;
-  /** The deliveries queue the sweeper adds to (the process's own; closed by its owner). */
+  /** The deliveries queue (the process's own; closed by its owner): the sweeper asks it which jobs exist. */
   deliveries: DeliveryQueue;
-  /** DELIVERY_RETRY_DELAYS_MS and DELIVERY_TIMEOUT_MS, for the jobs the sweeper queues. */
+  /** DELIVERY_RETRY_DELAYS_MS, for the attempt and due time of re-queued destinations. */
   retryDelaysMs: readonly number[];
-  timeoutMs: number;
-  /** How often the sweeper runs, and how old a destination without attempt must be, in ms. */
+  /** How often the sweeper runs, and how old pending work must be before it looks, in ms. */
   sweepEveryMs: number;
   sweepAfterMs: number;
+  /** Pending rows of each kind the sweeper looks at per run. */
+  sweepBatchSize?: number;
 }
 
 export async function startMaintenance(options: MaintenanceOptions): Promise<{ close: () => Promise<void> }> {
   const queue = new Queue(QUEUE_NAMES.maintenance, { connection: options.connection, prefix: options.prefix });
-  await queue.upsertJobScheduler(
-    JOB_NAMES.retention,
-    { every: options.retentionEveryMs ?? 3_600_000 },
-    { name: JOB_NAMES.retention, opts: { removeOnComplete: true, removeOnFail: 100 } },
-  );
-  await queue.upsertJobScheduler(
-    JOB_NAMES.sweep,
-    { every: options.sweepEveryMs },
-    { name: JOB_NAMES.sweep, opts: { removeOnComplete: true, removeOnFail: 100 } },
-  );
+  const every = options.retentionEveryMs ?? 3_600_000;
+  const schedule = (name: string, ms: number) => queue.upsertJobScheduler(name, { every: ms }, { name, opts: { removeOnComplete: true, removeOnFail: 100 } });
+  await schedule(JOB_NAMES.retention, every);
+  await schedule(JOB_NAMES.idempotencyPurge, every);
+  await schedule(JOB_NAMES.sweep, options.sweepEveryMs);
   const worker = new Worker(
     QUEUE_NAMES.maintenance,
     async (job) => {
       if (job.name === JOB_NAMES.retention) {
-        const removed = await purgeExpiredPayloads(options.prisma, options.retentionDays);
-        if (removed > 0) options.logger.info("payloads past retention removed", { removed });
+        const purged = await purgeExpiredPayloads(options.pool, options.retentionDays);
+        if (purged.droppedPartitions.length > 0) {
+          options.logger.info("payloads past retention removed", { partitions: purged.droppedPartitions, purgedBefore: purged.purgedBefore.toISOString() });
+        }
+      } else if (job.name === JOB_NAMES.idempotencyPurge) {
+        const removed = await purgeIdempotencyKeys(options.pool);
+        if (removed > 0) options.logger.info("expired idempotency keys removed", { removed });
       } else if (job.name === JOB_NAMES.sweep) {
-        const queued = await sweepDestinations(options.prisma, options.deliveries, {
-          afterMs: options.sweepAfterMs,
+        const queued = await sweepLostWork({
+          pool: options.pool,
+          redis: options.connection,
+          queue: options.deliveries,
+          queuePrefix: options.queuePrefix,
           retryDelaysMs: options.retryDelaysMs,
-          timeoutMs: options.timeoutMs,
+          afterMs: options.sweepAfterMs,
+          batchSize: options.sweepBatchSize,
         });
-        if (queued > 0) options.logger.warn("destinations without a job queued again", { queued });
+        if (queued > 0) {
+          options.logger.warn("work whose job was lost queued again", { queued });
+          options.metrics.lostWorkRequeued.inc(queued);
+        }
       } else {
         throw new Error(`unknown job ${job.name}`);
       }

@@ -15,6 +15,18 @@ export interface DispatcherMetrics {
   /** From the event's ingest to a successful first or retried delivery. */
   endToEndLatency: Histogram;
   retriesScheduled: Counter;
+  /** Outbox rows moved into the queue by this process's relay. */
+  relayed: Counter;
+  /** Jobs postponed by an outage (PostgreSQL or Redis unreachable), by job name. */
+  postponed: Counter<"job">;
+  /** Jobs failed for good, by job name and reason (error, invalid_job, stalled, postponed_too_often, invalid_outbox_row). */
+  jobsFailed: Counter<"job" | "reason">;
+  /** Pending work whose job was lost, queued again by the sweeper. */
+  lostWorkRequeued: Counter;
+  /** Jobs taken over from a dispatcher that died (their lock expired). */
+  stalledJobs: Counter;
+  /** Webhooks disabled because every attempt failed for WEBHOOK_AUTO_DISABLE_AFTER_HOURS. */
+  webhooksAutoDisabled: Counter;
 }
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900];
@@ -28,6 +40,12 @@ export function createDispatcherMetrics(queue?: Queue): DispatcherMetrics {
     attemptDuration: new Histogram({ name: "webhook_delivery_attempt_duration_seconds", help: "Duration of one delivery attempt", labelNames: ["trigger"], buckets: LATENCY_BUCKETS, registers: [registry] }),
     endToEndLatency: new Histogram({ name: "webhook_delivery_latency_seconds", help: "From event ingest to its successful delivery", buckets: LATENCY_BUCKETS, registers: [registry] }),
     retriesScheduled: new Counter({ name: "webhook_retries_scheduled_total", help: "Retries scheduled after a failed attempt", registers: [registry] }),
+    relayed: new Counter({ name: "webhook_outbox_relayed_total", help: "Outbox rows moved into the queue", registers: [registry] }),
+    postponed: new Counter({ name: "webhook_jobs_postponed_total", help: "Jobs postponed because PostgreSQL or Redis was unreachable", labelNames: ["job"], registers: [registry] }),
+    jobsFailed: new Counter({ name: "webhook_jobs_failed_total", help: "Jobs failed for good (never sent again), by reason", labelNames: ["job", "reason"], registers: [registry] }),
+    stalledJobs: new Counter({ name: "webhook_jobs_stalled_total", help: "Jobs taken over from a dispatcher that died (lock expired)", registers: [registry] }),
+    webhooksAutoDisabled: new Counter({ name: "webhook_auto_disabled_total", help: "Webhooks disabled because every attempt failed for WEBHOOK_AUTO_DISABLE_AFTER_HOURS", registers: [registry] }),
+    lostWorkRequeued: new Counter({ name: "webhook_lost_work_requeued_total", help: "Pending work whose job was lost, queued again by the sweeper", registers: [registry] }),
   };
   if (queue) registerQueueDepthGauge(registry, queue);
   return metrics;

@@ -1,3 +1,4 @@
+import { INSECURE_DEVELOPMENT_KEY } from "@mailhooks/secrets";
 import { apiConfigSchema, ConfigError, dispatcherConfigSchema, loadConfig } from "./index.js";
 
 // The defaults of CONTRACT.md section 2, copied from its table.
@@ -77,5 +78,28 @@ describe("bad values throw a ConfigError naming the variable", () => {
     expect(error.message).toContain("DELIVERY_TIMEOUT_MS");
     expect(error.message).toContain("METRICS_PORT");
     expect(error.message).not.toContain("QUEUE_PREFIX");
+  });
+});
+
+describe("SECRET_ENCRYPTION_KEYS", () => {
+  const key = Buffer.alloc(32, 7).toString("base64");
+
+  it("is required with NODE_ENV=production: the message names the variable", () => {
+    for (const schema of [apiConfigSchema, dispatcherConfigSchema]) {
+      const error = configErrorOf(() => loadConfig(schema, { NODE_ENV: "production" }));
+      expect(error.message).toContain("SECRET_ENCRYPTION_KEYS");
+      expect(error.message).toContain("NODE_ENV=production");
+    }
+  });
+
+  it("outside production, unset means the public development key", () => {
+    expect(loadConfig(apiConfigSchema, {}).SECRET_ENCRYPTION_KEYS).toEqual([INSECURE_DEVELOPMENT_KEY]);
+  });
+
+  it("is a comma-separated list of base64 32-byte keys", () => {
+    expect(loadConfig(dispatcherConfigSchema, { NODE_ENV: "production", SECRET_ENCRYPTION_KEYS: `${key}, ${Buffer.alloc(32, 9).toString("base64")}` }).SECRET_ENCRYPTION_KEYS).toHaveLength(2);
+    const error = configErrorOf(() => loadConfig(apiConfigSchema, { SECRET_ENCRYPTION_KEYS: `${key},c2hvcnQ=` }));
+    expect(error.message).toContain("SECRET_ENCRYPTION_KEYS");
+    expect(error.message).toContain("key 2");
   });
 });

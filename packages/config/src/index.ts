@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { INSECURE_DEVELOPMENT_KEY, parseKeys } from "@mailhooks/secrets";
 
 /**
  * Configuration from the environment (CONTRACT.md section 2), parsed once per process at
@@ -19,14 +20,37 @@ const retryDelays = z
   .transform((v) => v.split(",").map((s) => Number(s.trim())))
   .refine((delays) => delays.every((d) => d > 0), "every delay must be positive");
 
+/** Comma-separated base64 32-byte keys; the list, each key checked. */
+const secretKeys = z
+  .string()
+  .transform((value, ctx) => {
+    const keys = value.split(",").map((k) => k.trim()).filter(Boolean);
+    try {
+      parseKeys(keys);
+    } catch (error) {
+      ctx.addIssue({ code: "custom", message: (error as Error).message });
+      return z.NEVER;
+    }
+    return keys;
+  });
+
 const postgresUrl = z.string().regex(/^postgres(ql)?:\/\//, "must be a postgresql:// URL");
-const redisUrl = z.string().regex(/^rediss?:\/\//, "must be a redis:// URL");
 
 const shared = {
+  /** `production` makes SECRET_ENCRYPTION_KEYS mandatory. */
+  NODE_ENV: z.enum(["development", "test", "production"]).default("development"),
+  /** Keys of webhook secrets at rest (AES-256-GCM): the first encrypts, all decrypt. Unset
+   * outside production: the public INSECURE_DEVELOPMENT_KEY of @mailhooks/secrets. */
+  SECRET_ENCRYPTION_KEYS: secretKeys.optional(),
   /** PostgreSQL connection string. */
   DATABASE_URL: postgresUrl.default("postgresql://postgres@127.0.0.1:5432/webhooks"),
-  /** Redis used by BullMQ. */
-  REDIS_URL: redisUrl.default("redis://127.0.0.1:6379"),
+  /** Redis used by BullMQ (comma-separated nodes of a Redis Cluster with REDIS_CLUSTER). */
+  REDIS_URL: z
+    .string()
+    .refine((v) => v.split(",").every((node) => /^rediss?:\/\//.test(node.trim())), "must be a redis:// URL (or several, comma-separated, with REDIS_CLUSTER)")
+    .default("redis://127.0.0.1:6379"),
+  /** REDIS_URL is a Redis Cluster: keys are hash-tagged `{QUEUE_PREFIX}` so each queue keeps to one slot. */
+  REDIS_CLUSTER: bool.default(false),
   /** BullMQ key prefix; lets several deployments or test runs share one Redis. */
   QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_.-]+$/, "must be letters, digits, _ . or -").default("whk"),
   /** The three retry delays of the spec, in ms, each counted from the failed attempt's end. */
@@ -56,6 +80,23 @@ export const apiConfigSchema = z.object({
   /** HTTP basic credentials of the queue board at /admin/queues; unset: not mounted. */
   ADMIN_USERNAME: z.string().min(1).optional(),
   ADMIN_PASSWORD: z.string().min(1).optional(),
+  /** The operators' listener (the queue board): never the public PORT; loopback by default. */
+  ADMIN_HOST: z.string().min(1).default("127.0.0.1"),
+  ADMIN_PORT: port.default(9465),
+  /** The board may retry, remove and promote jobs only when true; read-only otherwise. */
+  ADMIN_READ_WRITE: bool.default(false),
+  /** Requests per minute from one client address that carry no valid API key (0: no limit);
+   * past it, 429 before any key is looked up. */
+  UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(60),
+  /** Whether X-Forwarded-For is believed for the client address: `false` (default), `true`
+   * (every proxy), or the number of proxies in front of the API. */
+  TRUST_PROXY: z
+    .string()
+    .regex(/^(true|false|\d{1,2})$/, "must be true, false or a number of proxies")
+    .transform((v) => (v === "true" ? true : v === "false" ? false : Number(v)))
+    .default(false),
+  /** The API's public base URL, for the links it hands out (dashboard sign-in). */
+  PUBLIC_URL: z.string().url().optional(),
 });
 
 export const dispatcherConfigSchema = z.object({
@@ -64,14 +105,25 @@ export const dispatcherConfigSchema = z.object({
   METRICS_PORT: port.default(9464),
   /** Delivery attempts one dispatcher process runs at once. */
   DISPATCHER_CONCURRENCY: z.coerce.number().int().positive().max(1000).default(64),
-  /** Lock of a job being delivered, in ms; a killed dispatcher's jobs move on after about this. */
-  DISPATCHER_LOCK_DURATION_MS: z.coerce.number().int().min(1_000).default(30_000),
+  /** Lock of a job being delivered, in ms (renewed every half of it); a killed dispatcher's jobs
+   * are taken over within this plus two DISPATCHER_STALLED_INTERVAL_MS. */
+  DISPATCHER_LOCK_DURATION_MS: z.coerce.number().int().min(1_000).default(15_000),
   /** How often dispatchers look for jobs whose dispatcher died, in ms. */
-  DISPATCHER_STALLED_INTERVAL_MS: z.coerce.number().int().min(500).default(30_000),
-  /** How often pending destinations that never got a job are looked for, in ms. */
+  DISPATCHER_STALLED_INTERVAL_MS: z.coerce.number().int().min(500).default(5_000),
+  /** How many times an attempt is postponed while PostgreSQL or Redis is unreachable (1 s
+   * doubling to 30 s: 20 is about 8 minutes) before its job is given up to the sweeper. */
+  DISPATCHER_MAX_POSTPONES: z.coerce.number().int().min(0).max(1000).default(20),
+  /** How often the outbox relay looks for rows without being notified, in ms. */
+  RELAY_POLL_INTERVAL_MS: z.coerce.number().int().min(10).default(1_000),
+  /** How often pending work whose job was lost is looked for, in ms. */
   SWEEP_INTERVAL_MS: z.coerce.number().int().min(1_000).default(30_000),
-  /** A destination with no attempt after this long (ms) is re-queued by the sweeper. */
+  /** Pending work younger than this (ms) is left to the relay by the sweeper. */
   SWEEP_AFTER_MS: z.coerce.number().int().min(1_000).default(60_000),
+  /** Pending rows of each kind the sweeper looks at per run (it goes on from there next run). */
+  SWEEP_BATCH_SIZE: z.coerce.number().int().min(1).max(100_000).default(1_000),
+  /** A webhook whose every attempt failed for this many hours (decimal), across at least 20
+   * events, is disabled (`disabled_reason: "failing"`); 0 turns auto-disable off. */
+  WEBHOOK_AUTO_DISABLE_AFTER_HOURS: z.coerce.number().min(0).default(120),
 });
 
 export type ApiConfig = z.infer<typeof apiConfigSchema>;
@@ -89,9 +141,21 @@ export class ConfigError extends Error {
 export function loadConfig<S extends z.ZodType>(schema: S, env: Record<string, string | undefined>): z.infer<S> {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
   const result = schema.safeParse(cleaned);
-  if (!result.success) {
-    const lines = result.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
-    throw new ConfigError(`invalid configuration: ${lines.join("; ")}`);
+  const lines = result.success ? [] : result.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
+  const data = (result.success ? result.data : {}) as Record<string, unknown>;
+  // Rules across variables, for the schemas that carry them.
+  const shape = (schema as unknown as { shape?: Record<string, unknown> }).shape;
+  if (result.success && shape && "SECRET_ENCRYPTION_KEYS" in shape && "NODE_ENV" in shape) {
+    if (data.SECRET_ENCRYPTION_KEYS === undefined) {
+      if (data.NODE_ENV === "production") lines.push("SECRET_ENCRYPTION_KEYS: required when NODE_ENV=production (comma-separated base64 32-byte keys, e.g. `openssl rand -base64 32`)");
+      else data.SECRET_ENCRYPTION_KEYS = [INSECURE_DEVELOPMENT_KEY];
+    }
   }
-  return result.data;
+  if (lines.length > 0) throw new ConfigError(`invalid configuration: ${lines.join("; ")}`);
+  return data as z.infer<S>;
+}
+
+/** The SECRET_ENCRYPTION_KEYS of a loaded configuration (always set once loaded). */
+export function secretKeysOf(config: { SECRET_ENCRYPTION_KEYS?: string[] }): string[] {
+  return config.SECRET_ENCRYPTION_KEYS ?? [INSECURE_DEVELOPMENT_KEY];
 }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { isMailbox, MAX_ADDRESS_LENGTH } from "./addresses.js";
 import type { EventType } from "./kinds.js";
 
 /**
@@ -11,11 +12,22 @@ import type { EventType } from "./kinds.js";
 /** An ISO 8601 UTC timestamp such as `2026-11-22T10:00:00Z` (fractional seconds allowed). */
 export const isoUtcTimestamp = z.iso.datetime({ offset: false, message: "must be an ISO 8601 UTC timestamp" });
 
-/** A bare e-mail address (`local@domain`), no display name. */
-export const address = z
-  .string()
-  .max(320)
-  .regex(/^[^\s@<>",]+@[^\s@<>",]+$/, "must be a bare e-mail address");
+const ADDRESS_MESSAGE = "must be one RFC 5322 address, such as alice@example.com or Alice Example <alice@example.com>";
+
+/** One RFC 5322 mailbox, bare or with a display name (see isMailbox); kept as written. */
+export const address = z.string().max(MAX_ADDRESS_LENGTH).refine(isMailbox, ADDRESS_MESSAGE);
+
+/**
+ * A list of addresses. Only the first invalid one is reported: parsing an uncommon address
+ * costs up to milliseconds, and a request full of them must not cost seconds.
+ */
+export const addressList = z
+  .array(z.string().max(MAX_ADDRESS_LENGTH))
+  .max(1000)
+  .superRefine((list, ctx) => {
+    const index = list.findIndex((entry) => !isMailbox(entry));
+    if (index >= 0) ctx.addIssue({ code: "custom", path: [index], message: ADDRESS_MESSAGE, input: list[index] });
+  });
 
 const nonEmpty = z.string().min(1).max(998);
 const count = z.number().int().nonnegative();
@@ -25,7 +37,7 @@ export const commonDataShape = {
   threadId: nonEmpty,
   inboxId: z.string().min(1).max(200),
   from: address,
-  to: z.array(address).max(1000),
+  to: addressList,
   subject: z.string().max(998),
 } as const;
 

@@ -1,16 +1,54 @@
 import winston from "winston";
 
 /**
- * The one winston logger of a process. JSON in production, readable for people; secrets,
- * authorization headers, keys and message bodies are redacted whatever module logs them.
- * Call `configureLogger` once at start-up, then `getLogger("module")` anywhere.
+ * The one winston logger of a process. JSON in production, readable for people. Whatever module
+ * logs, and however deep in its metadata: fields named like secrets (authorization, secret,
+ * password, key, token, body, payload, raw, ...) are replaced by "[redacted]", and every string
+ * is scrubbed of what a secret looks like (API keys, webhook secrets, their ciphertexts, Bearer
+ * and Basic credentials); error texts (`error`, `stack`, `reason`, `detail` fields) lose their
+ * quoted parts too, because drivers quote the input they refused ("invalid input syntax for
+ * type integer: \"...\""). Call `configureLogger` once at start-up, then `getLogger("module")`.
  */
 
-const REDACTED_KEYS = /^(authorization|secret|password|api_?key|key|token|payload|body|raw)$/i;
+const REDACTED_KEYS = /^(authorization|cookie|set-cookie|secret|secrets|previous_?secret|password|passphrase|api_?key|key|token|payload|body|raw|data|headers)$/i;
+/** Fields holding error texts, which may quote input. */
+const ERROR_TEXT_KEYS = /^(error|err|stack|reason|detail|cause)$/i;
+
+const SECRET_PATTERNS: [RegExp, string][] = [
+  // API keys keep their public prefix (whk_<12 hex>), which identifies them without use.
+  [/\b(whk_[0-9a-f]{12})_[A-Za-z0-9_-]{20,}/g, "$1_[redacted]"],
+  [/\bwhsec_[A-Za-z0-9_-]{8,}/g, "whsec_[redacted]"],
+  // Ciphertexts of secrets at rest (packages/secrets).
+  [/\bv1\.[0-9a-f]{8}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+/g, "[redacted ciphertext]"],
+  [/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/gi, "$1 [redacted]"],
+];
+
+/** `text` without anything that looks like a key, a secret or credentials. */
+export function scrubSecrets(text: string): string {
+  let out = text;
+  for (const [pattern, replacement] of SECRET_PATTERNS) out = out.replace(pattern, replacement);
+  return out;
+}
+
+/** An error text without secrets and without the quoted input it may carry. */
+export function scrubErrorText(text: string): string {
+  return scrubSecrets(text).replace(/"(?:[^"\\]|\\.)*"/g, '"[redacted]"').replace(/'(?:[^'\\]|\\.)*'/g, "'[redacted]'");
+}
+
+function redactValue(value: unknown, key: string, depth: number): unknown {
+  if (typeof key === "string" && REDACTED_KEYS.test(key)) return "[redacted]";
+  if (typeof value === "string") return ERROR_TEXT_KEYS.test(key) ? scrubErrorText(value) : scrubSecrets(value);
+  if (value instanceof Error) return redactValue({ name: value.name, message: value.message, stack: value.stack }, key, depth);
+  if (depth >= 6 || value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) return value.map((item) => redactValue(item, key, depth + 1));
+  return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, redactValue(v, k, depth + 1)]));
+}
 
 const redact = winston.format((info) => {
+  const record = info as Record<string | symbol, unknown>;
   for (const key of Object.keys(info)) {
-    if (REDACTED_KEYS.test(key)) (info as Record<string, unknown>)[key] = "[redacted]";
+    if (key === "level") continue;
+    record[key] = redactValue(record[key], key === "message" ? "" : key, 0);
   }
   return info;
 });
@@ -31,7 +69,7 @@ export function configureLogger(options: LoggerOptions): void {
   root.level = options.level;
   root.format =
     options.format === "json"
-      ? winston.format.combine(redact(), winston.format.timestamp(), winston.format.errors({ stack: true }), winston.format.json())
+      ? winston.format.combine(redact(), winston.format.timestamp(), winston.format.json())
       : winston.format.combine(
           redact(),
           winston.format.timestamp(),
@@ -49,3 +87,4 @@ export type Logger = winston.Logger;
 export function getLogger(module: string): Logger {
   return root.child({ module });
 }
+export { captureLogs } from "./capture.js";

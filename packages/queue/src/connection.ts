@@ -1,16 +1,49 @@
-import { Redis } from "ioredis";
+import { Cluster, Redis, type RedisOptions } from "ioredis";
+
+/** A connection to Redis: one server, or a Redis Cluster (REDIS_CLUSTER=true). */
+export type RedisClient = Redis | Cluster;
+
+export interface RedisConnectionOptions {
+  /** REDIS_CLUSTER: `url` names one or more (comma-separated) nodes of a Redis Cluster. */
+  cluster?: boolean;
+}
 
 /**
  * ioredis connections for BullMQ. A worker's connection must retry forever
- * (`maxRetriesPerRequest: null`, BullMQ's production checklist); a producer's fails fast so that
- * the API can answer 503 instead of hanging while Redis is away.
+ * (`maxRetriesPerRequest: null`, BullMQ's production checklist); a producer's fails fast, so
+ * that a caller that can do without Redis (the API, the relay) is not held up while it is away.
+ * With `cluster`, a Cluster client on the nodes of `url` (comma-separated `redis://host:port`).
  */
-export function createRedisConnection(url: string, role: "worker" | "producer"): Redis {
-  return new Redis(url, {
+export function createRedisConnection(url: string, role: "worker" | "producer", options: RedisConnectionOptions = {}): RedisClient {
+  const redisOptions: RedisOptions = {
     maxRetriesPerRequest: role === "worker" ? null : 1,
-    enableOfflineQueue: role === "worker",
     connectTimeout: 5_000,
     // Reconnect quickly after a Redis restart, at most every 2 s.
     retryStrategy: (times) => Math.min(times * 100, 2_000),
+  };
+  if (!options.cluster) return new Redis(url, { ...redisOptions, enableOfflineQueue: role === "worker" });
+  const nodes = url.split(",").map((node) => {
+    const parsed = new URL(node.trim());
+    return { host: parsed.hostname, port: Number(parsed.port || 6379) };
   });
+  const first = new URL(url.split(",")[0].trim());
+  return new Cluster(nodes, {
+    enableOfflineQueue: role === "worker",
+    clusterRetryStrategy: (times) => Math.min(times * 100, 2_000),
+    redisOptions: {
+      ...redisOptions,
+      ...(first.password ? { password: decodeURIComponent(first.password) } : {}),
+      ...(first.username ? { username: decodeURIComponent(first.username) } : {}),
+      ...(first.protocol === "rediss:" ? { tls: {} } : {}),
+    },
+  });
+}
+
+/**
+ * The prefix of every key of a deployment in Redis: QUEUE_PREFIX, hash-tagged on a Redis Cluster
+ * (`{whk}`), so that each BullMQ queue's keys, which its Lua scripts use together, and the
+ * deployment's own multi-key operations stay in one slot.
+ */
+export function redisKeyPrefix(queuePrefix: string, cluster: boolean): string {
+  return cluster && !/\{.+\}/.test(queuePrefix) ? `{${queuePrefix}}` : queuePrefix;
 }

@@ -3,8 +3,9 @@ import { JOB_NAMES } from "./names.js";
 
 /**
  * One definition per job: name, zod schema of its data, inferred type. Job data carries ids
- * only, never secrets or payloads: those are read from PostgreSQL by the dispatcher. The worker
- * parses data again with the same schema before acting. The maintenance jobs (retention,
+ * only, never secrets or payloads: those are read from PostgreSQL by the dispatcher. Jobs are
+ * written to the outbox by @mailhooks/delivery-state and added by the dispatchers' relay, which
+ * parses them with these schemas; the worker parses them again before acting. The maintenance jobs (retention,
  * sweep) carry no data: only the dispatchers' job schedulers produce them.
  */
 
@@ -17,13 +18,18 @@ const id = z.string().min(1).max(100);
  */
 export const deliveryJob = {
   name: JOB_NAMES.delivery,
-  schema: z.object({ destinationId: id, firstAttempt: z.number().int().min(0).max(10).optional() }),
+  schema: z.object({
+    destinationId: id,
+    firstAttempt: z.number().int().min(0).max(10).optional(),
+    /** Epoch ms before which the (re-queued) attempt is not due: its retry delay is kept. */
+    notBefore: z.number().int().nonnegative().optional(),
+  }),
 } as const;
 
-/** The test event sent once when a webhook is created: one attempt, no retry. */
+/** A test event (at webhook creation, or asked for again): one attempt, no retry. */
 export const testDeliveryJob = {
   name: JOB_NAMES.testDelivery,
-  schema: z.object({ webhookId: id, accountId: id }),
+  schema: z.object({ testDeliveryId: id }),
 } as const;
 
 /** One replay of a stored event (CONTRACT.md section 7): one attempt, no retry. */

@@ -16,6 +16,7 @@ export const JOB_NAMES = {
   testDelivery: "test-delivery",
   replay: "replay",
   retention: "retention",
+  idempotencyPurge: "idempotency-purge",
   sweep: "sweep",
 } as const;
 

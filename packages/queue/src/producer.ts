@@ -1,12 +1,22 @@
 import { Queue, type JobsOptions } from "bullmq";
-import type { Redis } from "ioredis";
-import { deliveryJob, replayJob, testDeliveryJob, type DeliveryJobData, type ReplayJobData, type TestDeliveryJobData } from "./jobs.js";
-import { DELIVERY_BACKOFF_TYPE, QUEUE_NAMES } from "./names.js";
+import type { RedisClient } from "./connection.js";
+import { deliveryJob, replayJob, testDeliveryJob } from "./jobs.js";
+import { DELIVERY_BACKOFF_TYPE, JOB_NAMES, QUEUE_NAMES } from "./names.js";
 
 /**
- * The deliveries queue as the API (and any producer) uses it. Every add is typed by the job
- * definitions; finished jobs are removed by the queue itself (PostgreSQL keeps the history).
+ * The deliveries queue as the relay (its only producer) uses it. Every job's id is the id of
+ * its unit of work (destination, replay or test delivery): adding the same work twice while its
+ * job lives is a no-op, so a relay that runs again after a crash never makes a second live job.
+ * Finished jobs are removed by the queue itself (PostgreSQL keeps the history).
  */
+
+/** A job to add, as the outbox holds it. */
+export interface QueuedJob {
+  jobName: string;
+  jobId: string;
+  data: unknown;
+}
+
 export class DeliveryQueue {
   readonly queue: Queue;
 
@@ -14,7 +24,7 @@ export class DeliveryQueue {
    * @param retryDelaysMs the retry schedule (DELIVERY_RETRY_DELAYS_MS): a delivery job gets
    *   `1 + retryDelaysMs.length` attempts.
    */
-  constructor(connection: Redis, prefix: string, private readonly retryDelaysMs: readonly number[]) {
+  constructor(connection: RedisClient, prefix: string, private readonly retryDelaysMs: readonly number[]) {
     this.queue = new Queue(QUEUE_NAMES.deliveries, {
       connection,
       prefix,
@@ -22,39 +32,38 @@ export class DeliveryQueue {
     });
   }
 
-  /** Options of a destination's delivery job. The job id is the destination id, so enqueuing the
-   * same destination twice (sweeper, retry of a request) never creates a second job. */
-  deliveryJobOptions(destinationId: string, firstAttempt = 0): JobsOptions {
-    return {
-      jobId: destinationId,
-      attempts: Math.max(1, 1 + this.retryDelaysMs.length - firstAttempt),
-      backoff: { type: DELIVERY_BACKOFF_TYPE },
-    };
+  /**
+   * The name, data and options BullMQ gets for `job`, its data checked by the job's schema.
+   * @throws ZodError for data that no worker could run, Error for an unknown job name
+   */
+  toBulkJob(job: QueuedJob, now = Date.now()): { name: string; data: unknown; opts: JobsOptions } {
+    switch (job.jobName) {
+      case JOB_NAMES.delivery: {
+        const data = deliveryJob.schema.parse(job.data);
+        const firstAttempt = data.firstAttempt ?? 0;
+        return {
+          name: deliveryJob.name,
+          data,
+          opts: {
+            jobId: job.jobId,
+            attempts: Math.max(1, 1 + this.retryDelaysMs.length - firstAttempt),
+            backoff: { type: DELIVERY_BACKOFF_TYPE },
+            ...(data.notBefore && data.notBefore > now ? { delay: data.notBefore - now } : {}),
+          },
+        };
+      }
+      case JOB_NAMES.testDelivery:
+        return { name: testDeliveryJob.name, data: testDeliveryJob.schema.parse(job.data), opts: { jobId: job.jobId, attempts: 1 } };
+      case JOB_NAMES.replay:
+        return { name: replayJob.name, data: replayJob.schema.parse(job.data), opts: { jobId: job.jobId, attempts: 1 } };
+      default:
+        throw new Error(`unknown job name ${JSON.stringify(job.jobName)}`);
+    }
   }
 
-  /** Enqueues the initial attempt of each destination (or, with `firstAttempt`, the next one). */
-  async addDeliveries(jobs: DeliveryJobData[]): Promise<void> {
-    if (jobs.length === 0) return;
-    await this.queue.addBulk(
-      jobs.map((data) => ({
-        name: deliveryJob.name,
-        data: deliveryJob.schema.parse(data),
-        opts: this.deliveryJobOptions(data.destinationId, data.firstAttempt),
-      })),
-    );
-  }
-
-  /** Enqueues the one-attempt test event of a new webhook. */
-  async addTestDelivery(data: TestDeliveryJobData): Promise<void> {
-    await this.queue.add(testDeliveryJob.name, testDeliveryJob.schema.parse(data), { jobId: `test_${data.webhookId}`, attempts: 1 });
-  }
-
-  /** Enqueues replays; the job id is the replay id, so a repeated add is a no-op. */
-  async addReplays(jobs: ReplayJobData[]): Promise<void> {
-    if (jobs.length === 0) return;
-    await this.queue.addBulk(
-      jobs.map((data) => ({ name: replayJob.name, data: replayJob.schema.parse(data), opts: { jobId: data.replayId, attempts: 1 } })),
-    );
+  /** Adds `jobs` in one round trip (BullMQ addBulk). */
+  async addJobs(jobs: { name: string; data: unknown; opts: JobsOptions }[]): Promise<void> {
+    if (jobs.length > 0) await this.queue.addBulk(jobs);
   }
 
   async close(): Promise<void> {

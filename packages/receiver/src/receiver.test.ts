@@ -65,6 +65,12 @@ describe("reference receiver", () => {
     expect(arrival.event).toBeUndefined();
   });
 
+  it("answers 400 to a correctly signed body that is not an envelope", async () => {
+    const notJson = "not json";
+    expect(await post("/hooks/ok", notJson, signPayload(SECRET, "1795341600", notJson))).toBe(400);
+    expect(receiver.arrivals.at(-1)).toMatchObject({ verified: true, status: 400, body: notJson });
+  });
+
   it("answers 404 on a path with no secret", async () => {
     expect(await post("/elsewhere", BODY, goodSignature)).toBe(404);
   });

@@ -1,10 +1,11 @@
 import https from "node:https";
 import type { AddressInfo } from "node:net";
-import { verifySignature, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "@mailhooks/signing";
+import { verify, isWebhookVerificationError, SIGNATURE_HEADER, TIMESTAMP_HEADER, type WebhookEnvelope } from "@mailhooks/verify";
 
 /**
  * The reference receiver (CONTRACT.md section 9): an HTTPS endpoint that verifies every
- * signature in constant time before looking at the body, answers 401 on a mismatch, and
+ * signature with @mailhooks/verify (constant time, on the raw bytes) before looking at the
+ * body, answers 401 on a mismatch, 400 to a signed body that is not an envelope, and
  * de-duplicates by `event` + `data.messageId` (retries and replays deliver the same event again).
  * Used by the demo, the tests and the benchmark; `behavior` lets them make it fail on purpose.
  */
@@ -43,7 +44,7 @@ export interface ReceiverOptions {
   host?: string;
   /** The secret expected at a path (may be a promise, e.g. of a webhook still being created);
    * undefined answers 404. */
-  secretFor: (path: string) => string | undefined | Promise<string | undefined>;
+  secretFor: (path: string) => string | string[] | undefined | Promise<string | string[] | undefined>;
   /** Decides the answer to a verified request (default 200). Unverified requests get 401. */
   behavior?: (arrival: Arrival, nthAtPath: number) => Reply;
 }
@@ -57,13 +58,27 @@ export interface Receiver {
   close: () => Promise<void>;
 }
 
-function readBody(req: import("node:http").IncomingMessage): Promise<string> {
+function readBody(req: import("node:http").IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("end", () => resolve(Buffer.concat(chunks)));
     req.on("error", reject);
   });
+}
+
+/**
+ * Verifies with every check of the library but the timestamp window: the tests replay requests
+ * with fixed timestamps, and what the demo reports is whether every signature verified.
+ * `verified` is true when the signature matched (also for a body that is then no envelope).
+ */
+function check(secret: string | string[], headers: import("node:http").IncomingHttpHeaders, raw: Buffer): { verified: boolean; envelope?: WebhookEnvelope } {
+  try {
+    return { verified: true, envelope: verify(secret, headers, raw, { toleranceSeconds: Infinity }) };
+  } catch (error) {
+    if (!isWebhookVerificationError(error)) throw error;
+    return { verified: error.code === "invalid_payload" };
+  }
 }
 
 export async function startReceiver(options: ReceiverOptions): Promise<Receiver> {
@@ -74,28 +89,26 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
 
   const server = https.createServer({ cert: options.cert, key: options.key, keepAliveTimeout: 60_000 }, async (req, res) => {
     const path = (req.url ?? "/").split("?")[0];
-    const body = await readBody(req);
+    const raw = await readBody(req);
     const secret = await options.secretFor(path);
     const timestamp = req.headers[TIMESTAMP_HEADER.toLowerCase()] as string | undefined;
     const signature = req.headers[SIGNATURE_HEADER.toLowerCase()] as string | undefined;
-    const verified = secret !== undefined && req.method === "POST" && verifySignature({ secret, timestamp, signature, body });
-    const arrival: Arrival = { path, body, timestamp, signature, verified, duplicate: false, status: 200, receivedAt: Date.now() };
+    // Verify before processing: only a verified body is parsed (by verify itself).
+    const { verified, envelope } = secret !== undefined && req.method === "POST" ? check(secret, req.headers, raw) : { verified: false };
+    const arrival: Arrival = { path, body: raw.toString("utf8"), timestamp, signature, verified, duplicate: false, status: 200, receivedAt: Date.now() };
     let dedupKey: string | undefined;
-    // Verify before processing: only a verified body is parsed.
-    if (verified) {
-      try {
-        const envelope = JSON.parse(body) as { event?: string; data?: { messageId?: string } };
-        arrival.event = envelope.event;
-        arrival.messageId = envelope.data?.messageId;
-        if (arrival.messageId) {
-          // One email produces several events (sent, delivered, opened...) with one messageId:
-          // a duplicate is the same event kind about the same message again.
-          dedupKey = `${path} ${arrival.event} ${arrival.messageId}`;
-          arrival.duplicate = seen.has(dedupKey);
-        }
-      } catch {
-        arrival.status = 400;
+    if (envelope) {
+      arrival.event = envelope.event;
+      const messageId = envelope.data.messageId;
+      arrival.messageId = typeof messageId === "string" ? messageId : undefined;
+      if (arrival.messageId) {
+        // One email produces several events (sent, delivered, opened...) with one messageId:
+        // a duplicate is the same event kind about the same message again.
+        dedupKey = `${path} ${arrival.event} ${arrival.messageId}`;
+        arrival.duplicate = seen.has(dedupKey);
       }
+    } else if (verified) {
+      arrival.status = 400;
     } else {
       arrival.status = secret === undefined ? 404 : 401;
     }

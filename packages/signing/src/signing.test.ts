@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { signPayload, verifySignature, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "./index.js";
 
 // Fixed vectors, computed once outside this code with OpenSSL (the shell's locale is UTF-8, so
@@ -101,5 +102,42 @@ describe("verifySignature", () => {
     const fresh = String(Math.floor(Date.now() / 1000));
     const signature = signPayload(SECRET, fresh, BODY);
     expect(verifySignature(valid({ timestamp: fresh, signature, toleranceSeconds: 60 }))).toBe(true);
+  });
+});
+
+// The receivers' test vectors (packages/verify/test-vectors.json, made with a bare HMAC): what
+// the service signs must be what every receiver library checks.
+interface Vector {
+  name: string;
+  secrets: string[];
+  headers: Record<string, string>;
+  body_base64: string;
+  now: number;
+  tolerance_seconds: number;
+  expected: { ok: true } | { ok: false; error: string };
+}
+const vectors = (JSON.parse(readFileSync(new URL("../../verify/test-vectors.json", import.meta.url), "utf8")) as { vectors: Vector[] }).vectors;
+const header = (v: Vector, name: string) => Object.entries(v.headers).find(([k]) => k.toLowerCase() === name.toLowerCase())?.[1];
+// invalid_payload is refused after the signature matched: the body was signed correctly.
+const correctlySigned = (v: Vector) => v.expected.ok || v.expected.error === "invalid_payload";
+
+describe("the receivers' test vectors", () => {
+  it("has correctly signed vectors to reproduce", () => {
+    expect(vectors.filter(correctlySigned).length).toBeGreaterThanOrEqual(10);
+  });
+
+  it.each(vectors.filter(correctlySigned).map((v) => [v.name, v] as const))("signPayload reproduces the signature of %s", (_name, v) => {
+    const body = Buffer.from(v.body_base64, "base64");
+    const timestamp = header(v, TIMESTAMP_HEADER)!;
+    const signatures = v.secrets.map((secret) => signPayload(secret, timestamp, body));
+    expect(signatures).toContain(header(v, SIGNATURE_HEADER));
+  });
+
+  it.each(vectors.map((v) => [v.name, v] as const))("verifySignature agrees with %s", (_name, v) => {
+    const body = Buffer.from(v.body_base64, "base64");
+    const verified = v.secrets.some((secret) =>
+      verifySignature({ secret, timestamp: header(v, TIMESTAMP_HEADER), signature: header(v, SIGNATURE_HEADER), body, toleranceSeconds: v.tolerance_seconds, now: v.now }),
+    );
+    expect(verified).toBe(correctlySigned(v));
   });
 });

@@ -6,7 +6,7 @@ import { paginationShape, timeWindowShape } from "../http/pagination.js";
 import { hasNoNul, NO_NUL_MESSAGE, parseOrThrow } from "../http/validate.js";
 import { listAuditEntries } from "../services/audit.js";
 
-const querySchema = z.strictObject({
+export const querySchema = z.strictObject({
   event_id: z.string().min(1).max(100).refine(hasNoNul, NO_NUL_MESSAGE).optional(),
   ...timeWindowShape,
   ...paginationShape,

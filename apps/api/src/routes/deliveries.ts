@@ -6,7 +6,7 @@ import { paginationShape } from "../http/pagination.js";
 import { hasNoNul, NO_NUL_MESSAGE, parseOrThrow } from "../http/validate.js";
 import { listDeliveries } from "../services/deliveries.js";
 
-const querySchema = z.strictObject({
+export const querySchema = z.strictObject({
   event_id: z.string().min(1).max(100).refine(hasNoNul, NO_NUL_MESSAGE).optional(),
   webhook_id: z.string().min(1).max(100).refine(hasNoNul, NO_NUL_MESSAGE).optional(),
   ...paginationShape,

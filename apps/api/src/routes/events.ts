@@ -7,17 +7,25 @@ import { principalOf } from "../http/auth.js";
 import { requireJson } from "../http/body.js";
 import { hasNoNul, NO_NUL_MESSAGE, parseOrThrow } from "../http/validate.js";
 import { isoTimestamp, paginationShape, timeWindowShape } from "../http/pagination.js";
-import { getEvent, hashBody, ingestEvent, listEvents, type IdempotencyInput, type NewEvent } from "../services/events.js";
+import { getEvent, hashBody, ingestEvent, ingestEvents, listEvents, type IdempotencyInput, type NewEvent } from "../services/events.js";
 import { replayRequestSchema, requestReplay } from "../services/replays.js";
 import { resourceId } from "./webhooks.js";
 
-const eventEnvelopeSchema = z.strictObject({
+export const eventEnvelopeSchema = z.strictObject({
   event_type: z.enum(EVENT_TYPES, { message: `must be one of ${EVENT_TYPES.join(", ")}` }),
   data: z.record(z.string(), z.unknown(), { message: "must be an object" }),
   occurred_at: isoTimestamp.optional(),
 });
 
-const listQuery = z.strictObject({
+/** The most events one batch may carry (CONTRACT.md section 5). */
+export const BATCH_MAX_EVENTS = 500;
+
+export const batchItemSchema = eventEnvelopeSchema.extend({ idempotency_key: z.string().optional() });
+export const batchSchema = z.strictObject({
+  events: z.array(z.unknown(), { message: "must be an array of events" }).min(1, "must hold at least one event").max(BATCH_MAX_EVENTS, `must hold at most ${BATCH_MAX_EVENTS} events`),
+});
+
+export const listQuery = z.strictObject({
   inbox_id: z.string().min(1).max(200).refine(hasNoNul, NO_NUL_MESSAGE).optional(),
   event_type: z.enum(EVENT_TYPES, { message: `must be one of ${EVENT_TYPES.join(", ")}` }).optional(),
   status: z.enum(["pending", "delivered", "failed"], { message: "must be pending, delivered or failed" }).optional(),
@@ -25,7 +33,7 @@ const listQuery = z.strictObject({
   ...paginationShape,
 });
 
-const idempotencyKey = z.string().min(1).max(255).regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces");
+export const idempotencyKey = z.string().min(1).max(255).regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces");
 
 /** Reads the Idempotency-Key header, if any. @throws AppError validation_error */
 export function idempotencyFrom(req: { header(name: string): string | undefined; rawBody?: Buffer }, body: Buffer | undefined): IdempotencyInput | undefined {
@@ -56,6 +64,52 @@ export function parseEventData(eventType: EventType, data: unknown): NewEvent["d
   return parsed;
 }
 
+/**
+ * The items of POST /v1/events/batch, each validated as a single POST would be, with every
+ * problem reported under `events.<index>.` (all or nothing: one invalid item refuses the batch).
+ * An item's `idempotency_key` behaves like the header of a single POST; its request hash is that
+ * of the item's JSON. One key twice in a batch is refused.
+ * @throws AppError validation_error
+ */
+function parseBatchItems(items: unknown[]): Parameters<typeof ingestEvents>[2] {
+  const details: { path: string; message: string }[] = [];
+  const seen = new Set<string>();
+  const inputs = items.map((item, index) => {
+    try {
+      const input = parseOrThrow(batchItemSchema, item, `events.${index}`);
+      const data = withPrefix(() => parseEventData(input.event_type, input.data), `events.${index}`);
+      let idempotency: IdempotencyInput | undefined;
+      if (input.idempotency_key !== undefined) {
+        const key = parseOrThrow(idempotencyKey, input.idempotency_key, `events.${index}.idempotency_key`);
+        if (seen.has(key)) throw new AppError("validation_error", "duplicate idempotency_key", [{ path: `events.${index}.idempotency_key`, message: "is used by an earlier item of this batch" }]);
+        seen.add(key);
+        idempotency = { key, requestHash: hashBody(JSON.stringify(item)) };
+      }
+      return { eventType: input.event_type, data, occurredAt: input.occurred_at ? new Date(input.occurred_at) : new Date(), ...(idempotency ? { idempotency } : {}) };
+    } catch (error) {
+      if (error instanceof AppError && error.code === "validation_error") {
+        details.push(...(error.details ?? [{ path: `events.${index}`, message: error.message }]));
+        return null;
+      }
+      throw error;
+    }
+  });
+  if (details.length > 0) throw new AppError("validation_error", `${details[0].path}: ${details[0].message}`, details);
+  return inputs.filter((i) => i !== null);
+}
+
+/** Runs `parse`, prefixing the paths of a validation error's details with `prefix`. */
+function withPrefix<T>(parse: () => T, prefix: string): T {
+  try {
+    return parse();
+  } catch (error) {
+    if (error instanceof AppError && error.code === "validation_error" && error.details) {
+      throw new AppError("validation_error", error.message, error.details.map((d) => ({ path: `${prefix}.${d.path}`, message: d.message })));
+    }
+    throw error;
+  }
+}
+
 /** /v1/events (CONTRACT.md section 5). */
 export function eventsRouter(deps: ApiDeps): Router {
   const router = Router();
@@ -70,6 +124,13 @@ export function eventsRouter(deps: ApiDeps): Router {
     const idem = idempotencyFrom(req, req.rawBody);
     const { event, created } = await ingestEvent(deps, principalOf(req).accountId, { eventType: input.event_type, data, occurredAt }, idem);
     res.status(created ? 201 : 200).json(event);
+  });
+
+  router.post("/batch", ...requireJson(), async (req, res) => {
+    const { events } = parseOrThrow(batchSchema, req.body);
+    const inputs = parseBatchItems(events);
+    const results = await ingestEvents(deps, principalOf(req).accountId, inputs);
+    res.status(201).json({ data: results.map((r) => r.event) });
   });
 
   router.get("/", async (req, res) => {

@@ -9,7 +9,7 @@ import { deriveThreadId, parseRawMessage, UnparseableMessageError } from "../inb
 import { ingestEvent, resolveThreadId } from "../services/events.js";
 import { idempotencyFrom, parseEventData } from "./events.js";
 
-const inboxId = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces");
+export const inboxId = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces");
 
 /**
  * POST /v1/inboxes/{inbox_id}/messages (CONTRACT.md section 5): a raw RFC 5322 message becomes a

@@ -1,5 +1,6 @@
 import type { ApiDeps } from "../deps.js";
 import { afterCursor, newestFirst, toPage, withinWindow, type Cursor, type Page } from "../http/pagination.js";
+import type { AuditEntryView } from "../views/audit.js";
 
 /**
  * The audit log (spec "Audit log entry"; CONTRACT.md section 8): who replayed what, when, to
@@ -7,15 +8,7 @@ import { afterCursor, newestFirst, toPage, withinWindow, type Cursor, type Page 
  * and a database trigger refuses any UPDATE or DELETE.
  */
 
-export interface AuditEntryView {
-  id: string;
-  event_id: string;
-  replayed_at: string;
-  destination_url: string;
-  response_status: number | null;
-  error: string | null;
-  api_key_id: string;
-}
+export type { AuditEntryView };
 
 export interface AuditFilter {
   event_id?: string;

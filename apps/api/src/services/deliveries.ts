@@ -1,21 +1,11 @@
 import type { Delivery } from "@mailhooks/db";
 import type { ApiDeps } from "../deps.js";
 import { afterCursor, newestFirst, toPage, type Cursor, type Page } from "../http/pagination.js";
+import type { DeliveryView } from "../views/deliveries.js";
 
 /** The deliveries log (CONTRACT.md section 8): one row per attempt, newest first. */
 
-export interface DeliveryView {
-  id: string;
-  event_id: string | null;
-  webhook_id: string;
-  url: string;
-  trigger: string;
-  attempt: number;
-  response_status: number | null;
-  error: string | null;
-  duration_ms: number;
-  created_at: string;
-}
+export type { DeliveryView };
 
 export interface DeliveryFilter {
   event_id?: string;
@@ -33,6 +23,7 @@ const toView = (d: Delivery): DeliveryView => ({
   attempt: d.attempt,
   response_status: d.responseStatus,
   error: d.error,
+  response_body: d.responseBody,
   duration_ms: d.durationMs,
   created_at: d.createdAt.toISOString(),
 });

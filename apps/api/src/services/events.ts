@@ -1,25 +1,18 @@
 import { createHash } from "node:crypto";
-import { newId, type PrismaClient } from "@mailhooks/db";
-import { buildEnvelope, type EventType } from "@mailhooks/events";
-import { getLogger } from "@mailhooks/logger";
-import { requireQueue, type ApiDeps } from "../deps.js";
+import { IdempotencyConflictError, payloadHorizon, type AcceptedEvent, type EventInput } from "@mailhooks/delivery-state";
+import type { PrismaClient } from "@mailhooks/db";
+import type { ApiDeps } from "../deps.js";
 import { AppError, notFound } from "../errors.js";
 import { afterCursor, newestFirst, toPage, withinWindow, type Cursor, type Page } from "../http/pagination.js";
+import type { DestinationView, EventDetail, EventListItem, EventSummary } from "../views/events.js";
 
 /**
- * Event ingest and reads (CONTRACT.md section 5). An event is stored with its exact envelope
- * bytes and one destination per enabled webhook subscribed to its kind, in one statement; then
- * one delivery job per destination is queued.
+ * Event ingest and reads (CONTRACT.md section 5). Accepting is @mailhooks/delivery-state's
+ * `acceptEvents`: the event with its exact envelope bytes, its destinations and their outbox rows
+ * in one PostgreSQL statement; the answer follows that commit, whatever Redis is doing.
  */
 
-const logger = getLogger("events");
-
-export interface NewEvent {
-  eventType: EventType;
-  /** Valid `data` for `eventType` (threadId included). */
-  data: Record<string, unknown> & { messageId: string; inboxId: string; threadId: string };
-  occurredAt: Date;
-}
+export type NewEvent = Omit<EventInput, "idempotency">;
 
 export interface IdempotencyInput {
   key: string;
@@ -27,14 +20,7 @@ export interface IdempotencyInput {
   requestHash: string;
 }
 
-export interface EventSummary {
-  event_id: string;
-  event_type: string;
-  inbox_id: string;
-  status: string;
-  occurred_at: string;
-  created_at: string;
-}
+export type { DestinationView, EventDetail, EventListItem, EventSummary };
 
 interface EventRow {
   id: string;
@@ -44,155 +30,74 @@ interface EventRow {
   status: string;
   occurredAt: Date;
   createdAt: Date;
-  payload: string | null;
 }
-
-const IDEMPOTENCY_WINDOW_HOURS = 24;
 
 export const hashBody = (body: Buffer | string) => createHash("sha256").update(body).digest("hex");
 
-function toSummary(row: EventRow): EventSummary {
+// The columns hold only these values (ingest validates the kind; an event is never cancelled).
+const kindOf = (eventType: string) => eventType as EventSummary["event_type"];
+const statusOf = (status: string) => status as EventSummary["status"];
+
+function toSummary(row: Pick<EventRow, "id" | "eventType" | "inboxId" | "status" | "occurredAt" | "createdAt">): EventSummary {
   return {
     event_id: row.id,
-    event_type: row.eventType,
+    event_type: kindOf(row.eventType),
     inbox_id: row.inboxId,
-    status: row.status,
+    status: statusOf(row.status),
     occurred_at: row.occurredAt.toISOString(),
     created_at: row.createdAt.toISOString(),
   };
 }
 
-type Tx = Pick<PrismaClient, "$queryRaw" | "$executeRaw">;
-
-/** Inserts the event and its destinations in one statement; returns the destination ids. */
-async function insertEvent(tx: Tx, accountId: string, eventId: string, event: NewEvent, now: Date): Promise<{ row: EventRow; destinationIds: string[] }> {
-  const payload = buildEnvelope(event.eventType, event.occurredAt, event.data);
-  const rows = await tx.$queryRaw<{ destination_id: string | null; status: string }[]>`
-    WITH targets AS (
-      SELECT id FROM webhooks
-       WHERE account_id = ${accountId} AND status = 'enabled' AND deleted_at IS NULL AND ${event.eventType} = ANY(events)
-    ), ev AS (
-      INSERT INTO events (id, account_id, event_type, inbox_id, message_id, thread_id, status, pending_destinations,
-                          payload, occurred_at, created_at)
-      VALUES (${eventId}, ${accountId}, ${event.eventType}, ${event.data.inboxId}, ${event.data.messageId}, ${event.data.threadId},
-              (CASE WHEN EXISTS (SELECT 1 FROM targets) THEN 'pending' ELSE 'delivered' END)::"DeliveryStatus",
-              (SELECT count(*) FROM targets), ${payload}, ${event.occurredAt}, ${now})
-      RETURNING id, status::text AS status
-    ), dst AS (
-      INSERT INTO destinations (id, account_id, event_id, webhook_id, created_at, updated_at)
-      SELECT 'dst_' || replace(gen_random_uuid()::text, '-', ''), ${accountId}, ev.id, targets.id, ${now}, ${now}
-        FROM targets, ev
-      RETURNING id
-    )
-    SELECT dst.id AS destination_id, ev.status FROM ev LEFT JOIN dst ON true`;
-  const status = rows[0]?.status ?? "delivered";
-  return {
-    row: {
-      id: eventId,
-      eventType: event.eventType,
-      inboxId: event.data.inboxId,
-      messageId: event.data.messageId,
-      status,
-      occurredAt: event.occurredAt,
-      createdAt: now,
-      payload,
-    },
-    destinationIds: rows.flatMap((r) => (r.destination_id ? [r.destination_id] : [])),
-  };
-}
-
 /**
- * Claims `key` for `eventId` unless a claim younger than 24 h exists; returns the existing
- * claim otherwise. Concurrent claims of one key serialize on its primary key.
+ * Accepts events of one account (one for POST /v1/events and raw messages, up to 500 for the
+ * batch), all or nothing, in request order. An item with an idempotency key used within 24 h
+ * returns the first event (`created: false`) and delivers nothing again.
+ * @throws AppError conflict when a key was used with another body (nothing is stored)
  */
-async function claimIdempotencyKey(tx: Tx, accountId: string, idem: IdempotencyInput, eventId: string, now: Date) {
-  const claimed = await tx.$queryRaw<{ event_id: string }[]>`
-    INSERT INTO idempotency_keys (account_id, key, request_hash, event_id, created_at)
-    VALUES (${accountId}, ${idem.key}, ${idem.requestHash}, ${eventId}, ${now})
-    ON CONFLICT (account_id, key) DO UPDATE
-      SET request_hash = EXCLUDED.request_hash, event_id = EXCLUDED.event_id, created_at = EXCLUDED.created_at
-      WHERE idempotency_keys.created_at < ${now}::timestamptz - make_interval(hours => ${IDEMPOTENCY_WINDOW_HOURS})
-    RETURNING event_id`;
-  if (claimed.length > 0) return null;
-  const existing = await tx.$queryRaw<{ event_id: string; request_hash: string }[]>`
-    SELECT event_id, request_hash FROM idempotency_keys WHERE account_id = ${accountId} AND key = ${idem.key}`;
-  return existing[0] ?? null;
-}
-
-/**
- * Stores an event and queues its deliveries. With an idempotency key, a repeat within 24 h
- * returns the first event (`created: false`) and queues nothing.
- * @throws AppError conflict when the key was used with another body; unavailable when the jobs
- *   could not be queued (the event is then removed again, so nothing is half-written).
- */
-export async function ingestEvent(deps: ApiDeps, accountId: string, event: NewEvent, idem?: IdempotencyInput): Promise<{ event: EventSummary; created: boolean }> {
-  requireQueue(deps);
-  const eventId = newId("evt");
-  const now = new Date();
-  let inserted: { row: EventRow; destinationIds: string[] };
-  if (!idem) {
-    inserted = await insertEvent(deps.prisma, accountId, eventId, event, now);
-  } else {
-    const outcome = await deps.prisma.$transaction(async (tx) => {
-      const existing = await claimIdempotencyKey(tx, accountId, idem, eventId, now);
-      if (existing) return { existing };
-      return { inserted: await insertEvent(tx, accountId, eventId, event, now) };
-    });
-    if (outcome.existing) {
-      if (outcome.existing.request_hash !== idem.requestHash) {
-        throw new AppError("conflict", "Idempotency-Key was already used with a different request body");
-      }
-      const row = await readEvent(deps.prisma, accountId, outcome.existing.event_id);
-      if (!row) throw notFound("event");
-      return { event: toSummary(row), created: false };
-    }
-    inserted = outcome.inserted!;
-  }
+export async function ingestEvents(deps: ApiDeps, accountId: string, events: EventInput[]): Promise<{ event: EventSummary; created: boolean }[]> {
+  let accepted: AcceptedEvent[];
   try {
-    await deps.queue.addDeliveries(inserted.destinationIds.map((destinationId) => ({ destinationId })));
+    accepted = await deps.acceptor.accept(accountId, events);
   } catch (error) {
-    await removeEvent(deps.prisma, eventId).catch((cleanup) =>
-      logger.error("could not remove an event whose deliveries were not queued", { eventId, error: (cleanup as Error).message }),
-    );
+    if (error instanceof IdempotencyConflictError) throw new AppError("conflict", error.message);
     throw error;
   }
-  return { event: toSummary(inserted.row), created: true };
+  return accepted.map((a) => ({ event: toSummary(a), created: a.created }));
 }
 
-/** Undoes an ingest whose jobs could not be queued. */
-async function removeEvent(prisma: PrismaClient, eventId: string): Promise<void> {
-  await prisma.$transaction([
-    prisma.$executeRaw`DELETE FROM idempotency_keys WHERE event_id = ${eventId}`,
-    prisma.$executeRaw`DELETE FROM destinations WHERE event_id = ${eventId}`,
-    prisma.$executeRaw`DELETE FROM events WHERE id = ${eventId}`,
-  ]);
+/** One event; see ingestEvents. */
+export async function ingestEvent(deps: ApiDeps, accountId: string, event: NewEvent, idem?: IdempotencyInput): Promise<{ event: EventSummary; created: boolean }> {
+  const [result] = await ingestEvents(deps, accountId, [{ ...event, ...(idem ? { idempotency: idem } : {}) }]);
+  return result;
 }
 
 async function readEvent(prisma: PrismaClient, accountId: string, eventId: string): Promise<EventRow | null> {
   return prisma.event.findFirst({
     where: { id: eventId, accountId },
-    select: { id: true, eventType: true, inboxId: true, messageId: true, status: true, occurredAt: true, createdAt: true, payload: true },
+    select: { id: true, eventType: true, inboxId: true, messageId: true, status: true, occurredAt: true, createdAt: true },
   });
 }
 
-export interface DestinationView {
-  webhook_id: string;
-  url: string;
-  status: string;
-  attempts: number;
-}
-
-export interface EventDetail extends EventSummary {
-  message_id: string;
-  payload_retained: boolean;
-  payload: unknown;
-  destinations: DestinationView[];
+/**
+ * The envelope of an event (the exact bytes sent), or null once retention took it: past the
+ * horizon, or its partition gone. One index lookup in the event's own day partition.
+ */
+export async function readPayload(deps: ApiDeps, event: { id: string; createdAt: Date }): Promise<string | null> {
+  const { rows } = await deps.pool.query<{ payload: string }>(
+    `SELECT p.payload FROM event_payloads p
+      WHERE p.event_id = $1 AND p.created_at = $2
+        AND p.created_at >= (SELECT payloads_purged_before FROM retention_state WHERE id = 1)`,
+    [event.id, event.createdAt],
+  );
+  return rows[0]?.payload ?? null;
 }
 
 /** One event of the account with its envelope and destinations. @throws AppError not_found */
 export async function getEvent(deps: ApiDeps, accountId: string, eventId: string): Promise<EventDetail> {
   const row = await readEvent(deps.prisma, accountId, eventId);
   if (!row) throw notFound("event");
+  const payload = await readPayload(deps, row);
   const destinations = await deps.prisma.$queryRaw<DestinationView[]>`
     SELECT d.webhook_id, w.url, d.status::text AS status,
            (SELECT count(*)::int FROM deliveries x WHERE x.destination_id = d.id) AS attempts
@@ -208,8 +113,8 @@ export async function getEvent(deps: ApiDeps, accountId: string, eventId: string
     status: summary.status,
     occurred_at: summary.occurred_at,
     created_at: summary.created_at,
-    payload_retained: row.payload !== null,
-    payload: row.payload === null ? null : JSON.parse(row.payload),
+    payload_retained: payload !== null,
+    payload: payload === null ? null : JSON.parse(payload),
     destinations,
   };
 }
@@ -225,11 +130,6 @@ export async function resolveThreadId(prisma: PrismaClient, accountId: string, i
      WHERE account_id = ${accountId} AND inbox_id = ${inboxId} AND message_id = ANY(${referencedIds})
      ORDER BY id LIMIT 1`;
   return rows[0]?.thread_id ?? fallback;
-}
-
-export interface EventListItem extends EventSummary {
-  message_id: string;
-  payload_retained: boolean;
 }
 
 export interface EventFilter {
@@ -248,6 +148,7 @@ export interface EventFilter {
  * created_at desc, id desc), so a page costs one index range scan (docs/indexes.md).
  */
 export async function listEvents(deps: ApiDeps, accountId: string, filter: EventFilter): Promise<Page<EventListItem>> {
+  const horizon = await payloadHorizon(deps.pool);
   const rows = await deps.prisma.event.findMany({
     where: {
       accountId,
@@ -259,16 +160,16 @@ export async function listEvents(deps: ApiDeps, accountId: string, filter: Event
     },
     orderBy: newestFirst("createdAt"),
     take: filter.limit + 1,
-    select: { id: true, eventType: true, inboxId: true, messageId: true, status: true, occurredAt: true, createdAt: true, payloadPurgedAt: true },
+    select: { id: true, eventType: true, inboxId: true, messageId: true, status: true, occurredAt: true, createdAt: true },
   });
   return toPage(rows, filter.limit, (r) => r.createdAt, (r) => ({
     event_id: r.id,
-    event_type: r.eventType,
+    event_type: kindOf(r.eventType),
     inbox_id: r.inboxId,
     message_id: r.messageId,
-    status: r.status,
+    status: statusOf(r.status),
     occurred_at: r.occurredAt.toISOString(),
     created_at: r.createdAt.toISOString(),
-    payload_retained: r.payloadPurgedAt === null,
+    payload_retained: r.createdAt >= horizon,
   }));
 }

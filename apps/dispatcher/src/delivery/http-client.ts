@@ -1,53 +1,126 @@
-import dns from "node:dns";
 import https from "node:https";
 import got, { type Got } from "got";
-import { BLOCKED_CODE, isPublicAddress } from "@mailhooks/url-policy";
+import { createPublicOnlyLookup } from "@mailhooks/url-policy";
 
 /**
  * The dispatcher's one HTTPS client: a keep-alive agent, got's own retry off (the retry
- * schedule is BullMQ's), redirects never followed, 2xx decided by the caller, and a DNS lookup
- * that refuses non-public addresses at connect time so that DNS rebinding cannot reach the
- * internal network. Built once per process.
+ * schedule is BullMQ's), redirects never followed, 2xx decided by the caller, and, unless
+ * private targets are allowed, a DNS lookup that refuses non-public addresses at connect time so
+ * that DNS rebinding cannot reach the internal network. Built once per process.
+ *
+ * A receiver is untrusted: whatever it sends, an attempt costs bounded time and memory.
+ * - The deadline (got's `timeout.request`, DELIVERY_TIMEOUT_MS) starts before the DNS lookup and
+ *   covers connect, the TLS handshake, sending, and the status line and headers. A handshake or a
+ *   status line that never comes, or headers that trickle, end as a time-out.
+ * - Headers are bounded by Node's maxHeaderSize (16 KiB by default); more is a parse error
+ *   (HPE_HEADER_OVERFLOW, a connection error), never buffered.
+ * - Success is decided on the status line (CONTRACT.md sections 6 and 8). The body is then read
+ *   for at most BODY_WAIT_MS, never past the deadline, and only its first
+ *   RESPONSE_BODY_LIMIT_BYTES are kept (see readAnswer).
  */
 export interface HttpClientOptions {
-  /** The receiver's deadline for the whole request, in ms (DELIVERY_TIMEOUT_MS). */
+  /** The receiver's deadline, in ms (DELIVERY_TIMEOUT_MS): the status line must arrive within it. */
   timeoutMs: number;
   /** ALLOW_PRIVATE_TARGETS. */
   allowPrivateTargets: boolean;
 }
 
-type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
+/** How much of a receiver's body is kept for the deliveries log (CONTRACT.md section 8), in bytes. */
+export const RESPONSE_BODY_LIMIT_BYTES = 4096;
 
-/** dns.lookup that fails with BLOCKED_CODE when any resolved address is not public. */
-function publicOnlyLookup(hostname: string, options: dns.LookupOptions, callback: LookupCallback): void {
-  dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
-    if (err) return callback(err, []);
-    const list = addresses as dns.LookupAddress[];
-    const blocked = list.find((a) => !isPublicAddress(a.address));
-    if (blocked || list.length === 0) {
-      const error: NodeJS.ErrnoException = new Error(`${hostname} resolves to a non-public address`);
-      error.code = BLOCKED_CODE;
-      return callback(error, []);
-    }
-    if (options.all) return callback(null, list);
-    callback(null, list[0].address, list[0].family);
-  });
-}
+/**
+ * How long the body excerpt may take once the headers are in, in ms. A receiver that answers
+ * with a small body sends it with or right after its headers; one second leaves room for a slow
+ * network without letting a trickling body hold a delivery slot for long. The excerpt is only
+ * information for the log: the outcome was settled by the status line.
+ */
+export const BODY_WAIT_MS = 1_000;
 
 export function createHttpClient(options: HttpClientOptions): { client: Got; agent: https.Agent } {
   const agent = new https.Agent({
     keepAlive: true,
     maxSockets: 512,
-    ...(options.allowPrivateTargets ? {} : { lookup: publicOnlyLookup as never }),
+    ...(options.allowPrivateTargets ? {} : { lookup: createPublicOnlyLookup() as never }),
   });
   const client = got.extend({
     agent: { https: agent },
     retry: { limit: 0 },
     followRedirect: false,
     throwHttpErrors: false,
+    // got cancels this timer when the response ends or the request is destroyed: readAnswer
+    // ends every attempt within BODY_WAIT_MS of the headers, so in effect the deadline bounds
+    // everything up to the status line, and the whole attempt never outlives it.
     timeout: { request: options.timeoutMs },
-    responseType: "buffer",
-    // Delivery time is measured by the caller; no need for got's timings object.
+    // No Accept-Encoding: 4 KiB of text is not worth inflating, nor a decompression bomb's risk.
+    decompress: false,
   });
   return { client, agent };
+}
+
+/** What a receiver answered: its status and the start of its body. */
+export interface ReceiverAnswer {
+  statusCode: number;
+  /** The first bytes of the body, at most RESPONSE_BODY_LIMIT_BYTES. */
+  body: Buffer;
+  /** True when the body went on past `body` (or did not end within the wait). */
+  truncated: boolean;
+}
+
+/**
+ * POSTs `body` to `url` with `client` (see createHttpClient) in got's stream mode and resolves
+ * once the answer is settled: at the end of a body of at most RESPONSE_BODY_LIMIT_BYTES (the
+ * keep-alive socket then goes back to the agent), or as soon as more than that arrived, or
+ * BODY_WAIT_MS after the headers, or at the deadline, whichever comes first; in the last three
+ * cases the request and its socket are destroyed and the rest is never read. Rejects with got's
+ * error (TimeoutError, RequestError with the socket's code) when no status line was received.
+ */
+export function postForAnswer(client: Got, url: string, request: { body: string; headers: Record<string, string> }): Promise<ReceiverAnswer> {
+  return new Promise((resolve, reject) => {
+    const stream = client.stream.post(url, { body: request.body, headers: request.headers });
+    const excerpt = Buffer.allocUnsafe(RESPONSE_BODY_LIMIT_BYTES);
+    let length = 0;
+    let statusCode: number | null = null;
+    let settled = false;
+    let bodyTimer: NodeJS.Timeout | undefined;
+
+    const settle = (complete: boolean) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(bodyTimer);
+      stream.off("data", onData);
+      if (!complete) stream.destroy();
+      if (statusCode === null) return;
+      resolve({ statusCode, body: Buffer.from(excerpt.subarray(0, length)), truncated: !complete });
+    };
+    const onData = (chunk: Buffer) => {
+      const room = RESPONSE_BODY_LIMIT_BYTES - length;
+      chunk.copy(excerpt, length, 0, Math.min(room, chunk.length));
+      length += Math.min(room, chunk.length);
+      if (chunk.length > room) settle(false);
+    };
+
+    // Stays attached: a stream error after the answer is settled must not become an uncaught one.
+    stream.on("error", (error) => {
+      if (statusCode === null && !settled) {
+        settled = true;
+        reject(error);
+        return;
+      }
+      // The status line was in time; an error in the body (the deadline, a reset) only ends the excerpt.
+      settle(false);
+    });
+    stream.once("response", (response: { statusCode: number }) => {
+      statusCode = response.statusCode;
+      bodyTimer = setTimeout(() => settle(false), BODY_WAIT_MS);
+      stream.on("data", onData);
+      stream.once("end", () => settle(true));
+    });
+    stream.once("close", () => {
+      if (statusCode !== null) return settle(false);
+      if (!settled) {
+        settled = true;
+        reject(Object.assign(new Error("the request closed before any response"), { code: "ECONNRESET" }));
+      }
+    });
+  });
 }

@@ -1,28 +1,49 @@
+import https from "node:https";
+import type { AddressInfo } from "node:net";
 import type { Got } from "got";
 import { verifySignature } from "@mailhooks/signing";
-import { classifyError, sendSigned, type SendInput } from "./send.js";
+import { createHttpClient } from "./http-client.js";
+import { classifyError, decodeExcerpt, sendSigned, type SendInput } from "./send.js";
+import { testCertificate } from "./test-support/hostile-receiver.js";
 
-interface PostCall {
+interface Received {
   url: string;
-  options: { body: string; headers: Record<string, string> };
+  body: string;
+  headers: Record<string, string>;
 }
 
-/** A stand-in for got: records each post and answers `respond()`'s result. */
-function fakeClient(respond: () => Promise<{ statusCode: number }>): { client: Got; calls: PostCall[] } {
-  const calls: PostCall[] = [];
-  const client = {
-    post: (url: string, options: PostCall["options"]) => {
-      calls.push({ url, options });
-      return respond();
-    },
+/** A real HTTPS receiver on loopback that records each request and answers `status`. */
+async function recordingReceiver(status: number): Promise<{ url: (p: string) => string; received: Received[]; close: () => Promise<void> }> {
+  const received: Received[] = [];
+  const server = https.createServer(testCertificate(), (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      received.push({ url: req.url ?? "", body: Buffer.concat(chunks).toString("utf8"), headers: req.headers as Record<string, string> });
+      res.writeHead(status).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: (p) => `https://127.0.0.1:${port}${p}`,
+    received,
+    close: () => new Promise((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
   };
-  return { client: client as unknown as Got, calls };
 }
 
 /** A client that fails the test if any request is attempted. */
 const noRequestClient = {
   post: () => {
     throw new Error("must not be called");
+  },
+  stream: {
+    post: () => {
+      throw new Error("must not be called");
+    },
   },
 } as unknown as Got;
 
@@ -62,7 +83,7 @@ describe("classifyError", () => {
 
 describe("sendSigned", () => {
   it.each(["http://example.com/hook", "ftp://example.com/hook", "not a url"])("refuses %p as insecure_url without a request", async (url) => {
-    expect(await sendSigned(noRequestClient, input(url))).toEqual({ ok: false, responseStatus: null, error: "insecure_url", durationMs: 0 });
+    expect(await sendSigned(noRequestClient, input(url))).toEqual({ ok: false, responseStatus: null, error: "insecure_url", responseBody: null, durationMs: 0 });
   });
 
   it.each(["https://127.0.0.1/hook", "https://[::1]:8443/hook", "https://169.254.169.254/latest", "https://[::ffff:10.0.0.1]/"])(
@@ -74,29 +95,63 @@ describe("sendSigned", () => {
   );
 
   it("with ALLOW_PRIVATE_TARGETS, posts the exact body signed over its own timestamp", async () => {
-    const { client, calls } = fakeClient(async () => ({ statusCode: 204 }));
-    const result = await sendSigned(client, input("https://127.0.0.1:8443/hook", true));
-    expect(result).toMatchObject({ ok: true, responseStatus: 204, error: null });
-    expect(calls).toHaveLength(1);
-    const { url, options } = calls[0];
-    expect(url).toBe("https://127.0.0.1:8443/hook");
-    expect(options.body).toBe(BODY);
-    expect(options.headers["content-type"]).toBe("application/json");
-    const timestamp = options.headers["X-Service-Timestamp"];
-    expect(Math.abs(Number(timestamp) - Date.now() / 1000)).toBeLessThan(5);
-    const signature = options.headers["X-Service-Signature"];
-    expect(verifySignature({ secret: "whsec_test", timestamp, signature, body: BODY })).toBe(true);
+    const receiver = await recordingReceiver(204);
+    const { client, agent } = createHttpClient({ timeoutMs: 5_000, allowPrivateTargets: true });
+    try {
+      const result = await sendSigned(client, input(receiver.url("/hook"), true));
+      expect(result).toMatchObject({ ok: true, responseStatus: 204, error: null, responseBody: "" });
+      expect(receiver.received).toHaveLength(1);
+      const { url, body, headers } = receiver.received[0];
+      expect(url).toBe("/hook");
+      expect(body).toBe(BODY);
+      expect(headers["content-type"]).toBe("application/json");
+      const timestamp = headers["x-service-timestamp"];
+      expect(Math.abs(Number(timestamp) - Date.now() / 1000)).toBeLessThan(5);
+      const signature = headers["x-service-signature"];
+      expect(verifySignature({ secret: "whsec_test", timestamp, signature, body: BODY })).toBe(true);
+    } finally {
+      agent.destroy();
+      await receiver.close();
+    }
   });
 
-  it("reports a 3xx as a failure with its status and no error", async () => {
-    const { client } = fakeClient(async () => ({ statusCode: 302 }));
-    expect(await sendSigned(client, input("https://example.com/hook"))).toMatchObject({ ok: false, responseStatus: 302, error: null });
+  it("without ALLOW_PRIVATE_TARGETS, refuses a host name that resolves to loopback at connect time", async () => {
+    const receiver = await recordingReceiver(200);
+    const { client, agent } = createHttpClient({ timeoutMs: 5_000, allowPrivateTargets: false });
+    try {
+      // `localhost` passes the URL check (not an IP literal); the lookup refuses its address.
+      const result = await sendSigned(client, input(receiver.url("/hook").replace("127.0.0.1", "localhost")));
+      expect(result).toMatchObject({ ok: false, responseStatus: null, error: "blocked_destination", responseBody: null });
+      expect(receiver.received).toHaveLength(0);
+    } finally {
+      agent.destroy();
+      await receiver.close();
+    }
   });
 
-  it("turns a thrown request error into its code", async () => {
-    const { client } = fakeClient(async () => {
-      throw errorWithCode("ENOTFOUND");
-    });
-    expect(await sendSigned(client, input("https://example.invalid/hook"))).toMatchObject({ ok: false, responseStatus: null, error: "dns_error" });
+  it("turns a DNS failure into dns_error", async () => {
+    const { client, agent } = createHttpClient({ timeoutMs: 5_000, allowPrivateTargets: true });
+    try {
+      expect(await sendSigned(client, input("https://example.invalid/hook", true))).toMatchObject({ ok: false, responseStatus: null, error: "dns_error", responseBody: null });
+    } finally {
+      agent.destroy();
+    }
+  });
+});
+
+describe("decodeExcerpt", () => {
+  it("replaces invalid UTF-8 sequences", () => {
+    expect(decodeExcerpt(Buffer.from([0x6f, 0xff, 0x6b]), false)).toBe("o\uFFFDk");
+  });
+
+  it("drops a character cut by the byte limit rather than replacing it", () => {
+    const bytes = Buffer.from("né", "utf8"); // é is two bytes
+    expect(decodeExcerpt(bytes.subarray(0, 2), true)).toBe("n");
+    // A body that really ends there is invalid at its end.
+    expect(decodeExcerpt(bytes.subarray(0, 2), false)).toBe("n\uFFFD");
+  });
+
+  it("keeps a byte order mark and replaces NUL, which PostgreSQL text cannot hold", () => {
+    expect(decodeExcerpt(Buffer.from("\uFEFFa\u0000b", "utf8"), false)).toBe("\uFEFFa\uFFFDb");
   });
 });

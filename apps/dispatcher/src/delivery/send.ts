@@ -1,6 +1,7 @@
 import type { Got } from "got";
 import { signPayload, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "@mailhooks/signing";
 import { BLOCKED_CODE, checkDestinationUrl } from "@mailhooks/url-policy";
+import { postForAnswer } from "./http-client.js";
 
 /**
  * One signed POST of an envelope body to a receiver (CONTRACT.md section 6). Never throws:
@@ -25,6 +26,11 @@ export interface AttemptResult {
   responseStatus: number | null;
   /** null when a response was received. */
   error: AttemptError | null;
+  /**
+   * The start of the receiver's body as text (at most RESPONSE_BODY_LIMIT_BYTES of it, invalid
+   * UTF-8 replaced), "" for an empty body, null when no response was received.
+   */
+  responseBody: string | null;
   /** Wall time of the attempt, in ms. */
   durationMs: number;
 }
@@ -51,16 +57,27 @@ export function classifyError(error: unknown): AttemptError {
   return "connection_error";
 }
 
-/** Signs and POSTs `body` to `url` with `client` (see createHttpClient). */
+/**
+ * The body excerpt as text: UTF-8 with every invalid sequence replaced by U+FFFD. A multi-byte
+ * character cut by the byte limit is dropped rather than replaced (it was not invalid), and NUL
+ * becomes U+FFFD too, since PostgreSQL text cannot hold it.
+ */
+export function decodeExcerpt(bytes: Buffer, truncated: boolean): string {
+  // `stream: true` holds back (here: drops) an incomplete sequence at the very end.
+  const text = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true }).decode(bytes, { stream: truncated });
+  return text.replaceAll("\u0000", "\uFFFD");
+}
+
+/** Signs and POSTs `body` to `url` with `client` (see createHttpClient and postForAnswer). */
 export async function sendSigned(client: Got, input: SendInput): Promise<AttemptResult> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   // Node does not call the agent's lookup for IP literals, so they are checked here first.
   const refused = checkDestinationUrl(input.url, { allowPrivateTargets: input.allowPrivateTargets });
-  if (refused) return { ok: false, responseStatus: null, error: refused, durationMs: 0 };
+  if (refused) return { ok: false, responseStatus: null, error: refused, responseBody: null, durationMs: 0 };
   const timestamp = String(Math.floor(Date.now() / 1000));
   try {
-    const response = await client.post(input.url, {
+    const answer = await postForAnswer(client, input.url, {
       body: input.body,
       headers: {
         "content-type": "application/json",
@@ -69,9 +86,10 @@ export async function sendSigned(client: Got, input: SendInput): Promise<Attempt
         [SIGNATURE_HEADER]: signPayload(input.secret, timestamp, input.body),
       },
     });
-    const status = response.statusCode;
-    return { ok: status >= 200 && status < 300, responseStatus: status, error: null, durationMs: elapsed() };
+    const status = answer.statusCode;
+    const responseBody = decodeExcerpt(answer.body, answer.truncated);
+    return { ok: status >= 200 && status < 300, responseStatus: status, error: null, responseBody, durationMs: elapsed() };
   } catch (error) {
-    return { ok: false, responseStatus: null, error: classifyError(error), durationMs: elapsed() };
+    return { ok: false, responseStatus: null, error: classifyError(error), responseBody: null, durationMs: elapsed() };
   }
 }

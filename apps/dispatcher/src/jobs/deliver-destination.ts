@@ -1,65 +1,106 @@
-import type { PrismaClient } from "@mailhooks/db";
+import type pg from "pg";
 import type { Got } from "got";
 import type { Logger } from "@mailhooks/logger";
+import {
+  autoDisableWebhook,
+  cancelDestination,
+  createBatcher,
+  loadDestinations,
+  recordDestinationAttempts,
+  signingSecretAt,
+  type AttemptRecord,
+  type DestinationAttempt,
+  type DestinationTarget,
+  type FailingStreak,
+} from "@mailhooks/delivery-state";
+import type { Keyring } from "@mailhooks/secrets";
 import { observeAttempt, type DispatcherMetrics } from "../metrics.js";
 import { sendSigned } from "../delivery/send.js";
 import { RetryableDeliveryError } from "../delivery/retry-policy.js";
-import { finishDestination, loadDestination, recordAttempt } from "../delivery/store.js";
 
 export interface DeliveryContext {
-  prisma: PrismaClient;
+  pool: pg.Pool;
   client: Got;
   allowPrivateTargets: boolean;
   /** DELIVERY_RETRY_DELAYS_MS: the number of retries after the initial attempt is its length. */
   retryDelaysMs: readonly number[];
   logger: Logger;
   metrics: DispatcherMetrics;
+  /** Decrypts webhook secrets (SECRET_ENCRYPTION_KEYS). */
+  keyring: Keyring;
+  /** WEBHOOK_AUTO_DISABLE_AFTER_HOURS in ms; 0: auto-disable off. */
+  autoDisableAfterMs: number;
+  /** Batched reads and writes of destination attempts; made by createDeliveryWorker when absent. */
+  attempts?: AttemptStore;
 }
+
+/**
+ * The reads and writes of destination attempts, batched: the attempts that start (or end) at
+ * the same time share one query (one statement and one commit), which is what lets a dispatcher
+ * beat a bare worker that writes one row per delivery.
+ */
+export interface AttemptStore {
+  load(destinationId: string, attempt: number): Promise<DestinationTarget | null>;
+  record(attempt: DestinationAttempt): Promise<FailingStreak | null>;
+}
+
+/** An AttemptStore over `pool`, batching up to `maxBatch` attempts per query. */
+export function createAttemptStore(pool: pg.Pool, maxBatch = 64): AttemptStore {
+  const loads = createBatcher((items: { destinationId: string; attempt: number }[]) => loadDestinations(pool, items), { maxBatch, maxConcurrency: 2 });
+  const records = createBatcher((items: DestinationAttempt[]) => recordDestinationAttempts(pool, items), { maxBatch, maxConcurrency: 2 });
+  return { load: (destinationId, attempt) => loads.submit({ destinationId, attempt }), record: (attempt) => records.submit(attempt) };
+}
+
+/** Events a failing streak must span before auto-disable (CONTRACT.md section 4). */
+export const AUTO_DISABLE_MIN_EVENTS = 20;
 
 /**
  * One attempt at one destination (spec "States and transitions"). `attempt` is 0 for the
  * initial attempt and n for retry n. A 2xx makes the destination `delivered`; a failure with a
  * retry left is recorded and rethrown as RetryableDeliveryError so BullMQ schedules the retry;
- * the last failure makes it `failed`. A destination that is no longer pending is left alone
- * (the job may run twice after a crash: at-least-once, never a second final write).
+ * the last failure makes it `failed`. A destination that is no longer pending is left alone, one
+ * whose webhook was disabled or deleted ends `cancelled`, and an attempt that a dead dispatcher
+ * already recorded is not sent again: its recorded outcome is acted on.
  */
-export async function deliverDestination(ctx: DeliveryContext, destinationId: string, attempt: number): Promise<void> {
-  const target = await loadDestination(ctx.prisma, destinationId);
-  if (!target || target.destinationStatus !== "pending") return;
-  if (!target.webhookEnabled || target.payload === null) {
-    // Disabled or deleted webhooks get no new attempts, scheduled retries included.
-    await finishDestination(ctx.prisma, target, "failed", null);
+export async function deliverDestination(ctx: DeliveryContext & { attempts: AttemptStore }, destinationId: string, attempt: number): Promise<void> {
+  const target = await ctx.attempts.load(destinationId, attempt);
+  if (!target || target.status !== "pending") return;
+  if (!target.webhookEnabled) {
+    await cancelDestination(ctx.pool, destinationId);
     return;
   }
-  const result = await sendSigned(ctx.client, {
-    url: target.url,
-    body: target.payload,
-    secret: target.secret,
-    allowPrivateTargets: ctx.allowPrivateTargets,
-  });
-  const row = {
-    accountId: target.accountId,
-    eventId: target.eventId,
-    webhookId: target.webhookId,
-    destinationId,
-    url: target.url,
-    trigger: attempt === 0 ? ("initial" as const) : ("retry" as const),
-    attempt,
-    result,
-  };
-  if (result.ok) {
-    await finishDestination(ctx.prisma, target, "delivered", row);
-    observeAttempt(ctx.metrics, row.trigger, true, result.durationMs);
-    ctx.metrics.endToEndLatency.observe((Date.now() - target.eventCreatedAt.getTime()) / 1000);
-    return;
+  const last = attempt >= ctx.retryDelaysMs.length;
+  const trigger = attempt === 0 ? "initial" : "retry";
+  let result: AttemptRecord;
+  if (target.recorded) {
+    result = { ok: target.recorded.ok, responseStatus: null, error: null, durationMs: 0 };
+  } else if (target.payload === null) {
+    // Purged before it could be delivered: nothing may be sent, and no retry can change that.
+    result = { ok: false, responseStatus: null, error: "payload_expired", responseBody: null, durationMs: 0 };
+  } else {
+    const secret = ctx.keyring.decrypt(signingSecretAt(target.secrets, new Date()));
+    result = await sendSigned(ctx.client, { url: target.url, body: target.payload, secret, allowPrivateTargets: ctx.allowPrivateTargets });
+    observeAttempt(ctx.metrics, trigger, result.ok, result.durationMs);
   }
-  if (attempt >= ctx.retryDelaysMs.length) {
-    await finishDestination(ctx.prisma, target, "failed", row);
-    observeAttempt(ctx.metrics, row.trigger, false, result.durationMs);
-    return;
+  const outcome = result.ok ? "delivered" : last || result.error === "payload_expired" ? "failed" : "retry";
+  const streak = await ctx.attempts.record({ target, attempt, result, outcome });
+  if (streak) await disableIfFailing(ctx, target.webhookId, streak);
+  if (result.ok && !target.recorded) ctx.metrics.endToEndLatency.observe((Date.now() - target.eventCreatedAt.getTime()) / 1000);
+  if (outcome === "retry") {
+    ctx.metrics.retriesScheduled.inc();
+    throw new RetryableDeliveryError(`attempt ${attempt} failed: ${result.error ?? result.responseStatus}`);
   }
-  await recordAttempt(ctx.prisma, row);
-  observeAttempt(ctx.metrics, row.trigger, false, result.durationMs);
-  ctx.metrics.retriesScheduled.inc();
-  throw new RetryableDeliveryError(`attempt ${attempt} failed: ${result.error ?? result.responseStatus}`);
+}
+
+/**
+ * Auto-disable (CONTRACT.md section 4): a webhook whose every attempt has failed for
+ * WEBHOOK_AUTO_DISABLE_AFTER_HOURS across at least AUTO_DISABLE_MIN_EVENTS events is disabled
+ * with `disabled_reason: "failing"`, and its pending destinations are cancelled.
+ */
+async function disableIfFailing(ctx: DeliveryContext, webhookId: string, streak: FailingStreak): Promise<void> {
+  if (ctx.autoDisableAfterMs <= 0 || streak.events < AUTO_DISABLE_MIN_EVENTS) return;
+  if (Date.now() - streak.since.getTime() < ctx.autoDisableAfterMs) return;
+  if (!(await autoDisableWebhook(ctx.pool, webhookId))) return;
+  ctx.logger.warn("webhook disabled: every attempt failed", { webhookId, failingSince: streak.since.toISOString(), failedEvents: streak.events });
+  ctx.metrics.webhooksAutoDisabled.inc();
 }

@@ -1,22 +1,29 @@
-import { sendSigned, type AttemptResult } from "../delivery/send.js";
-import { loadReplay, recordReplay } from "../delivery/replay-store.js";
+import { loadReplay, recordReplayAttempt, signingSecretAt, type AttemptRecord } from "@mailhooks/delivery-state";
+import { sendSigned } from "../delivery/send.js";
 import type { DeliveryContext } from "./deliver-destination.js";
 import { observeAttempt } from "../metrics.js";
 
 /**
  * One replay (spec "Replay an event"): the stored envelope, byte for byte (same messageId, same
  * `timestamp` field), signed afresh with the original webhook's secret and sent once to the
- * original or override URL. One delivery row and one audit entry record it.
+ * original or override URL. One delivery row and one audit entry record it, however many times
+ * the job runs.
  */
 export async function replayEvent(ctx: DeliveryContext, replayId: string): Promise<void> {
-  const target = await loadReplay(ctx.prisma, replayId);
-  if (!target || target.done) return;
+  const target = await loadReplay(ctx.pool, replayId);
+  if (!target || target.status !== "pending") return;
   const replayedAt = new Date();
-  const result =
+  const result: AttemptRecord =
     target.payload === null
       ? // Purged between the request and the attempt: nothing may be sent.
-        ({ ok: false, responseStatus: null, error: "payload_expired", durationMs: 0 } satisfies AttemptResult)
-      : await sendSigned(ctx.client, { url: target.destinationUrl, body: target.payload, secret: target.secret, allowPrivateTargets: ctx.allowPrivateTargets });
-  await recordReplay(ctx.prisma, target, result, replayedAt);
+        { ok: false, responseStatus: null, error: "payload_expired", responseBody: null, durationMs: 0 }
+      : await sendSigned(ctx.client, {
+          url: target.destinationUrl,
+          body: target.payload,
+          // Whichever secret signs at this moment, also for an override URL (CONTRACT.md section 4).
+          secret: ctx.keyring.decrypt(signingSecretAt(target.secrets, replayedAt)),
+          allowPrivateTargets: ctx.allowPrivateTargets,
+        });
+  await recordReplayAttempt(ctx.pool, target, result, replayedAt);
   observeAttempt(ctx.metrics, "replay", result.ok, result.durationMs);
 }

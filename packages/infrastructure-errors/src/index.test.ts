@@ -1,4 +1,4 @@
-import { isInfrastructureError } from "./errors.js";
+import { isInfrastructureError } from "./index.js";
 
 describe("isInfrastructureError (503 unavailable)", () => {
   test.each([
@@ -13,5 +13,20 @@ describe("isInfrastructureError (503 unavailable)", () => {
 
   test("a programming error is not one", () => {
     expect(isInfrastructureError(new TypeError("cannot read properties of undefined"))).toBe(false);
+  });
+});
+
+describe("isInfrastructureError: PostgreSQL's own codes", () => {
+  test.each([
+    ["admin shutdown", "57P01"],
+    ["cannot connect now (starting up)", "57P03"],
+    ["connection failure", "08006"],
+  ])("%s", (_name, code) => {
+    expect(isInfrastructureError(Object.assign(new Error("server said no"), { code }))).toBe(true);
+  });
+
+  test("a unique violation or a raised exception is not one", () => {
+    expect(isInfrastructureError(Object.assign(new Error("duplicate key value"), { code: "23505" }))).toBe(false);
+    expect(isInfrastructureError(Object.assign(new Error("injected failure"), { code: "P0001" }))).toBe(false);
   });
 });

@@ -1,0 +1,145 @@
+import type https from "node:https";
+import type { Got } from "got";
+import { BODY_WAIT_MS, createHttpClient, RESPONSE_BODY_LIMIT_BYTES } from "./http-client.js";
+import { sendSigned, type SendInput } from "./send.js";
+import { GIB, startHostileReceiver, type HostileReceiver } from "./test-support/hostile-receiver.js";
+
+/**
+ * sendSigned with the real client against receivers that misbehave on purpose, over real TLS on
+ * loopback: whatever a receiver sends, the attempt is judged on its status line within the
+ * deadline and costs bounded time and memory (CONTRACT.md sections 6 and 8).
+ */
+const DEADLINE_MS = 2_000;
+/** Scheduling slack for the timing assertions on a busy test machine, in ms. */
+const SLACK_MS = 1_500;
+const BODY = '{"event":"message.sent","timestamp":1795341600,"data":{"messageId":"<m1@example.com>"}}';
+
+let receiver: HostileReceiver;
+let client: Got;
+let agent: https.Agent;
+
+beforeAll(async () => {
+  receiver = await startHostileReceiver();
+  ({ client, agent } = createHttpClient({ timeoutMs: DEADLINE_MS, allowPrivateTargets: true }));
+});
+
+afterAll(async () => {
+  agent.destroy();
+  await receiver.close();
+});
+
+function send(url: string) {
+  const input: SendInput = { url, body: BODY, secret: "whsec_test", allowPrivateTargets: true };
+  return sendSigned(client, input);
+}
+
+/** Resolves once `condition()` holds, polling every 10 ms; rejects after `timeoutMs`. */
+async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe("a receiver's answer is judged on its status line", () => {
+  it("a 200 with an endless 1 GiB body is delivered at once, with the first 4096 bytes, in bounded memory", async () => {
+    const before = process.memoryUsage();
+    const result = await send(receiver.url("/endless/1"));
+    const after = process.memoryUsage();
+    expect(result).toMatchObject({ ok: true, responseStatus: 200, error: null, responseBody: "a".repeat(RESPONSE_BODY_LIMIT_BYTES) });
+    // No waiting for the rest: it is never read.
+    expect(result.durationMs).toBeLessThan(BODY_WAIT_MS);
+    // The socket is destroyed: the receiver sees its connection close having written a few
+    // socket buffers' worth, not the gigabyte.
+    await until(() => receiver.openConnections() === 0);
+    expect(receiver.bodyBytesSent("/endless/1")).toBeLessThan(16 * 1024 ** 2);
+    expect(receiver.bodyBytesSent("/endless/1")).toBeLessThan(GIB);
+    expect(after.arrayBuffers - before.arrayBuffers).toBeLessThan(16 * 1024 ** 2);
+    expect(after.rss - before.rss).toBeLessThan(64 * 1024 ** 2);
+  });
+
+  it("a complete body larger than 4096 bytes is cut at 4096 and its socket not reused", async () => {
+    const result = await send(receiver.url("/big"));
+    expect(result).toMatchObject({ ok: true, responseStatus: 200, error: null });
+    expect(Buffer.byteLength(result.responseBody!)).toBe(RESPONSE_BODY_LIMIT_BYTES);
+    await until(() => receiver.openConnections() === 0);
+  });
+
+  it("a 200 whose body trickles one byte a second is delivered within the body wait, not timed out", async () => {
+    const result = await send(receiver.url("/trickle"));
+    expect(result).toMatchObject({ ok: true, responseStatus: 200, error: null });
+    // Whatever trickled in during the wait (at most a byte or two of "trickle ").
+    expect("trickle ".startsWith(result.responseBody!)).toBe(true);
+    expect(result.durationMs).toBeGreaterThanOrEqual(BODY_WAIT_MS - 50);
+    expect(result.durationMs).toBeLessThan(BODY_WAIT_MS + SLACK_MS);
+    expect(result.durationMs).toBeLessThan(DEADLINE_MS);
+    await until(() => receiver.openConnections() === 0);
+  });
+
+  it("a 200 just before the deadline is delivered, its body wait cut short by the deadline", async () => {
+    const result = await send(receiver.url(`/late/${DEADLINE_MS - BODY_WAIT_MS / 2}`));
+    expect(result).toMatchObject({ ok: true, responseStatus: 200, error: null });
+    // The attempt ends at the deadline, not a full body wait after the status line (which
+    // would be DEADLINE_MS + BODY_WAIT_MS / 2).
+    expect(result.durationMs).toBeGreaterThanOrEqual(DEADLINE_MS - 50);
+    expect(result.durationMs).toBeLessThan(DEADLINE_MS + BODY_WAIT_MS / 2 - 100);
+    await until(() => receiver.openConnections() === 0);
+  });
+
+  it("a small complete body leaves the keep-alive connection open for the next attempt", async () => {
+    await until(() => receiver.openConnections() === 0);
+    const connectionsBefore = receiver.connections();
+    const first = await send(receiver.url("/ok"));
+    const second = await send(receiver.url("/ok"));
+    for (const result of [first, second]) expect(result).toMatchObject({ ok: true, responseStatus: 200, error: null, responseBody: '{"received":true}' });
+    expect(receiver.connections() - connectionsBefore).toBe(1);
+    expect(receiver.openConnections()).toBe(1);
+  });
+
+  it("a 500 is a failure with its status and the start of its body", async () => {
+    expect(await send(receiver.url("/status/500"))).toMatchObject({
+      ok: false,
+      responseStatus: 500,
+      error: null,
+      responseBody: "answer 500: upstream exploded",
+    });
+  });
+
+  it("a 302 is recorded, not followed", async () => {
+    const before = receiver.requests.length;
+    expect(await send(receiver.url("/redirect"))).toMatchObject({ ok: false, responseStatus: 302, error: null, responseBody: "see /ok" });
+    expect(receiver.requests.slice(before)).toEqual(["/redirect"]);
+  });
+
+  it("a body that is not UTF-8 is kept with its invalid sequences replaced", async () => {
+    expect(await send(receiver.url("/invalid-utf8"))).toMatchObject({ ok: true, responseStatus: 200, responseBody: "hi\uFFFD\uFFFD\uFFFD(ok" });
+  });
+});
+
+describe("a receiver cannot hold an attempt past the deadline", () => {
+  it.each([
+    ["a status line that never comes", "/silent"],
+    ["headers that trickle", "/slow-headers"],
+  ])("%s is a timeout at the deadline", async (_label, urlPath) => {
+    const result = await send(receiver.url(urlPath));
+    expect(result).toMatchObject({ ok: false, responseStatus: null, error: "timeout", responseBody: null });
+    expect(result.durationMs).toBeGreaterThanOrEqual(DEADLINE_MS - 50);
+    expect(result.durationMs).toBeLessThan(DEADLINE_MS + SLACK_MS);
+  });
+
+  it("a TLS handshake that never completes is a timeout at the deadline", async () => {
+    const before = receiver.stalledConnections();
+    const result = await send(receiver.stalledHandshakeUrl("/hook"));
+    expect(receiver.stalledConnections()).toBe(before + 1);
+    expect(result).toMatchObject({ ok: false, responseStatus: null, error: "timeout", responseBody: null });
+    expect(result.durationMs).toBeGreaterThanOrEqual(DEADLINE_MS - 50);
+    expect(result.durationMs).toBeLessThan(DEADLINE_MS + SLACK_MS);
+  });
+
+  it("a 1 MiB header is a connection error, found before the header is read whole", async () => {
+    const result = await send(receiver.url("/huge-header"));
+    expect(result).toMatchObject({ ok: false, responseStatus: null, error: "connection_error", responseBody: null });
+    expect(result.durationMs).toBeLessThan(DEADLINE_MS);
+  });
+});

@@ -1,0 +1,57 @@
+import type pg from "pg";
+import type { Sql } from "sql-template-tag";
+
+/** Anything that runs a query: the pool, or a client inside a transaction. */
+export type Queryable = Pick<pg.Pool, "query"> | Pick<pg.PoolClient, "query">;
+
+/** Runs one statement built with `sql`. */
+export async function run<R extends pg.QueryResultRow = pg.QueryResultRow>(db: Queryable, query: Sql): Promise<pg.QueryResult<R>> {
+  return db.query<R>(query.text, query.values);
+}
+
+/** SQLSTATEs after which the whole transaction can simply run again: deadlock, serialization. */
+const RETRYABLE = new Set(["40P01", "40001"]);
+
+/**
+ * Runs `fn` in a transaction on one pooled connection: COMMIT when it resolves, ROLLBACK when it
+ * throws. A deadlock between two transactions (e.g. two webhooks cancelled at once, sharing
+ * events) runs the loser again, up to three times in all.
+ * @throws whatever `fn` or PostgreSQL threw
+ */
+export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const client = await pool.connect();
+    let broken: Error | undefined;
+    // A checked-out client has no error listener of the pool's: a connection that dies mid-way
+    // (PostgreSQL restarting) would emit an unhandled 'error' and end the process. The query in
+    // flight fails anyway; the client is then not given back to the pool.
+    const onError = (error: Error) => (broken = error);
+    client.on("error", onError);
+    try {
+      await client.query("BEGIN");
+      const result = await fn(client);
+      await client.query("COMMIT");
+      return result;
+    } catch (error) {
+      await client.query("ROLLBACK").catch((rollback: Error) => (broken = rollback));
+      if (attempt < 3 && RETRYABLE.has((error as { code?: string }).code ?? "")) continue;
+      throw error;
+    } finally {
+      client.removeListener("error", onError);
+      // A connection that died, or could not even roll back, is not given back to the pool.
+      client.release(broken);
+    }
+  }
+}
+
+/** Runs one statement, again after a deadlock (up to three times in all). */
+export async function runStatement<R extends pg.QueryResultRow = pg.QueryResultRow>(db: Queryable, query: Sql): Promise<pg.QueryResult<R>> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run<R>(db, query);
+    } catch (error) {
+      if (attempt < 3 && RETRYABLE.has((error as { code?: string }).code ?? "")) continue;
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,238 @@
+import type pg from "pg";
+import sql from "sql-template-tag";
+import { newId } from "@mailhooks/db";
+import { buildEnvelope, type EventType } from "@mailhooks/events";
+import { JOB_NAMES } from "@mailhooks/queue";
+import { createBatcher } from "./batcher.js";
+import { inTransaction, run, type Queryable } from "./db.js";
+import { enqueueCte } from "./outbox.js";
+import { ensurePayloadPartitions, isMissingPartition } from "./retention.js";
+import type { EventStatus } from "./status.js";
+
+/**
+ * Accepting events (CONTRACT.md section 5, "Accepted means delivered"): each event is stored with
+ * its exact envelope bytes, one destination per enabled webhook of the account subscribed to its
+ * kind, and one outbox row per destination, in one statement (one transaction when idempotency
+ * keys must be checked). Nothing here talks to Redis; the answer may follow the commit.
+ */
+
+export interface EventInput {
+  eventType: EventType;
+  /** Valid `data` for `eventType` (threadId included). */
+  data: Record<string, unknown> & { messageId: string; inboxId: string; threadId: string };
+  occurredAt: Date;
+  /** Idempotency-Key (header or batch item) and the hash of the request it came with. */
+  idempotency?: { key: string; requestHash: string };
+}
+
+export interface AcceptedEvent {
+  id: string;
+  eventType: string;
+  inboxId: string;
+  messageId: string;
+  status: EventStatus;
+  occurredAt: Date;
+  createdAt: Date;
+  /** false when an idempotency key returned an event accepted before. */
+  created: boolean;
+}
+
+/** An Idempotency-Key used within 24 h with another request body (409). */
+export class IdempotencyConflictError extends Error {
+  override name = "IdempotencyConflictError";
+  constructor(readonly key: string) {
+    super(`Idempotency-Key ${JSON.stringify(key)} was already used with a different request body`);
+  }
+}
+
+/** How long an idempotency key is honoured, in hours (CONTRACT.md section 5). */
+export const IDEMPOTENCY_WINDOW_HOURS = 24;
+
+interface Prepared {
+  id: string;
+  accountId: string;
+  input: EventInput;
+  payload: string;
+  destinations: { id: string; webhookId: string }[];
+}
+
+/**
+ * The events of one or more requests with their envelope bytes and destinations (one per enabled
+ * webhook of their account subscribed to their kind), with one query for all their accounts.
+ */
+async function prepare(db: Queryable, requests: { accountId: string; events: EventInput[] }[]): Promise<Prepared[][]> {
+  const accounts = [...new Set(requests.map((r) => r.accountId))];
+  const { rows: hooks } = await run<{ id: string; account_id: string; events: string[] }>(
+    db,
+    sql`SELECT id, account_id, events FROM webhooks
+         WHERE account_id = ANY(${accounts}::text[]) AND status = 'enabled' AND deleted_at IS NULL ORDER BY id`,
+  );
+  return requests.map(({ accountId, events }) =>
+    events.map((input) => ({
+      id: newId("evt"),
+      accountId,
+      input,
+      payload: buildEnvelope(input.eventType, input.occurredAt, input.data),
+      destinations: hooks
+        .filter((h) => h.account_id === accountId && h.events.includes(input.eventType))
+        .map((h) => ({ id: newId("dst"), webhookId: h.id })),
+    })),
+  );
+}
+
+/** Runs `store` again once, after making the payload partitions, if a row found none. */
+async function withPartitions<T>(pool: pg.Pool, now: Date, store: () => Promise<T>): Promise<T> {
+  try {
+    return await store();
+  } catch (error) {
+    // The maintenance job makes partitions two weeks ahead; if it has not run, make them now.
+    if (!isMissingPartition(error)) throw error;
+    await ensurePayloadPartitions(pool, now);
+    return store();
+  }
+}
+
+/**
+ * Stores `events` of one account, in request order, all or nothing.
+ * @returns one AcceptedEvent per input, in order (a repeated idempotency key: the first event)
+ * @throws IdempotencyConflictError when a key was used with another body (nothing is stored)
+ */
+export async function acceptEvents(pool: pg.Pool, accountId: string, queuePrefix: string, events: EventInput[]): Promise<AcceptedEvent[]> {
+  const now = new Date();
+  const [prepared] = await prepare(pool, [{ accountId, events }]);
+  return withPartitions(pool, now, async () => {
+    if (!prepared.some((p) => p.input.idempotency)) {
+      await insert(pool, queuePrefix, prepared, now);
+      return prepared.map((p) => accepted(p, now));
+    }
+    return inTransaction(pool, async (client) => {
+      const created = await insert(client, queuePrefix, prepared, now);
+      const repeats = prepared.filter((p) => !created.has(p.id));
+      if (repeats.length === 0) return prepared.map((p) => accepted(p, now));
+      const earlier = await earlierEvents(client, accountId, repeats);
+      return prepared.map((p) => (created.has(p.id) ? accepted(p, now) : earlier.get(p.input.idempotency!.key)!));
+    });
+  });
+}
+
+/**
+ * Group commit of ingest: concurrent requests without idempotency keys (single events, raw
+ * messages, batches) are stored together, one webhook query and one INSERT statement (one
+ * commit) for all of them, when they arrive while earlier ones are being stored (see
+ * createBatcher: alone at once under light load). Each caller gets its own events back once
+ * that statement committed. Requests with idempotency keys take `acceptEvents` on their own,
+ * because a conflict must refuse their request only.
+ */
+export function createEventAcceptor(pool: pg.Pool, queuePrefix: string, options: { maxEvents?: number; maxConcurrency?: number } = {}) {
+  const batcher = createBatcher<{ accountId: string; events: EventInput[] }, AcceptedEvent[]>(
+    async (requests) => {
+      const now = new Date();
+      const prepared = await prepare(pool, requests);
+      await withPartitions(pool, now, () => insert(pool, queuePrefix, prepared.flat(), now));
+      return prepared.map((events) => events.map((p) => accepted(p, now)));
+    },
+    // Requests, not events: a batch of 500 events is one request. A statement of some
+    // thousands of rows is still one quick round trip.
+    { maxBatch: options.maxEvents ?? 64, maxConcurrency: options.maxConcurrency ?? 2 },
+  );
+  return {
+    /** Stores the events of one request; see acceptEvents for their meaning. */
+    accept(accountId: string, events: EventInput[]): Promise<AcceptedEvent[]> {
+      if (events.some((e) => e.idempotency)) return acceptEvents(pool, accountId, queuePrefix, events);
+      return batcher.submit({ accountId, events });
+    },
+  };
+}
+
+function accepted(p: Prepared, now: Date): AcceptedEvent {
+  return {
+    id: p.id,
+    eventType: p.input.eventType,
+    inboxId: p.input.data.inboxId,
+    messageId: p.input.data.messageId,
+    status: p.destinations.length > 0 ? "pending" : "delivered",
+    occurredAt: p.input.occurredAt,
+    createdAt: now,
+    created: true,
+  };
+}
+
+/**
+ * The one statement: idempotency claims, events, their payloads, destinations, outbox rows, for
+ * events of any number of accounts. Returns the ids stored.
+ */
+async function insert(db: Queryable, queuePrefix: string, prepared: Prepared[], now: Date): Promise<Set<string>> {
+  const column = <T>(pick: (p: Prepared) => T) => prepared.map(pick);
+  const destinations = prepared.flatMap((p) => p.destinations.map((d) => ({ ...d, eventId: p.id, accountId: p.accountId })));
+  const { rows } = await run<{ id: string }>(
+    db,
+    sql`
+    WITH input AS (
+      SELECT * FROM unnest(
+        ${column((p) => p.id)}::text[], ${column((p) => p.accountId)}::text[], ${column((p) => p.input.eventType)}::text[], ${column((p) => p.input.data.inboxId)}::text[],
+        ${column((p) => p.input.data.messageId)}::text[], ${column((p) => p.input.data.threadId)}::text[], ${column((p) => p.payload)}::text[],
+        ${column((p) => p.input.occurredAt)}::timestamptz[], ${column((p) => p.destinations.length)}::int[],
+        ${column((p) => p.input.idempotency?.key ?? null)}::text[], ${column((p) => p.input.idempotency?.requestHash ?? null)}::text[]
+      ) AS t(id, account_id, event_type, inbox_id, message_id, thread_id, payload, occurred_at, destinations, idem_key, idem_hash)
+    ), claimed AS (
+      -- Concurrent claims of one key serialize on its primary key; an expired claim is taken over.
+      INSERT INTO idempotency_keys (account_id, key, request_hash, event_id, created_at)
+      SELECT account_id, idem_key, idem_hash, id, ${now} FROM input WHERE idem_key IS NOT NULL
+      ON CONFLICT (account_id, key) DO UPDATE
+        SET request_hash = EXCLUDED.request_hash, event_id = EXCLUDED.event_id, created_at = EXCLUDED.created_at
+        WHERE idempotency_keys.created_at < ${now}::timestamptz - make_interval(hours => ${IDEMPOTENCY_WINDOW_HOURS})
+      RETURNING event_id
+    ), accepted AS (
+      SELECT * FROM input WHERE idem_key IS NULL OR id IN (SELECT event_id FROM claimed)
+    ), ev AS (
+      INSERT INTO events (id, account_id, event_type, inbox_id, message_id, thread_id, status, pending_destinations,
+                          occurred_at, created_at)
+      SELECT id, account_id, event_type, inbox_id, message_id, thread_id,
+             (CASE WHEN destinations > 0 THEN 'pending' ELSE 'delivered' END)::"DeliveryStatus", destinations,
+             occurred_at, ${now}
+        FROM accepted
+      RETURNING id
+    ), body AS (
+      INSERT INTO event_payloads (event_id, created_at, payload)
+      SELECT id, ${now}, payload FROM accepted
+    ), dst AS (
+      INSERT INTO destinations (id, account_id, event_id, webhook_id, queue_prefix, created_at, updated_at)
+      SELECT d.id, d.account_id, d.event_id, d.webhook_id, ${queuePrefix}, ${now}, ${now}
+        FROM unnest(${destinations.map((d) => d.id)}::text[], ${destinations.map((d) => d.eventId)}::text[],
+                    ${destinations.map((d) => d.webhookId)}::text[], ${destinations.map((d) => d.accountId)}::text[]) AS d(id, event_id, webhook_id, account_id)
+       WHERE d.event_id IN (SELECT id FROM accepted)
+      RETURNING id
+    ), ${enqueueCte(queuePrefix, sql`SELECT ${JOB_NAMES.delivery}::text, id, jsonb_build_object('destinationId', id) FROM dst`)}
+    SELECT id FROM ev`,
+  );
+  return new Set(rows.map((r) => r.id));
+}
+
+/** The events that `repeats`' idempotency keys were first used for, by key. @throws IdempotencyConflictError */
+async function earlierEvents(db: Queryable, accountId: string, repeats: Prepared[]): Promise<Map<string, AcceptedEvent>> {
+  const keys = repeats.map((p) => p.input.idempotency!.key);
+  const { rows } = await run<{ key: string; request_hash: string; id: string; event_type: string; inbox_id: string; message_id: string; status: EventStatus; occurred_at: Date; created_at: Date }>(
+    db,
+    sql`SELECT k.key, k.request_hash, e.id, e.event_type, e.inbox_id, e.message_id, e.status::text AS status, e.occurred_at, e.created_at
+          FROM idempotency_keys k JOIN events e ON e.id = k.event_id
+         WHERE k.account_id = ${accountId} AND k.key = ANY(${keys}::text[])`,
+  );
+  const byKey = new Map(rows.map((r) => [r.key, r]));
+  const result = new Map<string, AcceptedEvent>();
+  for (const p of repeats) {
+    const { key, requestHash } = p.input.idempotency!;
+    const row = byKey.get(key);
+    if (!row || row.request_hash !== requestHash) throw new IdempotencyConflictError(key);
+    result.set(key, {
+      id: row.id,
+      eventType: row.event_type,
+      inboxId: row.inbox_id,
+      messageId: row.message_id,
+      status: row.status,
+      occurredAt: row.occurred_at,
+      createdAt: row.created_at,
+      created: false,
+    });
+  }
+  return result;
+}

@@ -1,0 +1,73 @@
+import type pg from "pg";
+import sql, { join, type Sql } from "sql-template-tag";
+import { JOB_NAMES } from "@mailhooks/queue";
+import { inTransaction, run } from "./db.js";
+
+/**
+ * The transactional outbox (STYLE.md habit 11). Whatever a request accepts is committed with one
+ * outbox row per job, in the same transaction; a relay in the dispatchers moves the rows into
+ * BullMQ and deletes them. Rows belong to one deployment (`queue_prefix`): a relay only takes
+ * its own. A trigger on the table notifies OUTBOX_CHANNEL, which wakes the relays at once; they
+ * also poll, so a lost notification (or a relay started later) only delays.
+ */
+
+/** The LISTEN/NOTIFY channel; the payload is the QUEUE_PREFIX that has new rows. */
+export const OUTBOX_CHANNEL = "webhooks_outbox";
+
+export type OutboxJobName = (typeof JOB_NAMES)["delivery" | "replay" | "testDelivery"];
+
+export interface OutboxEntry {
+  jobName: OutboxJobName;
+  /** The destination, replay or test delivery id: a second add of the same id is a no-op. */
+  jobId: string;
+  data: Record<string, unknown>;
+}
+
+export interface OutboxRow extends OutboxEntry {
+  id: string;
+}
+
+/**
+ * The CTE body inserting `entries` (a SELECT or VALUES yielding job_name, job_id, data):
+ * `ob AS (...)`, returning one row per job. A trigger (`outbox_notify`) wakes the relays.
+ */
+export function enqueueCte(queuePrefix: string, entries: Sql): Sql {
+  return sql`ob AS (
+      INSERT INTO outbox (queue_prefix, job_name, job_id, data)
+      SELECT ${queuePrefix}, e.job_name, e.job_id, e.data FROM (${entries}) AS e(job_name, job_id, data)
+      RETURNING 1
+    )`;
+}
+
+/** Inserts `entries` in one statement of its own (inside the caller's transaction). */
+export async function enqueue(db: Pick<pg.PoolClient, "query">, queuePrefix: string, entries: OutboxEntry[]): Promise<void> {
+  if (entries.length === 0) return;
+  const rows = join(entries.map((e) => sql`(${e.jobName}, ${e.jobId}, ${JSON.stringify(e.data)}::jsonb)`));
+  await run(db, sql`WITH ${enqueueCte(queuePrefix, sql`VALUES ${rows}`)} SELECT count(*) FROM ob`);
+}
+
+/**
+ * Moves up to `limit` outbox rows of `queuePrefix` into the queue: claims them with
+ * `FOR UPDATE SKIP LOCKED` (any number of relays share the work, each row goes to one), calls
+ * `push` (which must add them to BullMQ with their job ids), then deletes them and commits.
+ * When `push` throws (Redis away), nothing is deleted and the rows wait for the next run.
+ * Returns how many rows were relayed.
+ */
+export async function relayOutbox(pool: pg.Pool, queuePrefix: string, limit: number, push: (rows: OutboxRow[]) => Promise<void>): Promise<number> {
+  return inTransaction(pool, async (client) => {
+    const { rows } = await run<{ id: string; job_name: OutboxJobName; job_id: string; data: Record<string, unknown> }>(
+      client,
+      sql`SELECT id, job_name, job_id, data FROM outbox WHERE queue_prefix = ${queuePrefix} ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
+    );
+    if (rows.length === 0) return 0;
+    await push(rows.map((r) => ({ id: r.id, jobName: r.job_name, jobId: r.job_id, data: r.data })));
+    await run(client, sql`DELETE FROM outbox WHERE id = ANY(${rows.map((r) => r.id)}::bigint[])`);
+    return rows.length;
+  });
+}
+
+/** Outbox rows of `queuePrefix` not yet relayed (for /readyz and metrics). */
+export async function outboxBacklog(db: Pick<pg.Pool, "query">, queuePrefix: string): Promise<number> {
+  const { rows } = await run<{ n: number }>(db, sql`SELECT count(*)::int AS n FROM outbox WHERE queue_prefix = ${queuePrefix}`);
+  return rows[0]?.n ?? 0;
+}

@@ -1,0 +1,217 @@
+import type pg from "pg";
+import sql from "sql-template-tag";
+import { newId } from "@mailhooks/db";
+import { JOB_NAMES } from "@mailhooks/queue";
+import { inTransaction, run } from "./db.js";
+import { enqueue } from "./outbox.js";
+import { cancelPendingOfWebhook } from "./status.js";
+
+/**
+ * Webhooks' delivery state (CONTRACT.md section 4): registration with its test delivery in one
+ * transaction, test deliveries asked for again, and the status changes that end pending
+ * destinations (`cancelled`) when a webhook is disabled or deleted.
+ */
+
+export interface WebhookRow {
+  id: string;
+  account_id: string;
+  url: string;
+  events: string[];
+  /** The stored (encrypted) secret: the newest one. */
+  secret: string;
+  status: "enabled" | "disabled";
+  disabled_reason: "manual" | "failing" | null;
+  /** When the newest secret starts signing (after a rotation); null when no rotation is pending or done. */
+  secret_activates_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** The columns of a WebhookRow, in a RETURNING or SELECT list. */
+const WEBHOOK_COLUMNS = sql`id, account_id, url, events, secret, status::text AS status, disabled_reason::text AS disabled_reason,
+  secret_activates_at, created_at, updated_at`;
+
+export interface RegisterWebhookInput {
+  accountId: string;
+  queuePrefix: string;
+  url: string;
+  events: string[];
+  secret: string;
+  /** MAX_WEBHOOKS_PER_ACCOUNT: live webhooks the account may have. */
+  maxWebhooks: number;
+}
+
+/**
+ * Stores a webhook and its test delivery (with its outbox row) in one transaction. Creations of
+ * one account serialize on its row, so the limit holds under concurrent requests.
+ * @returns the webhook and its test delivery id, or null when the account is at the limit
+ */
+export async function registerWebhook(pool: pg.Pool, input: RegisterWebhookInput): Promise<{ webhook: WebhookRow; testDeliveryId: string } | null> {
+  return inTransaction(pool, async (client) => {
+    const { rows: live } = await run<{ n: number }>(
+      client,
+      sql`SELECT (SELECT count(*)::int FROM webhooks WHERE account_id = a.id AND deleted_at IS NULL) AS n
+            FROM accounts a WHERE a.id = ${input.accountId} FOR UPDATE`,
+    );
+    if ((live[0]?.n ?? 0) >= input.maxWebhooks) return null;
+    const now = new Date();
+    const { rows } = await run<WebhookRow>(
+      client,
+      sql`INSERT INTO webhooks (id, account_id, url, events, secret, created_at, updated_at)
+          VALUES (${newId("wh")}, ${input.accountId}, ${input.url}, ${input.events}::text[], ${input.secret}, ${now}, ${now})
+          RETURNING ${WEBHOOK_COLUMNS}`,
+    );
+    const webhook = rows[0];
+    const testDeliveryId = await addTestDelivery(client, input.accountId, webhook.id, input.queuePrefix, now);
+    return { webhook, testDeliveryId };
+  });
+}
+
+async function addTestDelivery(client: pg.PoolClient, accountId: string, webhookId: string, queuePrefix: string, now: Date): Promise<string> {
+  const id = newId("tst");
+  await run(
+    client,
+    sql`INSERT INTO test_deliveries (id, account_id, webhook_id, queue_prefix, created_at, updated_at)
+        VALUES (${id}, ${accountId}, ${webhookId}, ${queuePrefix}, ${now}, ${now})`,
+  );
+  await enqueue(client, queuePrefix, [{ jobName: JOB_NAMES.testDelivery, jobId: id, data: { testDeliveryId: id } }]);
+  return id;
+}
+
+/**
+ * Queues the test event of a live, enabled webhook again (the dashboard's "send test event").
+ * @returns the test delivery id, or null when there is no such enabled webhook
+ */
+export async function requestTestDelivery(pool: pg.Pool, accountId: string, webhookId: string, queuePrefix: string): Promise<string | null> {
+  return inTransaction(pool, async (client) => {
+    const { rows } = await run(
+      client,
+      sql`SELECT 1 FROM webhooks WHERE id = ${webhookId} AND account_id = ${accountId} AND deleted_at IS NULL AND status = 'enabled'`,
+    );
+    if (rows.length === 0) return null;
+    return addTestDelivery(client, accountId, webhookId, queuePrefix, new Date());
+  });
+}
+
+export interface WebhookChange {
+  url?: string;
+  events?: string[];
+  status?: "enabled" | "disabled";
+}
+
+/**
+ * Changes a live webhook (PATCH). Disabling (`disabled_reason: "manual"`) cancels its pending
+ * destinations in the same transaction: they get no further attempt (CONTRACT.md section 5).
+ * Enabling clears the reason and the auto-disable counters, also after an auto-disable. The
+ * secret is kept.
+ * @returns the changed webhook, or null when there is no such live webhook
+ */
+export async function changeWebhook(pool: pg.Pool, accountId: string, webhookId: string, change: WebhookChange): Promise<WebhookRow | null> {
+  const reason = change.status === "disabled" ? sql`'manual'` : sql`NULL`;
+  const statusChange =
+    change.status === undefined
+      ? sql``
+      : sql`, status = ${change.status}::"WebhookStatus",
+            disabled_reason = (CASE WHEN status::text = ${change.status} THEN disabled_reason ELSE ${reason} END)::"DisabledReason",
+            failing_since = (CASE WHEN ${change.status} = 'enabled' THEN NULL ELSE failing_since END),
+            failing_events = (CASE WHEN ${change.status} = 'enabled' THEN 0 ELSE failing_events END)`;
+  return inTransaction(pool, async (client) => {
+    const { rows } = await run<WebhookRow>(
+      client,
+      sql`UPDATE webhooks SET
+            url = coalesce(${change.url ?? null}, url),
+            events = coalesce(${change.events ?? null}::text[], events),
+            updated_at = now() ${statusChange}
+          WHERE id = ${webhookId} AND account_id = ${accountId} AND deleted_at IS NULL
+          RETURNING ${WEBHOOK_COLUMNS}`,
+    );
+    if (rows.length === 0) return null;
+    if (rows[0].status === "disabled") await run(client, cancelPendingOfWebhook(webhookId));
+    return rows[0];
+  });
+}
+
+/**
+ * Rotates a live webhook's secret (CONTRACT.md section 4): `newSecret` (stored form) signs from
+ * `graceSeconds` from now on; until then the secret that signs now goes on signing. A rotation
+ * during the grace period of another replaces the pending secret and keeps the one that signs.
+ * @returns when the new secret starts signing, or null when there is no such live webhook
+ */
+export async function rotateSecret(pool: pg.Pool, accountId: string, webhookId: string, newSecret: string, graceSeconds: number): Promise<Date | null> {
+  const { rows } = await run<{ secret_activates_at: Date }>(
+    pool,
+    sql`UPDATE webhooks SET
+          previous_secret = (CASE WHEN secret_activates_at > now() THEN previous_secret ELSE secret END),
+          secret = ${newSecret},
+          secret_activates_at = now() + make_interval(secs => ${graceSeconds}),
+          updated_at = now()
+        WHERE id = ${webhookId} AND account_id = ${accountId} AND deleted_at IS NULL
+        RETURNING secret_activates_at`,
+  );
+  return rows[0]?.secret_activates_at ?? null;
+}
+
+/**
+ * Auto-disable (CONTRACT.md section 4): disables an enabled webhook with `disabled_reason:
+ * "failing"` and cancels its pending destinations, in one transaction.
+ * @returns false when it was not enabled any more (disabled, deleted, or done by another dispatcher)
+ */
+export async function autoDisableWebhook(pool: pg.Pool, webhookId: string): Promise<boolean> {
+  return inTransaction(pool, async (client) => {
+    const { rowCount } = await run(
+      client,
+      sql`UPDATE webhooks SET status = 'disabled', disabled_reason = 'failing', updated_at = now()
+           WHERE id = ${webhookId} AND status = 'enabled' AND deleted_at IS NULL`,
+    );
+    if (!rowCount) return false;
+    await run(client, cancelPendingOfWebhook(webhookId));
+    return true;
+  });
+}
+
+/**
+ * Rewrites every stored secret that `reencrypt` changes (the command that moves all secrets to
+ * the first key of SECRET_ENCRYPTION_KEYS), `batchSize` webhooks at a time; each row is only
+ * written if it was not changed meanwhile. Returns how many webhooks were rewritten.
+ */
+export async function reencryptSecrets(pool: pg.Pool, reencrypt: (stored: string) => string | null, batchSize = 500): Promise<number> {
+  let after = "";
+  let total = 0;
+  for (;;) {
+    const { rows } = await run<{ id: string; secret: string; previous_secret: string | null }>(
+      pool,
+      sql`SELECT id, secret, previous_secret FROM webhooks WHERE id > ${after} ORDER BY id LIMIT ${batchSize}`,
+    );
+    for (const row of rows) {
+      const secret = reencrypt(row.secret);
+      const previous = row.previous_secret === null ? null : reencrypt(row.previous_secret);
+      if (secret === null && previous === null) continue;
+      const { rowCount } = await run(
+        pool,
+        sql`UPDATE webhooks SET secret = ${secret ?? row.secret}, previous_secret = ${previous ?? row.previous_secret}
+             WHERE id = ${row.id} AND secret = ${row.secret} AND previous_secret IS NOT DISTINCT FROM ${row.previous_secret}`,
+      );
+      total += rowCount ?? 0;
+    }
+    if (rows.length < batchSize) return total;
+    after = rows[rows.length - 1].id;
+  }
+}
+
+/**
+ * Soft-deletes a live webhook: it answers 404 from now on, its history stays readable, and its
+ * pending destinations are cancelled.
+ * @returns false when there is no such live webhook
+ */
+export async function deleteWebhook(pool: pg.Pool, accountId: string, webhookId: string): Promise<boolean> {
+  return inTransaction(pool, async (client) => {
+    const { rowCount } = await run(
+      client,
+      sql`UPDATE webhooks SET deleted_at = now(), status = 'disabled', updated_at = now()
+           WHERE id = ${webhookId} AND account_id = ${accountId} AND deleted_at IS NULL`,
+    );
+    if (!rowCount) return false;
+    await run(client, cancelPendingOfWebhook(webhookId));
+    return true;
+  });
+}

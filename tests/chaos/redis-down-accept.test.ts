@@ -1,0 +1,71 @@
+import { verifySignature } from "@mailhooks/signing";
+import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
+import { apiAs, createHook, deliveryRows, eventOf, startHookReceiver } from "../support/hooks.js";
+import { killAll, removeMaintenanceQueue, startDispatcher, waitForOutput } from "./support/processes.js";
+import { startThrowawayRedis, type ThrowawayRedis } from "./support/redis-server.js";
+
+/**
+ * CONTRACT.md section 5, "Accepted means delivered": with Redis down, every accept path answers
+ * 201/202 (a webhook with its test event, an event, a raw message, a batch, a replay), because
+ * acceptance is one PostgreSQL transaction with outbox rows; once Redis is back, the dispatcher's
+ * relay (which kept retrying) queues the work, and each piece arrives once, signed.
+ *
+ * Redis is a throwaway redis-server of this test, stopped and started again; never the system one.
+ */
+describe("accepted while Redis is down, delivered once it is back", () => {
+  let redisServer: ThrowawayRedis;
+  let stack: Stack;
+
+  beforeAll(async () => {
+    redisServer = await startThrowawayRedis();
+    stack = await startStack({ env: { REDIS_URL: redisServer.url }, dispatcher: false });
+  });
+  afterAll(async () => {
+    await killAll();
+    if (stack) await removeMaintenanceQueue(stack.prefix, redisServer.url).catch(() => undefined);
+    await stack?.close();
+    await redisServer?.destroy();
+  });
+
+  test("webhook + test event, event, raw message, batch and replay: 201/202 while down, each delivered once after", async () => {
+    const dispatcher = startDispatcher("dispatcher", { REDIS_URL: redisServer.url, QUEUE_PREFIX: stack.prefix, LOG_LEVEL: "info" });
+    await waitForOutput(dispatcher, "dispatcher started");
+    await redisServer.stop();
+    const ready = await apiAs(stack, null, "GET", "/readyz");
+    expect([ready.status, ready.body.checks]).toEqual([200, { postgres: "ok", redis: "unavailable" }]);
+
+    const hr = await startHookReceiver(stack);
+    const hook = await createHook(stack, hr, "/down", ["message.sent", "message.received"]);
+    expect(hook.body.secret).toMatch(/^whsec_/);
+    const single = await stack.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
+    expect(single.status).toBe(201);
+    const raw = "From: a@example.com\r\nTo: inbox@example.net\r\nSubject: hi\r\nMessage-ID: <down-1@example.com>\r\n\r\nbody\r\n";
+    const inbound = await stack.api("POST", "/v1/inboxes/inbox@example.net/messages", raw, { "content-type": "message/rfc822" });
+    expect(inbound.status).toBe(201);
+    const batch = await stack.api("POST", "/v1/events/batch", {
+      events: [
+        { event_type: "message.sent", data: sampleData("message.sent") },
+        { event_type: "message.sent", data: sampleData("message.sent") },
+      ],
+    });
+    expect(batch.status).toBe(201);
+    const replay = await stack.api("POST", `/v1/events/${single.body.event_id}/replay`);
+    expect(replay.status).toBe(202);
+    const eventIds = [single.body.event_id, inbound.body.event_id, ...batch.body.data.map((e: any) => e.event_id)];
+    // Nothing can have been sent yet.
+    expect(hr.receiver.arrivals).toHaveLength(0);
+
+    await redisServer.start();
+    // 1 test event + 4 events + 1 replay.
+    const arrivals = await hr.receiver.waitFor((a) => a.length >= 6, 30_000);
+    for (const id of eventIds) await waitUntil(() => stack.api("GET", `/v1/events/${id}`), (r) => r.body.status === "delivered", 10_000);
+    // Bounded absence check: nothing arrives twice.
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(arrivals).toHaveLength(6);
+    expect(arrivals.map(eventOf).sort()).toEqual(["message.received", "message.sent", "message.sent", "message.sent", "message.sent", "webhook.test"]);
+    for (const a of arrivals) expect(verifySignature({ secret: hook.secret, timestamp: a.timestamp, signature: a.signature, body: a.body })).toBe(true);
+    const rows = await deliveryRows(stack, { webhook_id: hook.id });
+    expect(rows.map((r) => r.trigger).sort()).toEqual(["initial", "initial", "initial", "initial", "replay", "test"]);
+    expect(dispatcher.running()).toBe(true);
+  });
+});

@@ -1,0 +1,72 @@
+import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
+import { createHook, startHookReceiver } from "../support/hooks.js";
+import { freePort, killAll, removeMaintenanceQueue, startApiProcess, startDispatcher, waitForOutput } from "./support/processes.js";
+
+/**
+ * Replicas share the work (issues "Accepted means delivered" and "Fast and flat"): two API
+ * processes and two dispatcher processes on one database and one Redis take 10,000 events (a
+ * hundred batches, alternately to each API); every destination is relayed once (the relays'
+ * counters add up to the outbox rows), each delivered once (one attempt row per destination, no
+ * job run twice: the attempt counters add up too), and none is lost.
+ */
+const EVENTS = 10_000;
+
+async function metric(port: number, pattern: RegExp): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return [...text.matchAll(new RegExp(pattern.source, "gm"))].reduce((sum, m) => sum + Number(m[1]), 0);
+}
+
+describe("two APIs and two dispatchers", () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({ dispatcher: false });
+  });
+  afterAll(async () => {
+    await killAll();
+    if (stack) await removeMaintenanceQueue(stack.prefix);
+    await stack?.close();
+  });
+
+  test(`${EVENTS} events: relayed once, delivered once each, none lost`, async () => {
+    const acct = await stack.newAccount();
+    const hr = await startHookReceiver(stack);
+    const hook = await createHook(acct, hr, "/replicas", ["message.sent"]);
+    const apiPorts = [await freePort(), await freePort()];
+    const metricsPorts = [await freePort(), await freePort()];
+    const apis = apiPorts.map((port, i) => startApiProcess(`api-${i}`, { PORT: String(port), QUEUE_PREFIX: stack.prefix, LOG_LEVEL: "info", RATE_LIMIT_PER_MINUTE: "0" }));
+    const dispatchers = metricsPorts.map((port, i) => startDispatcher(`dispatcher-${i}`, { METRICS_PORT: String(port), QUEUE_PREFIX: stack.prefix, LOG_LEVEL: "info" }));
+    await Promise.all([...apis.map((a) => waitForOutput(a, "api listening")), ...dispatchers.map((d) => waitForOutput(d, "dispatcher started"))]);
+
+    const ids: string[] = [];
+    for (let batch = 0; batch < EVENTS / 100; batch++) {
+      const res = await fetch(`http://127.0.0.1:${apiPorts[batch % 2]}/v1/events/batch`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${acct.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ events: Array.from({ length: 100 }, () => ({ event_type: "message.sent", data: sampleData("message.sent") })) }),
+      });
+      expect(res.status).toBe(201);
+      ids.push(...((await res.json()) as any).data.map((e: any) => e.event_id));
+    }
+    // 1 test event + one per event; counted cheaply at each arrival.
+    await hr.receiver.waitFor((a) => a.length >= EVENTS + 1, 240_000);
+    await waitUntil(() => stack.prisma.event.count({ where: { accountId: acct.accountId, status: "delivered" } }), (n) => n === EVENTS, 30_000, 250);
+
+    const arrivals = hr.receiver.arrivals.filter((a) => a.path === "/replicas" && a.event === "message.sent");
+    expect(arrivals).toHaveLength(EVENTS);
+    expect(new Set(arrivals.map((a) => a.messageId)).size).toBe(EVENTS);
+    expect(arrivals.every((a) => a.verified)).toBe(true);
+    const rows = await stack.pool.query(
+      "SELECT count(*)::int AS n, count(DISTINCT destination_id)::int AS d FROM deliveries WHERE webhook_id = $1 AND trigger = 'initial'",
+      [hook.id],
+    );
+    expect(rows.rows[0]).toEqual({ n: EVENTS, d: EVENTS });
+    expect((await stack.pool.query("SELECT count(*)::int AS n FROM outbox WHERE queue_prefix = $1", [stack.prefix])).rows[0].n).toBe(0);
+
+    const relayed = await Promise.all(metricsPorts.map((port) => metric(port, /^webhook_outbox_relayed_total (\d+)/)));
+    const attempts = await Promise.all(metricsPorts.map((port) => metric(port, /^webhook_delivery_attempts_total\{[^}]*\} (\d+)/)));
+    console.log(`replicas: relayed ${relayed.join(" + ")}, attempts ${attempts.join(" + ")} (dispatcher 0 + 1)`);
+    expect(relayed[0] + relayed[1]).toBe(EVENTS + 1);
+    expect(attempts[0] + attempts[1]).toBe(EVENTS + 1);
+    expect(Math.min(...attempts)).toBeGreaterThan(0);
+  }, 400_000);
+});

@@ -1,0 +1,135 @@
+import { Queue } from "bullmq";
+import type { Redis } from "ioredis";
+import { createRedisConnection, QUEUE_NAMES } from "@mailhooks/queue";
+import { testRedisUrl } from "../support/env.js";
+import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
+import { createHook, deliveryRows, emailArrivals, expectError, expectValidation, startHookReceiver } from "../support/hooks.js";
+
+/**
+ * CONTRACT.md section 5, "Accepted means delivered": what an answer acknowledges exists and is
+ * delivered; the idempotency race; the batch; and a poison job (a deterministic failure after
+ * the request was sent) that must end after one request instead of re-sending forever.
+ */
+describe("accepting events", () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({ env: { DELIVERY_RETRY_DELAYS_MS: "200,200,200", DELIVERY_TIMEOUT_MS: "2000" } });
+  });
+  afterAll(() => stack.close());
+
+  test("20 concurrent requests with one Idempotency-Key: all name the same event, which exists and is delivered once", async () => {
+    const acct = await stack.newAccount();
+    const hr = await startHookReceiver(stack);
+    await createHook(acct, hr, "/race", ["message.sent"]);
+    const body = { event_type: "message.sent", data: sampleData("message.sent") };
+    const answers = await Promise.all(Array.from({ length: 20 }, () => acct.api("POST", "/v1/events", body, { "idempotency-key": "race-1" })));
+    expect(answers.map((a) => a.status).sort()).toEqual([...Array(19).fill(200), 201]);
+    const ids = new Set(answers.map((a) => a.body.event_id));
+    expect(ids.size).toBe(1);
+    const [eventId] = ids;
+    const detail = await waitUntil(() => acct.api("GET", `/v1/events/${eventId}`), (r) => r.status === 200 && r.body.status === "delivered");
+    expect(detail.body.destinations).toHaveLength(1);
+    expect(await stack.prisma.event.count({ where: { accountId: acct.accountId } })).toBe(1);
+    expect(emailArrivals(hr.receiver.arrivals, "/race")).toHaveLength(1);
+  });
+
+  test("POST /v1/events/batch: 201 with one summary per item in request order; delivered; item keys behave like the header", async () => {
+    const acct = await stack.newAccount();
+    const hr = await startHookReceiver(stack);
+    await createHook(acct, hr, "/batch", ["message.sent", "message.opened"]);
+    const items = [
+      { event_type: "message.sent", data: sampleData("message.sent"), idempotency_key: "b-1" },
+      { event_type: "message.opened", data: sampleData("message.opened"), occurred_at: "2026-11-20T10:00:00Z" },
+      { event_type: "message.clicked", data: sampleData("message.clicked") },
+    ];
+    const res = await acct.api("POST", "/v1/events/batch", { events: items });
+    expect(res.status).toBe(201);
+    expect(res.body.data.map((e: any) => [e.event_type, e.status])).toEqual([
+      ["message.sent", "pending"],
+      ["message.opened", "pending"],
+      // No webhook of the account takes clicks: delivered at once (CONTRACT.md section 5).
+      ["message.clicked", "delivered"],
+    ]);
+    expect(res.body.data[1].occurred_at).toBe("2026-11-20T10:00:00.000Z");
+    await hr.receiver.waitFor((a) => emailArrivals(a, "/batch").length === 2);
+
+    // The same key again: the first event in its place, nothing delivered again.
+    const again = await acct.api("POST", "/v1/events/batch", { events: [items[0], { event_type: "message.sent", data: sampleData("message.sent") }] });
+    expect(again.status).toBe(201);
+    expect(again.body.data[0].event_id).toBe(res.body.data[0].event_id);
+    expect(again.body.data[1].event_id).not.toBe(res.body.data[0].event_id);
+    await hr.receiver.waitFor((a) => emailArrivals(a, "/batch").length === 3);
+    // The same key with another body: 409, and nothing of that batch is stored.
+    const before = await stack.prisma.event.count({ where: { accountId: acct.accountId } });
+    const conflict = await acct.api("POST", "/v1/events/batch", {
+      events: [{ event_type: "message.sent", data: sampleData("message.sent") }, { ...items[0], data: sampleData("message.sent") }],
+    });
+    expectError(conflict, 409, "conflict");
+    expect(await stack.prisma.event.count({ where: { accountId: acct.accountId } })).toBe(before);
+  });
+
+  test("POST /v1/events/batch is all or nothing: one invalid item is 422 naming events.<i>.<path>, nothing stored", async () => {
+    const acct = await stack.newAccount();
+    const good = { event_type: "message.sent", data: sampleData("message.sent") };
+    const res = await acct.api("POST", "/v1/events/batch", {
+      events: [good, good, good, { event_type: "message.sent", data: sampleData("message.sent", { from: "not an address" }) }],
+    });
+    expectValidation(res, "events.3.data.from");
+    expectValidation(await acct.api("POST", "/v1/events/batch", { events: [good, { ...good, event_type: "message.nope" }] }), "events.1.event_type");
+    expectValidation(await acct.api("POST", "/v1/events/batch", { events: [] }), "events");
+    expectValidation(await acct.api("POST", "/v1/events/batch", { events: Array(501).fill(good) }), "events");
+    expectValidation(
+      await acct.api("POST", "/v1/events/batch", { events: [{ ...good, idempotency_key: "k" }, { ...good, idempotency_key: "k" }] }),
+      "events.1.idempotency_key",
+    );
+    expect(await stack.prisma.event.count({ where: { accountId: acct.accountId } })).toBe(0);
+  });
+});
+
+describe("a poison job: a deterministic failure after the request was sent", () => {
+  let stack: Stack;
+  let redis: Redis;
+  let deliveries: Queue;
+  const marker = `poison-${Date.now()}`;
+  beforeAll(async () => {
+    stack = await startStack({ env: { DELIVERY_RETRY_DELAYS_MS: "200,200,200" } });
+    redis = createRedisConnection(testRedisUrl(), "worker");
+    deliveries = new Queue(QUEUE_NAMES.deliveries, { connection: redis, prefix: stack.prefix });
+    // Recording an attempt to this webhook's URL fails, always, after the POST was made: what a
+    // bug or a constraint in the recording would do. Not an outage: nothing may postpone it.
+    await stack.pool.query(`
+      CREATE OR REPLACE FUNCTION "test_poison_${marker.replace(/-/g, "_")}"() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.url LIKE '%/${marker}' THEN RAISE EXCEPTION 'injected failure while recording'; END IF;
+        RETURN NEW;
+      END $$;
+      CREATE TRIGGER "test_poison_${marker.replace(/-/g, "_")}" BEFORE INSERT ON deliveries
+        FOR EACH ROW EXECUTE FUNCTION "test_poison_${marker.replace(/-/g, "_")}"();`);
+  });
+  afterAll(async () => {
+    const name = `test_poison_${marker.replace(/-/g, "_")}`;
+    await stack.pool.query(`DROP TRIGGER IF EXISTS "${name}" ON deliveries; DROP FUNCTION IF EXISTS "${name}"();`);
+    await deliveries.close();
+    await redis.quit();
+    await stack.close();
+  });
+
+  test("the job ends after one request: the destination fails, the job fails for good, nothing is sent again", async () => {
+    const acct = await stack.newAccount();
+    const hr = await startHookReceiver(stack);
+    const hook = await createHook(acct, hr, `/${marker}`, ["message.sent"]);
+    const posted = await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
+    const eventId = posted.body.event_id as string;
+    const [{ id: destinationId }] = await stack.prisma.destination.findMany({ where: { eventId }, select: { id: true } });
+
+    const detail = await waitUntil(() => acct.api("GET", `/v1/events/${eventId}`), (r) => r.body.status !== "pending", 10_000);
+    expect(detail.body.status).toBe("failed");
+    expect(detail.body.destinations).toEqual([{ webhook_id: hook.id, url: hook.url, status: "failed", attempts: 0 }]);
+    const job = await waitUntil(() => deliveries.getJob(destinationId), (j) => j?.failedReason !== undefined && j.failedReason !== null, 5_000);
+    expect(job?.failedReason).toMatch(/^failed for good: .*injected failure while recording/);
+    // Bounded absence check: a postponed job would come back within 1 s, a retry within 0.2 s.
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(emailArrivals(hr.receiver.arrivals, `/${marker}`)).toHaveLength(1);
+    expect(await deliveryRows(acct, { event_id: eventId })).toEqual([]);
+  });
+});
