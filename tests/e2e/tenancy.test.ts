@@ -201,9 +201,10 @@ describe("tenancy: another account's ids", () => {
     expect(await stack.prisma.webhook.findUniqueOrThrow({ where: { id: hookA.id } })).toMatchObject({
       accountId: a.accountId,
       url: hookA.url,
-      secret: hookA.secret,
       status: "enabled",
       deletedAt: null,
     });
+    // The secret is stored encrypted: read it back through the API.
+    expect((await a.api("GET", `/v1/webhooks/${hookA.id}/secret`)).body.secret).toBe(hookA.secret);
   });
 });

@@ -1,7 +1,7 @@
 import type { RequestHandler } from "express";
-import type { PrismaClient } from "@mailhooks/db";
+import type { KeyAuthenticator, Principal } from "@mailhooks/access";
 import { AppError } from "../errors.js";
-import { authenticateKey, type Principal } from "../services/api-keys.js";
+import type { FailureLimiter } from "./failure-limiter.js";
 
 declare module "express-serve-static-core" {
   interface Request {
@@ -9,14 +9,36 @@ declare module "express-serve-static-core" {
   }
 }
 
-/** Bearer authentication of every /v1 route (CONTRACT.md section 3): 401 unless the key is live. */
-export function requireApiKey(prisma: PrismaClient): RequestHandler {
+/**
+ * Bearer authentication of every /v1 route (CONTRACT.md section 3): 401 unless the key is live.
+ * A key authenticated before is recognised in memory (KeyAuthenticator). Anything else first
+ * meets the per-address limiter of requests without a valid key
+ * (UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE, a rolling minute): an address past it gets 429 with
+ * Retry-After before any key is looked up, so a flood of invented keys costs no PostgreSQL query. The client address
+ * is Express's `req.ip`, which believes X-Forwarded-For only under TRUST_PROXY.
+ */
+export function requireApiKey(options: { keys: KeyAuthenticator; failures: FailureLimiter | null; recordUsage: (keyId: string) => void }): RequestHandler {
+  const unauthorized = (message: string) => new AppError("unauthorized", message, undefined, { "WWW-Authenticate": "Bearer" });
   return async (req, _res, next) => {
-    const header = req.headers.authorization ?? "";
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!match) throw new AppError("unauthorized", "missing or malformed Authorization: Bearer <API_KEY> header", undefined, { "WWW-Authenticate": "Bearer" });
-    const principal = await authenticateKey(prisma, match[1]);
-    if (!principal) throw new AppError("unauthorized", "unknown or revoked API key", undefined, { "WWW-Authenticate": "Bearer" });
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "");
+    const presented = match?.[1];
+    let principal = presented ? options.keys.cached(presented) : undefined;
+    if (!principal) {
+      const address = req.ip ?? req.socket.remoteAddress ?? "unknown";
+      // The place is taken before the lookup: however many arrive at once, no more than the
+      // limit reach PostgreSQL.
+      // A key that authenticated recently (its cache entry expired) is looked up again without
+      // meeting the limit: a client sharing an address with a flood is not locked out.
+      const known = presented !== undefined && options.keys.knownValid(presented);
+      const wait = options.failures && !known ? await options.failures.reserve(address) : 0;
+      if (wait > 0) {
+        throw new AppError("rate_limited", `too many requests without a valid API key from this address; retry in ${wait} s`, undefined, { "Retry-After": String(wait) });
+      }
+      principal = (presented ? await options.keys.authenticate(presented) : null) ?? undefined;
+      if (!principal) throw unauthorized(presented ? "unknown or revoked API key" : "missing or malformed Authorization: Bearer <API_KEY> header");
+      if (!known) await options.failures?.release(address);
+    }
+    options.recordUsage(principal.apiKeyId);
     req.principal = principal;
     next();
   };

@@ -15,7 +15,13 @@ export interface Cursor {
 const LIMIT_MESSAGE = "must be an integer from 1 to 100";
 
 export const paginationShape = {
-  limit: z.coerce.number({ message: LIMIT_MESSAGE }).int(LIMIT_MESSAGE).min(1, LIMIT_MESSAGE).max(100, LIMIT_MESSAGE).default(50),
+  limit: z.coerce
+    .number({ message: LIMIT_MESSAGE })
+    .int(LIMIT_MESSAGE)
+    .min(1, LIMIT_MESSAGE)
+    .max(100, LIMIT_MESSAGE)
+    .default(50)
+    .meta({ description: "items per page, 1 to 100" }),
   cursor: z
     .string()
     .regex(/^[A-Za-z0-9_-]{1,200}$/, "is not a valid cursor")
@@ -27,7 +33,8 @@ export const paginationShape = {
       }
       return { at: new Date(Number(match[1])), id: match[2] };
     })
-    .optional(),
+    .optional()
+    .meta({ description: "the `next_cursor` of the previous page" }),
 };
 
 export function encodeCursor(at: Date, id: string): string {
@@ -80,8 +87,14 @@ export const isoTimestamp = z.iso
 
 /** Optional ISO 8601 bounds of a list: `since` inclusive, `until` exclusive. */
 export const timeWindowShape = {
-  since: isoTimestamp.transform((v) => new Date(v)).optional(),
-  until: isoTimestamp.transform((v) => new Date(v)).optional(),
+  since: isoTimestamp
+    .transform((v) => new Date(v))
+    .optional()
+    .meta({ description: "ISO 8601 time, inclusive lower bound" }),
+  until: isoTimestamp
+    .transform((v) => new Date(v))
+    .optional()
+    .meta({ description: "ISO 8601 time, exclusive upper bound" }),
 };
 
 /** Prisma `where` fragment for [since, until) on `field`. */

@@ -2,15 +2,16 @@ import { createHash } from "node:crypto";
 import { rateLimit } from "express-rate-limit";
 import { RedisStore, type RedisReply } from "rate-limit-redis";
 import type { RequestHandler } from "express";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "@mailhooks/queue";
 import { AppError } from "../errors.js";
 
 /**
- * Per-API-key rate limit shared by every API replica through Redis (one fixed one-minute
- * window per key). Over the limit: 429 `rate_limited` with `Retry-After` in seconds. While Redis
- * is unreachable the limiter lets requests through: those that need Redis answer 503 anyway.
+ * Per-account rate limit (RATE_LIMIT_PER_MINUTE, after authentication) shared by every API
+ * replica through Redis (one fixed one-minute window per account, whatever key it uses). Over
+ * the limit: 429 `rate_limited` with `Retry-After` in seconds. While Redis is unreachable the
+ * limiter lets requests through (accepting needs only PostgreSQL).
  */
-export function rateLimitPerKey(redis: Redis, prefix: string, perMinute: number): RequestHandler {
+export function rateLimitPerAccount(redis: RedisClient, prefix: string, perMinute: number): RequestHandler {
   if (perMinute === 0) return (_req, _res, next) => next();
   return rateLimit({
     windowMs: 60_000,
@@ -18,26 +19,38 @@ export function rateLimitPerKey(redis: Redis, prefix: string, perMinute: number)
     standardHeaders: "draft-7",
     legacyHeaders: false,
     passOnStoreError: true,
-    keyGenerator: (req) => req.principal?.apiKeyId ?? "anonymous",
+    keyGenerator: (req) => req.principal?.accountId ?? "anonymous",
     store: new RedisStore({
       prefix: `${prefix}:ratelimit:`,
-      sendCommand: (command: string, ...args: string[]) => {
-        // The store loads its Lua scripts once, when the app is built, and keeps the promise
-        // of their SHA for good: loaded before the connection is ready (always, at start-up)
-        // it would be a rejection, every later call would fail, and passOnStoreError would let
-        // every request through, i.e. no limit at all. Until Redis is ready, SCRIPT LOAD is
-        // answered with the SHA1 Redis itself would give; the store's NOSCRIPT path then loads
-        // the script on first use.
-        if (command.toUpperCase() === "SCRIPT" && args[0]?.toUpperCase() === "LOAD" && redis.status !== "ready") {
-          return Promise.resolve(createHash("sha1").update(args[1] ?? "", "utf8").digest("hex"));
-        }
-        return redis.call(command, ...args) as Promise<RedisReply>;
-      },
+      sendCommand: scriptsByText(redis),
     }),
     handler: (req, _res, next) => {
       const resetTime = (req as { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;
       const retryAfter = resetTime ? Math.max(1, Math.ceil((resetTime.getTime() - Date.now()) / 1000)) : 60;
-      next(new AppError("rate_limited", `too many requests for this API key; retry in ${retryAfter} s`, undefined, { "Retry-After": String(retryAfter) }));
+      next(new AppError("rate_limited", `too many requests for this account; retry in ${retryAfter} s`, undefined, { "Retry-After": String(retryAfter) }));
     },
   });
+}
+
+/**
+ * The store's command channel, with its Lua scripts sent by text. The store loads its scripts
+ * once (SCRIPT LOAD) and then runs them by SHA (EVALSHA). Both fail in ways that switch the limit
+ * off (passOnStoreError): loaded before the connection is ready (always, at start-up) the SHA
+ * promise would be a rejection kept for good; and on a Redis Cluster the script is loaded on one
+ * node while EVALSHA goes to the node of its key (NOSCRIPT). So SCRIPT LOAD is answered here with
+ * the SHA1 Redis would give, the script kept, and EVALSHA sent as EVAL with the script's text (a
+ * few hundred bytes), which any node runs.
+ */
+function scriptsByText(redis: RedisClient) {
+  const scripts = new Map<string, string>();
+  return (command: string, ...args: string[]): Promise<RedisReply> => {
+    const name = command.toUpperCase();
+    if (name === "SCRIPT" && args[0]?.toUpperCase() === "LOAD") {
+      const sha = createHash("sha1").update(args[1] ?? "", "utf8").digest("hex");
+      scripts.set(sha, args[1] ?? "");
+      return Promise.resolve(sha);
+    }
+    if (name === "EVALSHA" && scripts.has(args[0])) return redis.call("EVAL", scripts.get(args[0])!, ...args.slice(1)) as Promise<RedisReply>;
+    return redis.call(command, ...args) as Promise<RedisReply>;
+  };
 }

@@ -10,6 +10,9 @@ import {
   createWebhookSchema,
   deleteWebhook,
   findWebhook,
+  getWebhookSecret,
+  rotateSecretSchema,
+  rotateWebhookSecret,
   listWebhooks,
   toWebhookView,
   updateWebhook,
@@ -18,7 +21,7 @@ import {
 
 export const resourceId = z.string().max(100).refine(hasNoNul, NO_NUL_MESSAGE);
 
-const listQuery = z.strictObject(paginationShape);
+export const listQuery = z.strictObject(paginationShape);
 
 /** /v1/webhooks (CONTRACT.md section 4). */
 export function webhooksRouter(deps: ApiDeps): Router {
@@ -49,9 +52,14 @@ export function webhooksRouter(deps: ApiDeps): Router {
     res.json(toWebhookView(webhook));
   });
 
+  router.post("/:id/secret/rotate", ...requireJson({ optional: true }), async (req, res) => {
+    const id = parseOrThrow(resourceId, req.params.id, "id");
+    const { grace_seconds } = parseOrThrow(rotateSecretSchema, req.body ?? {});
+    res.json(await rotateWebhookSecret(deps, principalOf(req).accountId, id, grace_seconds));
+  });
+
   router.get("/:id/secret", async (req, res) => {
-    const webhook = await findWebhook(deps, principalOf(req).accountId, parseOrThrow(resourceId, req.params.id, "id"));
-    res.json({ secret: webhook.secret });
+    res.json({ secret: await getWebhookSecret(deps, principalOf(req).accountId, parseOrThrow(resourceId, req.params.id, "id")) });
   });
 
   return router;

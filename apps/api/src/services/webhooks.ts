@@ -1,11 +1,13 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { newId, type Webhook } from "@mailhooks/db";
+import type { Webhook } from "@mailhooks/db";
+import { changeWebhook, deleteWebhook as deleteWebhookState, registerWebhook, rotateSecret, type WebhookRow } from "@mailhooks/delivery-state";
 import { EVENT_TYPES } from "@mailhooks/events";
 import { checkDestinationUrl } from "@mailhooks/url-policy";
-import { requireQueue, type ApiDeps } from "../deps.js";
+import type { ApiDeps } from "../deps.js";
 import { AppError, notFound } from "../errors.js";
 import { afterCursor, newestFirst, toPage, type Cursor, type Page } from "../http/pagination.js";
+import type { RotatedSecretView, WebhookView, WebhookWithSecretView } from "../views/webhooks.js";
 
 /** Webhook registration (spec "Webhook registration"; CONTRACT.md section 4). */
 
@@ -31,27 +33,48 @@ export const httpsUrl = z
     } catch {
       return true;
     }
-  }, "must not carry credentials");
+  }, "must not carry credentials")
+  .meta({ format: "uri", description: "an absolute https:// URL without credentials, at most 2048 characters", example: "https://example.com/hooks/email" });
 
 export const webhookEvents = z
   .array(z.enum(EVENT_TYPES, { message: `must be one of ${EVENT_TYPES.join(", ")}` }), { message: "must be an array of event types" })
   .min(1, "must list at least one event type")
-  .transform((events) => [...new Set(events)]);
+  .transform((events) => [...new Set(events)])
+  .meta({ description: "the event kinds to deliver (at least one; repeats are ignored)" });
 
 export const createWebhookSchema = z.strictObject({ url: httpsUrl, events: webhookEvents });
 export type CreateWebhookInput = z.infer<typeof createWebhookSchema>;
 
-export interface WebhookView {
-  id: string;
-  url: string;
-  events: string[];
-  status: string;
-  created_at: string;
-  updated_at: string;
+export type { WebhookView };
+
+/** `secret_activates_at` of a view: only a pending rotation is shown. */
+const pendingActivation = (at: Date | null) => (at && at.getTime() > Date.now() ? at.toISOString() : null);
+
+export function toWebhookView(w: Pick<Webhook, "id" | "url" | "events" | "status" | "disabledReason" | "secretActivatesAt" | "createdAt" | "updatedAt">): WebhookView {
+  return {
+    id: w.id,
+    url: w.url,
+    events: w.events as WebhookView["events"],
+    status: w.status,
+    disabled_reason: w.status === "disabled" ? ((w.disabledReason as WebhookView["disabled_reason"]) ?? "manual") : null,
+    secret_activates_at: pendingActivation(w.secretActivatesAt),
+    created_at: w.createdAt.toISOString(),
+    updated_at: w.updatedAt.toISOString(),
+  };
 }
 
-export function toWebhookView(w: Webhook): WebhookView {
-  return { id: w.id, url: w.url, events: w.events, status: w.status, created_at: w.createdAt.toISOString(), updated_at: w.updatedAt.toISOString() };
+/** The view of a row written by @mailhooks/delivery-state. */
+function rowView(w: WebhookRow): WebhookView {
+  return toWebhookView({
+    id: w.id,
+    url: w.url,
+    events: w.events as WebhookView["events"],
+    status: w.status,
+    disabledReason: w.disabled_reason,
+    secretActivatesAt: w.secret_activates_at,
+    createdAt: w.created_at,
+    updatedAt: w.updated_at,
+  });
 }
 
 /** A webhook secret: 32 bytes from the CSPRNG, base64url, with a recognizable prefix. */
@@ -72,23 +95,27 @@ export function assertDeliverableUrl(deps: ApiDeps, url: string, path: string): 
 }
 
 /**
- * Registers a webhook and queues its test event. Redis is checked first so that a webhook is not
- * created whose test event could not be queued.
+ * Registers a webhook with its test event: both committed in one transaction (with the test
+ * delivery's outbox row), so the answer that shows the secret follows a webhook that will get
+ * its test event, whatever Redis is doing.
  * @throws AppError validation_error (blocked address), conflict (MAX_WEBHOOKS_PER_ACCOUNT reached)
  */
-export async function createWebhook(deps: ApiDeps, accountId: string, input: CreateWebhookInput): Promise<WebhookView & { secret: string }> {
+export async function createWebhook(deps: ApiDeps, accountId: string, input: CreateWebhookInput): Promise<WebhookWithSecretView> {
   assertDeliverableUrl(deps, input.url, "url");
-  requireQueue(deps);
-  const live = await deps.prisma.webhook.count({ where: { accountId, deletedAt: null } });
-  if (live >= deps.config.MAX_WEBHOOKS_PER_ACCOUNT) {
+  const secret = generateSecret();
+  const registered = await registerWebhook(deps.pool, {
+    accountId,
+    queuePrefix: deps.config.QUEUE_PREFIX,
+    url: input.url,
+    events: input.events,
+    secret: deps.keyring.encrypt(secret),
+    maxWebhooks: deps.config.MAX_WEBHOOKS_PER_ACCOUNT,
+  });
+  if (!registered) {
     throw new AppError("conflict", `the account already has the maximum of ${deps.config.MAX_WEBHOOKS_PER_ACCOUNT} webhooks; delete one first`);
   }
-  const webhook = await deps.prisma.webhook.create({
-    data: { id: newId("wh"), accountId, url: input.url, events: input.events, secret: generateSecret() },
-  });
-  await deps.queue.addTestDelivery({ webhookId: webhook.id, accountId });
-  const view = toWebhookView(webhook);
-  return { id: view.id, url: view.url, events: view.events, secret: webhook.secret, status: view.status, created_at: view.created_at, updated_at: view.updated_at };
+  const view = rowView(registered.webhook);
+  return { ...view, secret };
 }
 
 /** A live (not deleted) webhook of the account. @throws AppError not_found */
@@ -96,6 +123,41 @@ export async function findWebhook(deps: ApiDeps, accountId: string, webhookId: s
   const webhook = await deps.prisma.webhook.findFirst({ where: { id: webhookId, accountId, deletedAt: null } });
   if (!webhook) throw notFound("webhook");
   return webhook;
+}
+
+/**
+ * The secret of a live webhook of the account (GET /v1/webhooks/{id}/secret): the newest one,
+ * which signs from `secret_activates_at` on after a rotation. Stored encrypted; decrypted here
+ * only. @throws AppError not_found
+ */
+export async function getWebhookSecret(deps: ApiDeps, accountId: string, webhookId: string): Promise<string> {
+  return deps.keyring.decrypt((await findWebhook(deps, accountId, webhookId)).secret);
+}
+
+/** The longest grace period of a rotation, in seconds (7 days). */
+export const MAX_GRACE_SECONDS = 604_800;
+
+export const rotateSecretSchema = z.strictObject({
+  grace_seconds: z
+    .number({ message: "must be a number of seconds" })
+    .int("must be a whole number of seconds")
+    .min(0, `must be from 0 to ${MAX_GRACE_SECONDS}`)
+    .max(MAX_GRACE_SECONDS, `must be from 0 to ${MAX_GRACE_SECONDS}`)
+    .default(86_400)
+    .meta({ description: "seconds during which the previous secret goes on signing (default one day; 0 switches at once)" }),
+});
+
+/**
+ * Rotates a webhook's secret (CONTRACT.md section 4): a new secret signs every request from
+ * `activates_at` (now + `grace_seconds`) on; until then the previous one goes on signing, so a
+ * receiver can install the new one first. The wire format stays one `sha256=` signature.
+ * @throws AppError not_found
+ */
+export async function rotateWebhookSecret(deps: ApiDeps, accountId: string, webhookId: string, graceSeconds: number): Promise<RotatedSecretView> {
+  const secret = generateSecret();
+  const activatesAt = await rotateSecret(deps.pool, accountId, webhookId, deps.keyring.encrypt(secret), graceSeconds);
+  if (!activatesAt) throw notFound("webhook");
+  return { secret, activates_at: activatesAt.toISOString() };
 }
 
 export const updateWebhookSchema = z.strictObject({
@@ -116,25 +178,18 @@ export async function listWebhooks(deps: ApiDeps, accountId: string, page: { lim
 }
 
 /**
- * Changes url, events or status. The secret is kept and no test event is sent. A disabled
- * webhook gets no new deliveries, and its scheduled retries are dropped when they come due.
+ * Changes url, events or status. The secret is kept and no test event is sent. Disabling ends
+ * the webhook's pending destinations as `cancelled`: they get no further attempt.
  * @throws AppError not_found
  */
 export async function updateWebhook(deps: ApiDeps, accountId: string, webhookId: string, input: UpdateWebhookInput): Promise<WebhookView> {
   if (input.url !== undefined) assertDeliverableUrl(deps, input.url, "url");
-  const result = await deps.prisma.webhook.updateManyAndReturn({
-    where: { id: webhookId, accountId, deletedAt: null },
-    data: { ...input, updatedAt: new Date() },
-  });
-  if (result.length === 0) throw notFound("webhook");
-  return toWebhookView(result[0]);
+  const row = await changeWebhook(deps.pool, accountId, webhookId, input);
+  if (!row) throw notFound("webhook");
+  return rowView(row);
 }
 
-/** Soft-deletes: the webhook answers 404 from now on; its history stays readable. @throws AppError not_found */
+/** Soft-deletes: the webhook answers 404 from now on; its history stays readable; its pending destinations are cancelled. @throws AppError not_found */
 export async function deleteWebhook(deps: ApiDeps, accountId: string, webhookId: string): Promise<void> {
-  const result = await deps.prisma.webhook.updateMany({
-    where: { id: webhookId, accountId, deletedAt: null },
-    data: { deletedAt: new Date(), status: "disabled" },
-  });
-  if (result.count === 0) throw notFound("webhook");
+  if (!(await deleteWebhookState(deps.pool, accountId, webhookId))) throw notFound("webhook");
 }

@@ -30,6 +30,9 @@ export interface Principal {
 
 const KEY_PATTERN = /^(whk_[0-9a-f]{12})_[A-Za-z0-9_-]{43}$/;
 
+/** True when `presented` has the shape of a key (checked before any lookup). */
+export const isWellFormedKey = (presented: string) => KEY_PATTERN.test(presented);
+
 const sha256 = (value: string) => createHash("sha256").update(value, "utf8").digest();
 
 /** Issues a key for the account named `accountName`, creating the account when new. */
@@ -81,4 +84,19 @@ export async function authenticateKey(prisma: PrismaClient, presented: string): 
   const actual = sha256(presented);
   if (expected.length !== actual.length || !timingSafeEqual(expected, actual)) return null;
   return { apiKeyId: row.id, accountId: row.accountId };
+}
+
+/**
+ * Records that key `keyId` was used (`api_keys.last_used_at`), at most once a minute per key per
+ * process; never delays the request, and a failure to write is ignored (it is bookkeeping).
+ */
+export function createUsageRecorder(prisma: PrismaClient, everyMs = 60_000): (keyId: string) => void {
+  const lastWrite = new Map<string, number>();
+  return (keyId) => {
+    const now = Date.now();
+    if ((lastWrite.get(keyId) ?? 0) > now - everyMs) return;
+    lastWrite.set(keyId, now);
+    if (lastWrite.size > 100_000) lastWrite.clear();
+    prisma.$executeRaw`UPDATE api_keys SET last_used_at = now() WHERE id = ${keyId}`.catch(() => lastWrite.delete(keyId));
+  };
 }

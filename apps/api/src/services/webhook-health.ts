@@ -1,0 +1,100 @@
+import { requestTestDelivery } from "@mailhooks/delivery-state";
+import type { ApiDeps } from "../deps.js";
+import { AppError } from "../errors.js";
+import { findWebhook } from "./webhooks.js";
+
+/**
+ * What the dashboard shows about a webhook beyond its registration: its last attempt, its
+ * success rate over the last 24 hours, and its test event (CONTRACT.md sections 4 and 6).
+ * Reads only; asking for the test event again goes through @mailhooks/delivery-state.
+ */
+
+export interface AttemptOutcome {
+  at: string;
+  trigger: string;
+  response_status: number | null;
+  error: string | null;
+  ok: boolean;
+}
+
+export interface WebhookHealth {
+  /** The webhook's newest delivery attempt of any trigger, or null before the first. */
+  last_outcome: AttemptOutcome | null;
+  /** Attempts of the last 24 hours, and how many got a 2xx. */
+  last_24h: { attempts: number; succeeded: number };
+}
+
+const ok = (status: number | null) => status !== null && status >= 200 && status < 300;
+
+/** Health of each of the account's `webhookIds` (ids of other accounts get an empty health). */
+export async function webhookHealth(deps: ApiDeps, accountId: string, webhookIds: string[]): Promise<Map<string, WebhookHealth>> {
+  const health = new Map<string, WebhookHealth>(webhookIds.map((id) => [id, { last_outcome: null, last_24h: { attempts: 0, succeeded: 0 } }]));
+  if (webhookIds.length === 0) return health;
+  const [last, counts] = await Promise.all([
+    deps.prisma.$queryRaw<{ webhook_id: string; created_at: Date; trigger: string; response_status: number | null; error: string | null }[]>`
+      SELECT w.id AS webhook_id, d.created_at, d.trigger::text AS trigger, d.response_status, d.error
+        FROM unnest(${webhookIds}::text[]) AS w(id)
+        JOIN LATERAL (SELECT created_at, trigger, response_status, error FROM deliveries
+                       WHERE webhook_id = w.id AND account_id = ${accountId}
+                       ORDER BY created_at DESC, id DESC LIMIT 1) d ON true`,
+    deps.prisma.$queryRaw<{ webhook_id: string; attempts: number; succeeded: number }[]>`
+      SELECT webhook_id, count(*)::int AS attempts, count(*) FILTER (WHERE response_status BETWEEN 200 AND 299)::int AS succeeded
+        FROM deliveries
+       WHERE webhook_id = ANY(${webhookIds}::text[]) AND account_id = ${accountId} AND created_at > now() - interval '24 hours'
+       GROUP BY webhook_id`,
+  ]);
+  for (const row of last) {
+    health.get(row.webhook_id)!.last_outcome = {
+      at: row.created_at.toISOString(),
+      trigger: row.trigger,
+      response_status: row.response_status,
+      error: row.error,
+      ok: ok(row.response_status),
+    };
+  }
+  for (const row of counts) health.get(row.webhook_id)!.last_24h = { attempts: row.attempts, succeeded: row.succeeded };
+  return health;
+}
+
+export interface TestEventOutcome {
+  test_delivery_id: string;
+  /** `pending` until its one attempt is recorded, then `delivered` or `failed`. */
+  status: string;
+  requested_at: string;
+  /** The attempt, once made. */
+  attempt: { at: string; response_status: number | null; error: string | null; duration_ms: number } | null;
+}
+
+/** The newest test event of a live webhook of the account, or null if none was ever sent. @throws AppError not_found */
+export async function latestTestEvent(deps: ApiDeps, accountId: string, webhookId: string): Promise<TestEventOutcome | null> {
+  await findWebhook(deps, accountId, webhookId);
+  const rows = await deps.prisma.$queryRaw<
+    { id: string; status: string; created_at: Date; attempted_at: Date | null; response_status: number | null; error: string | null; duration_ms: number | null }[]
+  >`
+    SELECT t.id, t.status::text AS status, t.created_at, d.created_at AS attempted_at, d.response_status, d.error, d.duration_ms
+      FROM test_deliveries t LEFT JOIN deliveries d ON d.test_delivery_id = t.id
+     WHERE t.webhook_id = ${webhookId} AND t.account_id = ${accountId}
+     ORDER BY t.created_at DESC, t.id DESC LIMIT 1`;
+  const row = rows[0];
+  if (!row) return null;
+  return {
+    test_delivery_id: row.id,
+    status: row.status,
+    requested_at: row.created_at.toISOString(),
+    attempt: row.attempted_at
+      ? { at: row.attempted_at.toISOString(), response_status: row.response_status, error: row.error, duration_ms: row.duration_ms ?? 0 }
+      : null,
+  };
+}
+
+/**
+ * Sends a live, enabled webhook's test event again (CONTRACT.md section 6: one attempt, no retry).
+ * @returns the test delivery id
+ * @throws AppError not_found (no such live webhook), conflict (the webhook is disabled)
+ */
+export async function sendTestEvent(deps: ApiDeps, accountId: string, webhookId: string): Promise<string> {
+  const id = await requestTestDelivery(deps.pool, accountId, webhookId, deps.config.QUEUE_PREFIX);
+  if (id) return id;
+  await findWebhook(deps, accountId, webhookId);
+  throw new AppError("conflict", "the webhook is disabled: enable it to send it a test event");
+}

@@ -1,0 +1,111 @@
+import { createHash } from "node:crypto";
+import type { PrismaClient } from "@mailhooks/db";
+import { authenticateKey, isWellFormedKey, type Principal } from "./api-keys.js";
+
+/**
+ * Authentication without a PostgreSQL query per request. A key that authenticated is kept for
+ * `ttlMs`; a key that did not is remembered as unknown for `negativeTtlMs`, so a client that
+ * repeats a bad key costs no query either. Keys are held by their SHA-256 only. Every change to
+ * a key is announced by PostgreSQL (`api_keys_changed`, see the api_keys_notify trigger): the
+ * caller passes those notifications to `forget`, which drops the key (and every negative entry,
+ * since a new key is about to exist), so a revocation ends a cached key within the notification's
+ * delay; `ttlMs` only bounds staleness if a notification is missed, and the listener empties the
+ * whole cache each time it (re)connects.
+ */
+export interface KeyAuthenticator {
+  /** The principal of a key authenticated before and still cached: no I/O. */
+  cached(presented: string): Principal | undefined;
+  /** True for a key that authenticated within the last day and was not revoked since (its
+   * cache entry may have expired): such a key is not an anonymous guess. No I/O. */
+  knownValid(presented: string): boolean;
+  /** The principal of `presented`, from the caches or from PostgreSQL; null for a key that is
+   * malformed, unknown or revoked. */
+  authenticate(presented: string): Promise<Principal | null>;
+  /** Drops the cached entries of key `keyId` and every negative entry; everything when omitted. */
+  forget(keyId?: string): void;
+  /** How many lookups reached PostgreSQL so far. */
+  readonly lookups: number;
+}
+
+export interface KeyCacheOptions {
+  /** How long an authenticated key is trusted without a query, in ms. */
+  ttlMs?: number;
+  /** How long an unknown key is answered 401 without a query, in ms. */
+  negativeTtlMs?: number;
+  /** Entries per cache; the oldest go first beyond it. */
+  maxEntries?: number;
+  /** Called once per PostgreSQL lookup (a metric). */
+  onLookup?: () => void;
+}
+
+/** How long a key that authenticated is known as a real key (not an anonymous guess). */
+const RECENT_MS = 86_400_000;
+
+const digest = (key: string) => createHash("sha256").update(key, "utf8").digest("hex");
+
+/** A Map that forgets its oldest entry past `max` (Maps iterate in insertion order). */
+function bounded<V>(max: number) {
+  const map = new Map<string, V>();
+  return {
+    map,
+    set(key: string, value: V) {
+      map.delete(key);
+      map.set(key, value);
+      if (map.size > max) map.delete(map.keys().next().value!);
+    },
+  };
+}
+
+export function createKeyAuthenticator(prisma: PrismaClient, options: KeyCacheOptions = {}): KeyAuthenticator {
+  const ttlMs = options.ttlMs ?? 60_000;
+  const negativeTtlMs = options.negativeTtlMs ?? 60_000;
+  const positive = bounded<{ principal: Principal; until: number }>(options.maxEntries ?? 10_000);
+  const recent = bounded<{ keyId: string; until: number }>(options.maxEntries ?? 10_000);
+  const negative = bounded<number>(options.maxEntries ?? 10_000);
+  let lookups = 0;
+
+  const cachedByDigest = (hash: string) => {
+    const hit = positive.map.get(hash);
+    if (hit && hit.until > Date.now()) return hit.principal;
+    if (hit) positive.map.delete(hash);
+    return undefined;
+  };
+
+  return {
+    cached: (presented) => (isWellFormedKey(presented) ? cachedByDigest(digest(presented)) : undefined),
+    knownValid(presented) {
+      if (!isWellFormedKey(presented)) return false;
+      const entry = recent.map.get(digest(presented));
+      return entry !== undefined && entry.until > Date.now();
+    },
+    async authenticate(presented) {
+      if (!isWellFormedKey(presented)) return null;
+      const hash = digest(presented);
+      const hit = cachedByDigest(hash);
+      if (hit) return hit;
+      const unknownUntil = negative.map.get(hash);
+      if (unknownUntil !== undefined && unknownUntil > Date.now()) return null;
+      lookups++;
+      options.onLookup?.();
+      const principal = await authenticateKey(prisma, presented);
+      if (principal) {
+        negative.map.delete(hash);
+        positive.set(hash, { principal, until: Date.now() + ttlMs });
+        recent.set(hash, { keyId: principal.apiKeyId, until: Date.now() + RECENT_MS });
+      } else {
+        negative.set(hash, Date.now() + negativeTtlMs);
+        recent.map.delete(hash);
+      }
+      return principal;
+    },
+    forget(keyId) {
+      negative.map.clear();
+      if (keyId === undefined) return positive.map.clear();
+      for (const [hash, entry] of positive.map) if (entry.principal.apiKeyId === keyId) positive.map.delete(hash);
+      for (const [hash, entry] of recent.map) if (entry.keyId === keyId) recent.map.delete(hash);
+    },
+    get lookups() {
+      return lookups;
+    },
+  };
+}
