@@ -1,0 +1,62 @@
+import type { Request } from "express";
+import { z } from "zod";
+import { AppError, validationError, type ErrorDetail } from "../errors.js";
+
+/**
+ * Reading what browsers send: HTML forms post `application/x-www-form-urlencoded` (a repeated
+ * field, like the event checkboxes, arrives as an array); a GET form sends every field, empty
+ * ones included. The rules themselves are the JSON routes' schemas: these helpers only adapt
+ * the shape.
+ */
+
+/** Always a list: no checkbox ticked is an absent field, one ticked a string. */
+export function asList(value: unknown): string[] {
+  if (value === undefined || value === null || value === "") return [];
+  return (Array.isArray(value) ? value : [value]).map(String);
+}
+
+/** A form field as a string (the first, if repeated), trimmed. */
+export function field(body: unknown, name: string): string {
+  const value = (body as Record<string, unknown> | undefined)?.[name];
+  const first = Array.isArray(value) ? value[0] : value;
+  return typeof first === "string" ? first.trim() : "";
+}
+
+/** `<input type="datetime-local">` sends `2026-11-23T10:00` with no zone: the dashboard's times are UTC. */
+const LOCAL_DATETIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?$/;
+export function asUtc(value: string): string {
+  return LOCAL_DATETIME.test(value) ? `${value.length === 16 ? `${value}:00` : value}Z` : value;
+}
+
+/**
+ * The query's non-empty, single-valued strings (a repeated parameter keeps its first value),
+ * with `since`/`until` read as UTC: what a filter form sent, ready for the routes' schemas.
+ */
+export function filterQuery(req: Request, names: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of names) {
+    const value = field(req.query, name);
+    if (value !== "") out[name] = name === "since" || name === "until" ? asUtc(value) : value;
+  }
+  return out;
+}
+
+/** Parses `input` with `schema`: the data, or the problems in the routes' words. */
+export function tryParse<S extends z.ZodType>(schema: S, input: unknown): { data: z.infer<S>; errors: null } | { data: null; errors: ErrorDetail[] } {
+  const result = schema.safeParse(input);
+  if (result.success) return { data: result.data, errors: null };
+  return { data: null, errors: validationError(result.error).details ?? [] };
+}
+
+/** The problems of a validation error thrown by a service (e.g. a blocked address), or null for any other error. */
+export function formErrors(error: unknown): ErrorDetail[] | null {
+  if (error instanceof AppError && error.code === "validation_error") return error.details ?? [{ path: "", message: error.message }];
+  return null;
+}
+
+/** Problems keyed by field, for the templates: `{url: "must be an absolute https:// URL"}`. */
+export function byField(errors: ErrorDetail[] | null): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const e of errors ?? []) out[e.path.split(".")[0] || "form"] ??= e.message;
+  return out;
+}

@@ -1,0 +1,55 @@
+import { createRequire } from "node:module";
+import express, { Router } from "express";
+import { endSession } from "@mailhooks/access";
+import type { ApiDeps } from "../deps.js";
+import { rateLimitPerAccount } from "../http/rate-limit.js";
+import { protectStateChanges } from "./csrf.js";
+import { dashboardErrorHandler, notFoundPage } from "./errors.js";
+import { bulkReplayPages } from "./pages/bulk-replay.js";
+import { eventPages } from "./pages/events.js";
+import { logPages } from "./pages/logs.js";
+import { signInPages } from "./pages/sign-in.js";
+import { webhookSecretPages } from "./pages/webhook-secret.js";
+import { webhookPages } from "./pages/webhooks.js";
+import { ASSETS_DIR, render } from "./render.js";
+import { dashboardHeaders } from "./security.js";
+import { clearSessionCookie, requireSession } from "./session.js";
+
+/**
+ * The dashboard (CONTRACT.md section 4a), mounted at /dashboard by app.ts: server-rendered pages
+ * for one account at a time, calling the same services as the JSON routes. In order: its strict
+ * CSP, static assets (its own, and htmx from node_modules), sign-in by one-time link, then every
+ * other page behind a live session, the per-key rate limit and CSRF checks.
+ */
+
+const HTMX_FILE = createRequire(import.meta.url).resolve("htmx.org/dist/htmx.min.js");
+
+export function dashboardRouter(deps: ApiDeps): Router {
+  const router = Router();
+  router.use(dashboardHeaders);
+  router.get("/assets/htmx.min.js", (_req, res) => res.sendFile(HTMX_FILE, { maxAge: "1h" }));
+  router.use("/assets", express.static(ASSETS_DIR, { index: false, maxAge: "1h", fallthrough: false }));
+  router.use(express.urlencoded({ extended: false, limit: "64kb", parameterLimit: 100 }));
+  router.use(signInPages(deps));
+
+  router.use(requireSession(deps));
+  router.use(rateLimitPerAccount(deps.redis, deps.config.QUEUE_PREFIX, deps.config.RATE_LIMIT_PER_MINUTE));
+  router.use(protectStateChanges(deps));
+
+  router.get("/", (_req, res) => res.redirect(303, "/dashboard/webhooks"));
+  router.post("/sign-out", async (req, res) => {
+    await endSession(deps.prisma, req.dashboard!.sessionToken);
+    clearSessionCookie(req, res, deps);
+    res.locals.session = null;
+    render(res, "signed-out", { title: "Signed out", reason: "signed-out" });
+  });
+  router.use(webhookPages(deps));
+  router.use(webhookSecretPages(deps));
+  router.use(eventPages(deps));
+  router.use(logPages(deps));
+  router.use(bulkReplayPages(deps));
+
+  router.use(notFoundPage);
+  router.use(dashboardErrorHandler);
+  return router;
+}

@@ -1,0 +1,90 @@
+import { Router, type Request, type Response } from "express";
+import type { ApiDeps } from "../../deps.js";
+import { AppError } from "../../errors.js";
+import { parseOrThrow } from "../../http/validate.js";
+import { listQuery } from "../../routes/events.js";
+import { resourceId } from "../../routes/webhooks.js";
+import { eventTimeline } from "../../services/event-timeline.js";
+import { getEvent, listEvents } from "../../services/events.js";
+import { replayRequestSchema, requestReplay } from "../../services/replays.js";
+import { byField, field, filterQuery, formErrors, tryParse } from "../forms.js";
+import { render } from "../render.js";
+import { dashboardPrincipal } from "../session.js";
+
+/**
+ * Events (CONTRACT.md section 5) and one event's page: envelope, destinations, the attempts'
+ * timeline, and `Replay` (section 7) to the original destinations or an override URL, made as
+ * the session's API key (its id goes to the audit log).
+ */
+
+/** The filters of GET /v1/events, validated by that route's own schema. */
+export const EVENT_FILTERS = ["inbox_id", "event_type", "status", "since", "until"] as const;
+
+const accountOf = (req: Request) => dashboardPrincipal(req).accountId;
+
+export function eventPages(deps: ApiDeps): Router {
+  const router = Router();
+
+  router.get("/events", async (req, res) => {
+    const filters = filterQuery(req, [...EVENT_FILTERS, "cursor"]);
+    const parsed = tryParse(listQuery, filters);
+    const page = parsed.data ? await listEvents(deps, accountOf(req), parsed.data) : { data: [], next_cursor: null };
+    const filtered = EVENT_FILTERS.some((name) => filters[name] !== undefined);
+    render(res, "events/list", { title: "Events", nav: "events", filters, filtered, errors: byField(parsed.errors), page }, parsed.errors ? 422 : 200);
+  });
+
+  router.get("/events/:id", async (req, res) => {
+    await showEvent(req, res, {});
+  });
+
+  async function showEvent(req: Request, res: Response, extra: Record<string, unknown>, status = 200) {
+    const id = parseOrThrow(resourceId, req.params.id, "id");
+    const event = await getEvent(deps, accountOf(req), id);
+    // After the event: its timeline then holds every attempt behind the status read.
+    const timeline = await eventTimeline(deps, accountOf(req), id);
+    const replayed = Number(field(req.query, "replayed")) || 0;
+    render(
+      res,
+      "events/show",
+      {
+        title: `Event ${event.event_id}`,
+        nav: "events",
+        event,
+        timeline,
+        replay: { values: { target_url: "", webhook_id: event.destinations.length === 1 ? event.destinations[0].webhook_id : "" }, errors: {} },
+        notice: replayed ? `${replayed === 1 ? "A replay is" : `${replayed} replays are`} on the way; the outcome shows below when the attempt ends.` : null,
+        ...extra,
+      },
+      status,
+    );
+  }
+
+  /** The event's activity (timeline), polled by htmx while a retry or a replay is pending. */
+  router.get("/events/:id/activity", async (req, res) => {
+    const id = parseOrThrow(resourceId, req.params.id, "id");
+    const event = await getEvent(deps, accountOf(req), id);
+    const timeline = await eventTimeline(deps, accountOf(req), id);
+    render(res, "events/activity", { event, timeline });
+  });
+
+  router.post("/events/:id/replay", async (req, res) => {
+    const id = parseOrThrow(resourceId, req.params.id, "id");
+    const values = { target_url: field(req.body, "target_url"), webhook_id: field(req.body, "webhook_id") };
+    let replays: number;
+    try {
+      const input = parseOrThrow(replayRequestSchema, {
+        ...(values.target_url ? { target_url: values.target_url } : {}),
+        ...(values.webhook_id ? { webhook_id: values.webhook_id } : {}),
+      });
+      replays = (await requestReplay(deps, { accountId: accountOf(req), apiKeyId: dashboardPrincipal(req).apiKeyId }, id, input)).replays.length;
+    } catch (error) {
+      // The problems a person can fix here are shown beside the form; a missing event is a 404 page.
+      const errors = formErrors(error) ?? (error instanceof AppError && (error.code === "conflict" || error.code === "payload_expired") ? [{ path: "form", message: error.message }] : null);
+      if (!errors) throw error;
+      return showEvent(req, res, { replay: { values, errors: byField(errors) } }, (error as AppError).status);
+    }
+    res.redirect(303, `/dashboard/events/${encodeURIComponent(id)}?replayed=${replays}#activity`);
+  });
+
+  return router;
+}

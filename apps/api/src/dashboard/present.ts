@@ -1,0 +1,71 @@
+import { EVENT_TYPES } from "@mailhooks/events";
+
+/**
+ * Presentation helpers for the templates: times in UTC ISO 8601 with a relative hint, delivery
+ * errors and API error codes in words. They format; they decide nothing.
+ */
+
+/** A time as shown: ISO 8601 UTC to the second, and a hint relative to `now`. */
+export interface ShownTime {
+  iso: string;
+  full: string;
+  relative: string;
+}
+
+function relative(ms: number): string {
+  const future = ms < 0;
+  const s = Math.round(Math.abs(ms) / 1000);
+  if (s < 5) return "just now";
+  const [value, unit] =
+    s < 60 ? [s, "s"] : s < 3_600 ? [Math.round(s / 60), "min"] : s < 86_400 ? [Math.round(s / 3_600), "h"] : [Math.round(s / 86_400), s < 2 * 86_400 ? "day" : "days"];
+  return future ? `in ${value} ${unit}` : `${value} ${unit} ago`;
+}
+
+/** What a delivery `error` code means, in words (CONTRACT.md section 8). */
+export const ERROR_WORDS: Record<string, string> = {
+  timeout: "no answer within the deadline",
+  connection_error: "could not connect",
+  tls_error: "TLS failed (certificate or protocol)",
+  dns_error: "host name not found",
+  blocked_destination: "blocked: a private or reserved address",
+  insecure_url: "refused: not an https:// URL",
+  payload_expired: "not sent: the payload is past retention",
+};
+
+export function present(now: Date) {
+  return {
+    eventTypes: EVENT_TYPES as readonly string[],
+    time(value: string | Date | null | undefined): ShownTime | null {
+      if (value === null || value === undefined) return null;
+      const date = new Date(value);
+      const full = date.toISOString();
+      return { iso: full.replace(/\.\d{3}Z$/, "Z"), full, relative: relative(now.getTime() - date.getTime()) };
+    },
+    errorWords(code: string | null): string {
+      return code === null ? "" : (ERROR_WORDS[code] ?? code.replaceAll("_", " "));
+    },
+    /** An attempt's outcome in a few words: the status received, or why there was none. */
+    outcome(status: number | null, error: string | null): string {
+      if (status !== null) return status >= 200 && status < 300 ? `${status}, delivered` : `${status}, refused by the endpoint`;
+      return error ? (ERROR_WORDS[error] ?? error.replaceAll("_", " ")) : "no answer";
+    },
+    percent(part: number, whole: number): string {
+      return whole === 0 ? "no attempts" : `${Math.round((100 * part) / whole)} % (${part} of ${whole})`;
+    },
+    /** Length of a text in UTF-8 bytes. */
+    bytes(text: string): number {
+      return Buffer.byteLength(text, "utf8");
+    },
+    /** A payload as people read it: indented JSON. */
+    pretty(value: unknown): string {
+      return JSON.stringify(value, null, 2);
+    },
+    /** A query string of the non-empty entries of `params`. */
+    query(params: Record<string, string | undefined | null>): string {
+      const entries = Object.entries(params).filter((e): e is [string, string] => typeof e[1] === "string" && e[1] !== "");
+      return entries.length ? `?${new URLSearchParams(entries)}` : "";
+    },
+  };
+}
+
+export type Presenters = ReturnType<typeof present>;

@@ -1,0 +1,17 @@
+import { z } from "zod";
+import { prefixedId, timestamp } from "./common.js";
+import { eventId } from "./events.js";
+
+/** An audit log entry (spec "Audit log entry"; CONTRACT.md section 8): one per replay attempt. */
+export const auditEntrySchema = z
+  .object({
+    id: prefixedId("aud", "audit entry id"),
+    event_id: eventId.meta({ description: "the event that was replayed" }),
+    replayed_at: timestamp.meta({ description: "when the replay happened" }),
+    destination_url: z.string().meta({ description: "the webhook's URL or the override target_url" }),
+    response_status: z.number().int().nullable().meta({ description: "the receiver's status, or null when none was received" }),
+    error: z.string().nullable().meta({ description: "as in the deliveries log" }),
+    api_key_id: prefixedId("key", "the API key that requested the replay"),
+  })
+  .meta({ id: "AuditEntry" });
+export type AuditEntryView = z.infer<typeof auditEntrySchema>;

@@ -1,0 +1,107 @@
+import { z } from "zod";
+import { EVENT_TYPES, eventDataSchemas, TEST_EVENT_TYPE, type EventType } from "@mailhooks/events";
+import { prefixedId, timestamp } from "./common.js";
+import { webhookId } from "./webhooks.js";
+
+/** Events as the API shows them (CONTRACT.md section 5). */
+
+export const eventId = prefixedId("evt", "event id; used in the replay path");
+export const eventStatus = z
+  .enum(["pending", "delivered", "failed"])
+  .meta({ description: "pending while any destination is pending, else failed if any failed or was cancelled, else delivered (also with no destination)" });
+
+/** The answer to POST /v1/events, to each item of a batch, and to POST /v1/inboxes/{inbox_id}/messages. */
+export const eventSummarySchema = z
+  .object({
+    event_id: eventId,
+    event_type: z.enum(EVENT_TYPES),
+    inbox_id: z.string().meta({ description: "`data.inboxId`" }),
+    status: eventStatus,
+    occurred_at: timestamp.meta({ description: "when it happened (defaults to the time of ingest); the envelope's `timestamp`" }),
+    created_at: timestamp.meta({ description: "when the service accepted it" }),
+  })
+  .meta({ id: "EventSummary" });
+export type EventSummary = z.infer<typeof eventSummarySchema>;
+
+export const eventBatchSchema = z.object({ data: z.array(eventSummarySchema).meta({ description: "one summary per item, in request order" }) }).meta({ id: "EventBatchResult" });
+
+/** An item of GET /v1/events. */
+export const eventListItemSchema = eventSummarySchema
+  .extend({
+    message_id: z.string().meta({ description: "`data.messageId`" }),
+    payload_retained: z.boolean().meta({ description: "false once the payload is past EVENT_RETENTION_DAYS: it can no longer be replayed" }),
+  })
+  .meta({ id: "EventListItem" });
+export type EventListItem = z.infer<typeof eventListItemSchema>;
+
+/** The signed envelope of one kind: the exact JSON body sent to receivers. */
+const envelopeOf = (kind: EventType, name: string) =>
+  z
+    .strictObject({
+      event: z.literal(kind),
+      timestamp: z.number().int().meta({ description: "`occurred_at` in Unix seconds" }),
+      data: eventDataSchemas[kind],
+    })
+    .meta({ id: `${name}Envelope` });
+
+const ENVELOPE_NAMES: Record<EventType, string> = {
+  "message.sent": "MessageSent",
+  "message.delivered": "MessageDelivered",
+  "message.opened": "MessageOpened",
+  "message.clicked": "MessageClicked",
+  "message.received": "MessageReceived",
+  "message.bounced": "MessageBounced",
+};
+
+/** The kinds' schema names, e.g. `MessageSent` (also used by the request schemas of the document). */
+export const eventKindName = (kind: EventType) => ENVELOPE_NAMES[kind];
+
+/** The envelope of each kind, e.g. `MessageSentEnvelope`. */
+export const envelopeSchemas = Object.fromEntries(EVENT_TYPES.map((kind) => [kind, envelopeOf(kind, ENVELOPE_NAMES[kind])])) as Record<EventType, ReturnType<typeof envelopeOf>>;
+
+/** The test event's envelope (CONTRACT.md section 6): sent once when a webhook is created. */
+export const testEnvelopeSchema = z
+  .strictObject({
+    event: z.literal(TEST_EVENT_TYPE),
+    timestamp: z.number().int().meta({ description: "Unix seconds" }),
+    data: z.strictObject({ webhookId: webhookId, url: z.string() }),
+  })
+  .meta({ id: "TestEventEnvelope" });
+
+export const envelopeSchema = z
+  .discriminatedUnion("event", EVENT_TYPES.map((kind) => envelopeSchemas[kind]) as unknown as [ReturnType<typeof envelopeOf>, ...ReturnType<typeof envelopeOf>[]])
+  .meta({ id: "Envelope", description: "the envelope whose compact JSON serialization (keys in this order) is the exact body signed and sent" });
+
+export const destinationSchema = z
+  .object({
+    webhook_id: webhookId,
+    url: z.string().meta({ description: "the webhook's current URL" }),
+    status: z.enum(["pending", "delivered", "failed", "cancelled"]).meta({ description: "cancelled: the webhook was disabled or deleted before it was delivered" }),
+    attempts: z.number().int().min(0).meta({ description: "every delivery row of this destination, replays included" }),
+  })
+  .meta({ id: "Destination" });
+export type DestinationView = z.infer<typeof destinationSchema>;
+
+/** GET /v1/events/{event_id}. */
+export const eventDetailSchema = eventListItemSchema
+  .extend({
+    payload: envelopeSchema.nullable().meta({ description: "the envelope, or null once purged" }),
+    destinations: z.array(destinationSchema).meta({ description: "one per webhook the event went to" }),
+  })
+  .meta({ id: "EventDetail" });
+export type EventDetail = z.infer<typeof eventDetailSchema>;
+
+/** 202 of POST /v1/events/{event_id}/replay (CONTRACT.md section 7). */
+export const replayAcceptedSchema = z
+  .object({
+    event_id: eventId,
+    replays: z.array(
+      z.object({
+        replay_id: prefixedId("rpl", "replay id"),
+        webhook_id: webhookId,
+        destination_url: z.string().meta({ description: "where this replay is sent: the webhook's URL or the target_url" }),
+      }),
+    ),
+  })
+  .meta({ id: "ReplayAccepted" });
+export type ReplayAccepted = z.infer<typeof replayAcceptedSchema>;

@@ -1,0 +1,43 @@
+import { z } from "zod";
+import { EVENT_TYPES } from "@mailhooks/events";
+import { prefixedId, timestamp } from "./common.js";
+
+/** The webhook object (CONTRACT.md section 4). The secret appears only in `webhookWithSecretSchema`. */
+
+export const webhookId = prefixedId("wh", "webhook id");
+
+export const webhookSchema = z
+  .object({
+    id: webhookId,
+    url: z.string().meta({ description: "the https:// endpoint, as registered", example: "https://example.com/hooks/email" }),
+    events: z.array(z.enum(EVENT_TYPES)).meta({ description: "the event kinds delivered to it" }),
+    status: z.enum(["enabled", "disabled"]).meta({ description: "disabled webhooks get no new deliveries" }),
+    disabled_reason: z
+      .enum(["manual", "failing"])
+      .nullable()
+      .meta({ description: "null while enabled; `manual` (PATCH) or `failing` (every attempt failed for WEBHOOK_AUTO_DISABLE_AFTER_HOURS across at least 20 events)" }),
+    secret_activates_at: timestamp
+      .nullable()
+      .meta({ description: "while a rotation is pending: when its new secret starts signing (until then the previous one signs); else null" }),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .meta({ id: "Webhook" });
+export type WebhookView = z.infer<typeof webhookSchema>;
+
+const secret = z.string().meta({ description: "the HMAC-SHA256 key of the X-Service-Signature header (its UTF-8 bytes)", example: "whsec_kR1b0Xx0e2mU4lQ8sT6yV9zA3cF5hJ7nP1rW4tY6uI8" });
+
+/** POST /v1/webhooks: the webhook and its secret, shown here and by GET /v1/webhooks/{id}/secret only. */
+export const webhookWithSecretSchema = webhookSchema.extend({ secret }).meta({ id: "WebhookWithSecret" });
+export type WebhookWithSecretView = z.infer<typeof webhookWithSecretSchema>;
+
+export const webhookSecretSchema = z.object({ secret }).meta({ id: "WebhookSecret" });
+
+/** POST /v1/webhooks/{id}/secret/rotate. */
+export const rotatedSecretSchema = z
+  .object({
+    secret: secret.meta({ description: "the new secret" }),
+    activates_at: timestamp.meta({ description: "from this time on the new secret signs every request; until then the previous one does" }),
+  })
+  .meta({ id: "RotatedSecret" });
+export type RotatedSecretView = z.infer<typeof rotatedSecretSchema>;
