@@ -1,32 +1,70 @@
-import { readFileSync } from "node:fs";
+import type { AddressInfo } from "node:net";
+import type { Server } from "node:http";
+import { buildEnvelope } from "@mailhooks/events";
 import { signPayload } from "@mailhooks/signing";
-import { verifyWebhook } from "./verify-webhook.js";
+import type { WebhookEnvelope } from "@mailhooks/verify";
+import { createReceiver } from "./verify-webhook.js";
 
-const secret = "whsec_example";
-const body = '{"event":"message.sent","timestamp":1700000000,"data":{"messageId":"<a@b>"}}';
+// The README's receiver example, listening for real, fed envelopes built and signed by the
+// service's own code (@mailhooks/events and @mailhooks/signing), as the dispatcher sends them.
+const OLD = "whsec_example_old";
+const NEW = "whsec_example_new";
+const processed: WebhookEnvelope[] = [];
+let server: Server;
+let url: string;
 
-describe("the receiver example of the README", () => {
-  test("accepts what the dispatcher signs", () => {
-    const ts = String(Math.floor(Date.now() / 1000));
-    expect(verifyWebhook(secret, ts, signPayload(secret, ts, body), body)).toBe(true);
-    expect(verifyWebhook(secret, ts, signPayload(secret, ts, body), Buffer.from(body))).toBe(true);
+beforeAll(async () => {
+  server = createReceiver([OLD, NEW], (webhook) => {
+    processed.push(webhook);
+  }).listen(0, "127.0.0.1");
+  await new Promise((resolve) => server.once("listening", resolve));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks`;
+});
+
+afterAll(() => new Promise((resolve) => server.close(resolve)));
+
+const body = buildEnvelope("message.sent", new Date("2026-11-22T10:00:00Z"), {
+  messageId: "<example-1@example.com>",
+  threadId: "thr_1",
+  inboxId: "inb_1",
+  from: "Zoë <zoe@example.com>",
+  to: ["bob@example.com"],
+  subject: "Café ☕",
+  status: "sent",
+});
+
+/** POSTs `payload` as the dispatcher does: X-Service-Timestamp now, signed with `secret`. */
+function deliver(secret: string, payload = body, timestamp = String(Math.floor(Date.now() / 1000))) {
+  return fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", "X-Service-Timestamp": timestamp, "X-Service-Signature": signPayload(secret, timestamp, payload) },
+    body: payload,
+  });
+}
+
+describe("the receiver example (examples/verify-webhook.ts)", () => {
+  it("processes a signed event once, however often it is delivered, with either secret of a rotation", async () => {
+    expect((await deliver(NEW)).status).toBe(204);
+    expect((await deliver(OLD)).status).toBe(204);
+    expect(processed).toEqual([JSON.parse(body)]);
   });
 
-  test("rejects a changed body, timestamp or secret, and a stale timestamp", () => {
-    const ts = String(Math.floor(Date.now() / 1000));
-    const sig = signPayload(secret, ts, body);
-    expect(verifyWebhook(secret, ts, sig, body.replace("sent", "Sent"))).toBe(false);
-    expect(verifyWebhook(secret, String(Number(ts) + 1), sig, body)).toBe(false);
-    expect(verifyWebhook("whsec_other", ts, sig, body)).toBe(false);
-    const old = String(Number(ts) - 3600);
-    expect(verifyWebhook(secret, old, signPayload(secret, old, body), body)).toBe(false);
-    expect(verifyWebhook(secret, undefined, sig, body)).toBe(false);
-  });
+  it("answers 401 with a JSON error to a wrong secret, a changed body or a stale timestamp, and processes nothing", async () => {
+    processed.length = 0;
+    const wrong = await deliver("whsec_someone_else");
+    expect(wrong.status).toBe(401);
+    expect(await wrong.json()).toEqual({ error: { code: "invalid_signature", message: expect.any(String) } });
 
-  test("the README shows this very code", () => {
-    const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
-    const source = readFileSync(new URL("./verify-webhook.ts", import.meta.url), "utf8");
-    const fn = source.slice(source.indexOf("export function verifyWebhook"), source.indexOf("\n}\n") + 2);
-    expect(readme).toContain(fn);
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    const changed = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", "X-Service-Timestamp": timestamp, "X-Service-Signature": signPayload(NEW, timestamp, body) },
+      body: body.replace("Café", "Cafe"),
+    });
+    expect(changed.status).toBe(401);
+
+    const stale = await deliver(NEW, body, String(Math.floor(Date.now() / 1000) - 600));
+    expect(((await stale.json()) as { error: { code: string } }).error.code).toBe("timestamp_out_of_tolerance");
+    expect(processed).toEqual([]);
   });
 });

@@ -1,35 +1,43 @@
-// How a receiver verifies a webhook from this service, with nothing but node:crypto.
-// README.md shows this file; examples/verify-webhook.test.ts runs it against real signatures.
-import { createHmac, timingSafeEqual } from "node:crypto";
+// A webhook receiver with Express and @mailhooks/verify: verify the raw bytes first, then
+// process each event once (retries and replays deliver the same event again).
+// examples/verify-webhook.test.ts runs it against requests signed by the service's own code.
+//
+//   WEBHOOK_SECRET=whsec_... npx tsx examples/verify-webhook.ts     (PORT defaults to 8080)
+//
+// During a secret rotation, give both secrets: WEBHOOK_SECRET=whsec_old,whsec_new.
+import express from "express";
+import { pathToFileURL } from "node:url";
+import { verifyWebhook, type VerifiedRequest } from "@mailhooks/verify/express";
+import type { WebhookEnvelope } from "@mailhooks/verify";
 
 /**
- * Returns true when `rawBody` (the exact bytes received, before any JSON parsing) was signed
- * with `secret`. `timestamp` and `signature` are the X-Service-Timestamp and
- * X-Service-Signature headers. Rejects timestamps more than `toleranceSeconds` away from now,
- * which limits the replay of a captured request.
+ * The receiver: POST /webhooks answers 401 (JSON error) unless the signature verifies, else
+ * calls `onEvent` once per `event` + `data.messageId` and answers 204. `secrets` is the webhook
+ * secret, or the old and the new one during a rotation. A rejected `onEvent` answers 500,
+ * so the service retries the delivery.
  */
-export function verifyWebhook(secret: string, timestamp: string | undefined, signature: string | undefined, rawBody: Buffer | string, toleranceSeconds = 300): boolean {
-  if (!timestamp || !signature || !/^\d+$/.test(timestamp)) return false;
-  if (Math.abs(Date.now() / 1000 - Number(timestamp)) > toleranceSeconds) return false;
-  const expected = "sha256=" + createHmac("sha256", secret).update(`${timestamp}.`).update(rawBody).digest("hex");
-  const a = Buffer.from(expected);
-  const b = Buffer.from(signature);
-  return a.length === b.length && timingSafeEqual(a, b);
+export function createReceiver(secrets: string | string[], onEvent: (webhook: WebhookEnvelope) => void | Promise<void>) {
+  const app = express();
+  // In production this is a unique key in your database, written with the event's effects.
+  const processed = new Set<string>();
+
+  // No express.json() before it: the middleware needs the body's raw bytes.
+  app.post("/webhooks", verifyWebhook(secrets), async (req, res) => {
+    const { webhook } = req as VerifiedRequest<express.Request>;
+    const messageId = webhook.data.messageId;
+    const key = typeof messageId === "string" ? `${webhook.event} ${messageId}` : undefined;
+    if (key === undefined || !processed.has(key)) {
+      await onEvent(webhook);
+      if (key !== undefined) processed.add(key);
+    }
+    res.sendStatus(204);
+  });
+  return app;
 }
 
-// Example with node:http: verify first, then parse, then de-duplicate by data.messageId
-// (retries and replays deliver the same event more than once).
-//
-//   import http from "node:http";
-//   http.createServer((req, res) => {
-//     const chunks: Buffer[] = [];
-//     req.on("data", (c) => chunks.push(c)).on("end", () => {
-//       const body = Buffer.concat(chunks);
-//       const ok = verifyWebhook(process.env.WEBHOOK_SECRET!, req.headers["x-service-timestamp"] as string,
-//                                req.headers["x-service-signature"] as string, body);
-//       if (!ok) return res.writeHead(401).end();
-//       const { event, data } = JSON.parse(body.toString("utf8"));
-//       // ... process once per (event, data.messageId) ...
-//       res.writeHead(204).end();
-//     });
-//   }).listen(8443);
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const secrets = (process.env.WEBHOOK_SECRET ?? "").split(",").filter(Boolean);
+  if (secrets.length === 0) throw new Error("set WEBHOOK_SECRET (comma-separated during a rotation)");
+  const port = Number(process.env.PORT ?? 8080);
+  createReceiver(secrets, (webhook) => console.log(webhook.event, webhook.data.messageId ?? "")).listen(port, () => console.log(`listening on http://localhost:${port}/webhooks`));
+}

@@ -4,6 +4,19 @@ import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { createCommand } from "@mailhooks/command-line";
+import { apiConfigSchema, dispatcherConfigSchema } from "@mailhooks/config";
+
+// --help and usage errors are answered before anything starts (CONTRACT.md section 1).
+createCommand({
+  name: "npm start --",
+  description:
+    "Build, then run the API and one dispatcher together, for a single machine. Signals reach both; when either exits, the other is stopped. Apply the migrations first (npm run db:migrate).",
+  examples: ["npm run db:migrate && npm start", "PORT=8080 LOG_FORMAT=pretty npm start"],
+  environment: apiConfigSchema.extend(dispatcherConfigSchema.shape),
+})
+  .action(() => undefined)
+  .parse(process.argv);
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 // The commands of `npm run start:api` and `npm run start:dispatcher` (their Node flags included),

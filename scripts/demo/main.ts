@@ -1,28 +1,44 @@
 /**
- * `npm run demo [-- --mail-dir DIR]`: the main job, end to end, on this machine (CONTRACT.md
- * section 9). Applies the migrations, starts the API and a dispatcher as separate processes, and
- * an HTTPS reference receiver that verifies every signature; registers webhooks; feeds real
- * RFC 5322 messages through POST /v1/inboxes/{id}/messages and the other five kinds through
- * POST /v1/events; makes the receiver fail some deliveries so that retries and a failed event
- * happen; replays the failed event once its endpoint is back; and prints a report read back
- * from the API. Exits 1 when a signature did not verify
- * or an expected delivery is missing.
+ * `npm run demo [-- --mail-dir DIR] [--keep]`: the main job, end to end, on this machine
+ * (CONTRACT.md section 9). Starts an embedded PostgreSQL and a redis-server when nothing answers
+ * at DATABASE_URL or REDIS_URL; applies the migrations, starts the API and a dispatcher as
+ * separate processes, and an HTTPS reference receiver that verifies every signature; registers
+ * webhooks; feeds real RFC 5322 messages through POST /v1/inboxes/{id}/messages and the other
+ * five kinds through POST /v1/events; makes the receiver fail some deliveries so that retries and
+ * a failed event happen; replays the failed event once its endpoint is back; and prints a report
+ * read back from the API. Exits 1 when a signature did not verify or an expected delivery is
+ * missing. With --keep, everything stays up after the report until Ctrl-C.
  */
 import { randomUUID } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
-import { parseArgs } from "node:util";
 import { createPrismaClient, migrate, MIGRATIONS_DIR } from "@mailhooks/db";
 import { ensureLocalCertificate, startReceiver, type Arrival } from "@mailhooks/receiver";
-import { createApiKey } from "../../apps/api/src/services/api-keys.js";
-import { ApiClient } from "./api-client.js";
+import { createApiKey } from "@mailhooks/access";
+import { createCommand } from "@mailhooks/command-line";
+import { apiConfigSchema, loadConfig } from "@mailhooks/config";
+import { createApiClient, dataOf, listAll, postRawMessage, type ApiClient, type Schemas } from "@mailhooks/api-client";
+import { dashboardLines, keepLines } from "./keep.js";
 import { freePort, ROOT, startProcess, stopProcess, waitForHttp } from "./processes.js";
 import { printReport, type DemoFacts } from "./report.js";
+import { ensureServices, MissingService } from "./services.js";
 
-const { values } = parseArgs({ options: { "mail-dir": { type: "string" } } });
-const mailDir = path.resolve(values["mail-dir"] ?? path.join(ROOT, "samples/mail"));
-const databaseUrl = process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/webhooks";
-const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+// Where the demo looks for PostgreSQL and Redis first: the service's own variables and defaults.
+const environment = apiConfigSchema.pick({ DATABASE_URL: true, REDIS_URL: true });
+const options = createCommand({
+  name: "npm run demo --",
+  description:
+    "The main job on real input, end to end, on this machine: migrations, the API, a dispatcher and an HTTPS reference receiver; a webhook; RFC 5322 messages and the other five kinds of events; failed deliveries, retries and a replay; then a report read back from the API. Starts an embedded PostgreSQL or a redis-server when nothing answers at DATABASE_URL or REDIS_URL. Exits 1 when a check of the report fails.",
+  examples: ["npm run demo", "npm run demo -- --mail-dir ~/Mail/export --keep"],
+  environment,
+})
+  .option("--mail-dir <DIR>", "a folder of .eml files to feed (default: samples/mail)")
+  .option("--keep", "leave everything running after the report (Ctrl-C stops it), with a dashboard sign-in link")
+  .action(() => undefined)
+  .parse(process.argv)
+  .opts<{ mailDir?: string; keep?: boolean }>();
+const mailDir = path.resolve(options.mailDir ?? path.join(ROOT, "samples/mail"));
+const keep = options.keep ?? false;
 // Shortened so that the demo's retries and its failed event happen within seconds; the
 // service's defaults are the spec's 10 s, 60 s, 300 s.
 const RETRY_DELAYS_MS = [500, 1_000, 1_500];
@@ -33,10 +49,10 @@ function log(line: string) {
 }
 
 /** Waits until the audit log holds `count` entries (one per replay, written once it ends). */
-async function waitForAudit(api: ApiClient, count: number): Promise<any[]> {
+async function waitForAudit(api: ApiClient, count: number): Promise<Schemas["AuditEntry"][]> {
   const deadline = Date.now() + 30_000;
   for (;;) {
-    const entries = await api.listAll("/v1/audit-log");
+    const entries = await listAll(api, "/v1/audit-log");
     if (entries.length >= count) return entries;
     if (Date.now() > deadline) throw new Error(`audit log has ${entries.length} of ${count} entries after 30 s`);
     await new Promise((r) => setTimeout(r, 200));
@@ -45,9 +61,40 @@ async function waitForAudit(api: ApiClient, count: number): Promise<any[]> {
 
 const children: ReturnType<typeof startProcess>[] = [];
 let exitCode = 1;
-const receiverCleanup: (() => Promise<void>)[] = [];
+/** Undone in reverse order: the API and the dispatcher stop before their database and Redis. */
+const cleanups: (() => Promise<unknown>)[] = [];
+let finishing = false;
+
+/** Stops everything the demo started, then exits; later calls (a second Ctrl-C) wait for the first. */
+async function finish(code: number): Promise<never> {
+  if (!finishing) {
+    finishing = true;
+    for (const cleanup of cleanups.reverse()) await cleanup().catch((error) => console.error(`demo: while stopping: ${(error as Error).message}`));
+    process.exit(code);
+  }
+  return new Promise<never>(() => {});
+}
+// Without --keep a signal interrupts the demo (128 + signal number); with --keep, once the report
+// is out, Ctrl-C is the ordinary end and the exit code stays the report's.
+let reportDone = false;
+for (const [signal, number] of [["SIGINT", 2], ["SIGTERM", 15], ["SIGHUP", 1]] as const) {
+  process.on(signal, () => {
+    if (!finishing) log(`${signal}: stopping`);
+    void finish(keep && reportDone ? exitCode : 128 + number);
+  });
+}
 
 try {
+  const started: string[] = [];
+  const configured = loadConfig(environment, process.env);
+  const { databaseUrl, redisUrl } = await ensureServices(
+    { databaseUrl: configured.DATABASE_URL, redisUrl: configured.REDIS_URL },
+    (service, absentAt) => {
+      cleanups.push(service.stop);
+      started.push(service.description);
+      log(`nothing answers at ${absentAt}: started ${service.description}`);
+    },
+  );
   log(`migrating ${new URL(databaseUrl).pathname.slice(1)}`);
   await migrate(databaseUrl, MIGRATIONS_DIR);
 
@@ -78,7 +125,7 @@ try {
       return { status: 200 };
     },
   });
-  receiverCleanup.push(() => receiver.close());
+  cleanups.push(() => receiver.close());
 
   const port = await freePort();
   const metricsPort = await freePort();
@@ -98,21 +145,23 @@ try {
   };
   log("starting the API and a dispatcher");
   children.push(startProcess("api", "apps/api/src/main.ts", env), startProcess("dispatcher", "apps/dispatcher/src/main.ts", env));
+  cleanups.push(() => Promise.all(children.map((c) => stopProcess(c))));
   const baseUrl = `http://127.0.0.1:${port}`;
   await waitForHttp(`${baseUrl}/readyz`);
 
   const prisma = createPrismaClient(databaseUrl, 1);
   const issued = await createApiKey(prisma, `demo-${randomUUID().slice(0, 8)}`, "demo");
   await prisma.$disconnect();
-  const api = new ApiClient(baseUrl, issued.key);
+  const api = createApiClient({ baseUrl, apiKey: issued.key });
+  const getEvent = async (id: string) => dataOf(await api.GET("/v1/events/{event_id}", { params: { path: { event_id: id } } }));
   log(`account ${issued.account_id}, API key ${issued.id}`);
 
-  const inboxHook = await api.request("POST", "/v1/webhooks", { url: receiver.url("/hooks/inbox"), events: ["message.sent", "message.delivered", "message.opened", "message.clicked", "message.received", "message.bounced"] });
-  const archiveHook = await api.request("POST", "/v1/webhooks", { url: receiver.url("/hooks/archive"), events: ["message.clicked"] });
-  if (inboxHook.status !== 201 || archiveHook.status !== 201) throw new Error(`webhook registration failed: ${JSON.stringify([inboxHook.body, archiveHook.body])}`);
-  resolvers.get("/hooks/inbox")!(inboxHook.body.secret);
-  resolvers.get("/hooks/archive")!(archiveHook.body.secret);
-  log(`webhooks ${inboxHook.body.id} (all six kinds) and ${archiveHook.body.id} (message.clicked, endpoint down)`);
+  const register = async (url: string, events: Schemas["Webhook"]["events"]) => dataOf(await api.POST("/v1/webhooks", { body: { url, events } }));
+  const inboxHook = await register(receiver.url("/hooks/inbox"), ["message.sent", "message.delivered", "message.opened", "message.clicked", "message.received", "message.bounced"]);
+  const archiveHook = await register(receiver.url("/hooks/archive"), ["message.clicked"]);
+  resolvers.get("/hooks/inbox")!(inboxHook.secret);
+  resolvers.get("/hooks/archive")!(archiveHook.secret);
+  log(`webhooks ${inboxHook.id} (all six kinds) and ${archiveHook.id} (message.clicked, endpoint down)`);
 
   const files = (await readdir(mailDir)).filter((f) => f.endsWith(".eml")).sort();
   if (files.length === 0) throw new Error(`no .eml files in ${mailDir}`);
@@ -120,17 +169,19 @@ try {
   let firstReceived: { messageId: string; threadId: string; from: string; to: string[]; subject: string } | null = null;
   for (const file of files) {
     const raw = await readFile(path.join(mailDir, file));
-    const res = await api.request("POST", `/v1/inboxes/${encodeURIComponent(INBOX)}/messages`, raw, "message/rfc822");
-    if (res.status !== 201) {
-      log(`${file}: ${res.status} ${res.body?.error?.message ?? ""} (skipped)`);
+    const { data: accepted, error, response } = await postRawMessage(api, INBOX, raw);
+    if (!accepted) {
+      log(`${file}: ${response.status} ${error?.error.message ?? ""} (skipped)`);
       continue;
     }
-    eventIds.push(res.body.event_id);
-    log(`${file} -> ${res.body.event_type} ${res.body.event_id}`);
-    if (!firstReceived && res.body.event_type === "message.received") {
-      const detail = await api.request("GET", `/v1/events/${res.body.event_id}`);
-      const d = detail.body.payload.data;
-      firstReceived = { messageId: d.messageId, threadId: d.threadId, from: d.from, to: d.to, subject: d.subject };
+    eventIds.push(accepted.event_id);
+    log(`${file} -> ${accepted.event_type} ${accepted.event_id}`);
+    if (!firstReceived && accepted.event_type === "message.received") {
+      const payload = (await getEvent(accepted.event_id)).payload;
+      if (payload) {
+        const d = payload.data;
+        firstReceived = { messageId: d.messageId, threadId: d.threadId, from: d.from, to: d.to, subject: d.subject };
+      }
     }
   }
 
@@ -144,53 +195,71 @@ try {
     subject: `Re: ${firstReceived?.subject ?? "hello"}`,
   };
   const at = (offsetS: number) => new Date(Date.now() + offsetS * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
-  const others: [string, Record<string, unknown>][] = [
-    ["message.sent", { status: "sent" }],
-    ["message.delivered", { status: "delivered", deliveredAt: at(1) }],
-    ["message.opened", { openCount: 1, openedAt: at(2) }],
-    ["message.clicked", { url: "https://example.com/pricing", clickCount: 1, clickedAt: at(3) }],
-    ["message.bounced", { to: ["nobody@example.org"], bounceType: "hard", bounceCode: "5.1.1", bounceMessage: "550 5.1.1 User unknown", bouncedAt: at(4) }],
+  const others: Schemas["EventInput"][] = [
+    { event_type: "message.sent", data: { ...outgoing, status: "sent" } },
+    { event_type: "message.delivered", data: { ...outgoing, status: "delivered", deliveredAt: at(1) } },
+    { event_type: "message.opened", data: { ...outgoing, openCount: 1, openedAt: at(2) } },
+    { event_type: "message.clicked", data: { ...outgoing, url: "https://example.com/pricing", clickCount: 1, clickedAt: at(3) } },
+    {
+      event_type: "message.bounced",
+      data: { ...outgoing, to: ["nobody@example.org"], bounceType: "hard", bounceCode: "5.1.1", bounceMessage: "550 5.1.1 User unknown", bouncedAt: at(4) },
+    },
   ];
-  for (const [eventType, own] of others) {
-    const res = await api.request("POST", "/v1/events", { event_type: eventType, data: { ...outgoing, ...own } }, "application/json");
-    if (res.status !== 201) throw new Error(`POST /v1/events ${eventType}: ${res.status} ${JSON.stringify(res.body)}`);
-    eventIds.push(res.body.event_id);
-    log(`${eventType} -> ${res.body.event_id}`);
+  for (const event of others) {
+    const accepted = dataOf(await api.POST("/v1/events", { body: event }));
+    eventIds.push(accepted.event_id);
+    log(`${event.event_type} -> ${accepted.event_id}`);
   }
 
   log("waiting for every event to be delivered or failed (retries included)");
   const deadline = Date.now() + 60_000;
-  let details: any[] = [];
+  let details: Schemas["EventDetail"][] = [];
   for (;;) {
-    details = await Promise.all(eventIds.map(async (id) => (await api.request("GET", `/v1/events/${id}`)).body));
+    details = await Promise.all(eventIds.map(getEvent));
     if (details.every((d) => d.status !== "pending")) break;
     if (Date.now() > deadline) throw new Error("events still pending after 60 s");
     await new Promise((r) => setTimeout(r, 250));
   }
 
-  const failedBeforeReplay = details.filter((d) => d.status === "failed").map((d) => d.event_id as string);
+  const failedBeforeReplay = details.filter((d) => d.status === "failed").map((d) => d.event_id);
   log(`failed: ${failedBeforeReplay.join(", ") || "none"}; bringing /hooks/archive back and replaying`);
   archive.up = true;
   // Only the destinations that failed are replayed: the others already have the event.
   let replays = 0;
   for (const event of details.filter((d) => d.status === "failed")) {
-    for (const dest of event.destinations.filter((d: any) => d.status === "failed")) {
-      const res = await api.request("POST", `/v1/events/${event.event_id}/replay`, { webhook_id: dest.webhook_id });
-      if (res.status !== 202) throw new Error(`replay of ${event.event_id}: ${res.status} ${JSON.stringify(res.body)}`);
-      replays += res.body.replays.length;
+    for (const dest of event.destinations.filter((d) => d.status === "failed")) {
+      const accepted = dataOf(await api.POST("/v1/events/{event_id}/replay", { params: { path: { event_id: event.event_id } }, body: { webhook_id: dest.webhook_id } }));
+      replays += accepted.replays.length;
     }
   }
   const audit = await waitForAudit(api, replays);
-  details = await Promise.all(eventIds.map(async (id) => (await api.request("GET", `/v1/events/${id}`)).body));
+  details = await Promise.all(eventIds.map(getEvent));
 
-  const deliveries = await api.listAll("/v1/deliveries");
+  const deliveries = await listAll(api, "/v1/deliveries");
   const facts: DemoFacts = { events: details, failedBeforeReplay, audit, deliveries, arrivals: receiver.arrivals as Arrival[] };
   exitCode = printReport(facts) ? 0 : 1;
+  reportDone = true;
+
+  const context = { baseUrl, apiKey: issued.key, accountId: issued.account_id, databaseUrl, redisUrl, started };
+  // Without --keep the link ends the report, though everything stops right after it.
+  if (!keep) console.log(`${(await dashboardLines(context))[0]}  (run with -- --keep to open it)`);
+  if (keep) {
+    for (const line of await keepLines(context)) console.log(line);
+    // Kept running means kept watched: a process that dies ends the demo instead of leaving half of it.
+    await new Promise<void>((resolve) => {
+      children.forEach((child, i) =>
+        child.once("exit", (code, signal) => {
+          if (finishing) return;
+          log(`${["the API", "the dispatcher"][i]} exited (${signal ?? code}); stopping everything`);
+          resolve();
+        }),
+      );
+    });
+    exitCode = 1;
+  }
 } catch (error) {
-  console.error(`demo: FAILED: ${(error as Error).message}`);
+  // After a signal the processes go away under the demo's feet: that is not a failure to report.
+  if (!finishing) console.error(error instanceof MissingService ? error.message : `demo: FAILED: ${(error as Error).message}`);
   exitCode = 1;
-} finally {
-  await Promise.all(children.map((c) => stopProcess(c)));
-  for (const cleanup of receiverCleanup) await cleanup();
-  process.exit(exitCode);
 }
+await finish(exitCode);

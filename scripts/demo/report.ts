@@ -1,15 +1,16 @@
+import type { Schemas } from "@mailhooks/api-client";
 import type { Arrival } from "@mailhooks/receiver";
 
 /** The demo's closing report, read back from the API, and its pass/fail checks. */
 export interface DemoFacts {
   /** GET /v1/events/{id} of every event the demo created, after the replays. */
-  events: any[];
+  events: Schemas["EventDetail"][];
   /** Events that had failed before the demo replayed them. */
   failedBeforeReplay: string[];
   /** GET /v1/audit-log. */
-  audit: any[];
+  audit: Schemas["AuditEntry"][];
   /** Every row of GET /v1/deliveries for the demo's account. */
-  deliveries: any[];
+  deliveries: Schemas["Delivery"][];
   arrivals: Arrival[];
 }
 

@@ -40,7 +40,7 @@ describe("bulk replay CLI", () => {
     for (let i = 0; i < 3; i++) ids.push((await account.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") })).body.event_id);
     for (const id of ids) await waitUntil(() => account.api("GET", `/v1/events/${id}`), (r) => r.body.status === "failed");
     // One expired event, and one failed event whose webhook is gone (its replay answers 409).
-    await stack.prisma.$executeRaw`UPDATE events SET payload = NULL, payload_purged_at = now() WHERE id = ${ids[0]}`;
+    await stack.prisma.$executeRaw`DELETE FROM event_payloads WHERE event_id = ${ids[0]}`;
     const other = await account.api("POST", "/v1/webhooks", { url: receiver.url("/y"), events: ["message.opened"] });
     secrets.set("/y", other.body.secret);
     const opened = await account.api("POST", "/v1/events", { event_type: "message.opened", data: sampleData("message.opened") });

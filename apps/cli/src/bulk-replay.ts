@@ -2,8 +2,10 @@
  * Bulk replay the way the spec describes it ("There is no single bulk-replay operation. To
  * replay many events, list them and replay each one separately", with the suggested 100 ms
  * pause): lists the matching events through GET /v1/events, then calls
- * POST /v1/events/{id}/replay once per event. A failed call is reported and the run goes on.
+ * POST /v1/events/{id}/replay once per event, through the typed client (@mailhooks/api-client).
+ * A failed replay is reported and the run goes on.
  */
+import { ApiError, createApiClient, listAll, type ApiClient, type ListFilter } from "@mailhooks/api-client";
 
 export interface BulkReplayOptions {
   apiUrl: string;
@@ -11,8 +13,8 @@ export interface BulkReplayOptions {
   since: string;
   until: string;
   inbox?: string;
-  eventType?: string;
-  status?: string;
+  eventType?: ListFilter<"/v1/events">["event_type"];
+  status?: ListFilter<"/v1/events">["status"];
   targetUrl?: string;
   webhookId?: string;
   /** Pause between two replay calls, in ms. */
@@ -35,44 +37,33 @@ export interface BulkReplaySummary {
   failed: number;
 }
 
-async function call(options: BulkReplayOptions, method: string, path: string, body?: unknown) {
-  const response = await fetch(`${options.apiUrl.replace(/\/$/, "")}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${options.apiKey}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
-    body: body === undefined ? undefined : JSON.stringify(body),
+/** Every matching event id, newest first, following next_cursor. @throws ApiError on a failed list call. */
+export async function listMatchingEvents(api: ApiClient, options: BulkReplayOptions): Promise<string[]> {
+  const events = await listAll(api, "/v1/events", {
+    since: options.since,
+    until: options.until,
+    ...(options.inbox ? { inbox_id: options.inbox } : {}),
+    ...(options.eventType ? { event_type: options.eventType } : {}),
+    ...(options.status ? { status: options.status } : {}),
   });
-  const text = await response.text();
-  let json: any = null;
-  try {
-    json = text ? JSON.parse(text) : null;
-  } catch {
-    json = { error: { message: text.slice(0, 200) } };
-  }
-  return { status: response.status, body: json };
-}
-
-/** Every matching event id, newest first, following next_cursor. @throws Error on a failed list call. */
-export async function listMatchingEvents(options: BulkReplayOptions): Promise<string[]> {
-  const query = new URLSearchParams({ since: options.since, until: options.until, limit: "100" });
-  if (options.inbox) query.set("inbox_id", options.inbox);
-  if (options.eventType) query.set("event_type", options.eventType);
-  if (options.status) query.set("status", options.status);
-  const ids: string[] = [];
-  for (;;) {
-    const page = await call(options, "GET", `/v1/events?${query}`);
-    if (page.status !== 200) throw new Error(`listing events failed: ${page.status} ${page.body?.error?.message ?? ""}`);
-    ids.push(...page.body.data.map((e: { event_id: string }) => e.event_id));
-    if (!page.body.next_cursor) return ids;
-    query.set("cursor", page.body.next_cursor);
-  }
+  return events.map((e) => e.event_id);
 }
 
 /** Replays every matching event, one call each, `pauseMs` apart. */
 export async function bulkReplay(options: BulkReplayOptions, reporter: BulkReplayReporter): Promise<BulkReplaySummary> {
-  const ids = await listMatchingEvents(options);
+  const api = createApiClient({ baseUrl: options.apiUrl, apiKey: options.apiKey });
+  let ids: string[];
+  try {
+    ids = await listMatchingEvents(api, options);
+  } catch (error) {
+    throw error instanceof ApiError ? new Error(`listing events failed: ${error.message}`) : error;
+  }
   const summary: BulkReplaySummary = { matched: ids.length, replayed: 0, skippedExpired: 0, failed: 0 };
   reporter.start(ids.length);
-  const body = options.targetUrl || options.webhookId ? { target_url: options.targetUrl, webhook_id: options.webhookId } : undefined;
+  const body =
+    options.targetUrl || options.webhookId
+      ? { ...(options.targetUrl ? { target_url: options.targetUrl } : {}), ...(options.webhookId ? { webhook_id: options.webhookId } : {}) }
+      : undefined;
   for (const [index, id] of ids.entries()) {
     if (options.dryRun) {
       reporter.item(id, "listed", "would be replayed");
@@ -80,16 +71,16 @@ export async function bulkReplay(options: BulkReplayOptions, reporter: BulkRepla
     }
     if (index > 0 && options.pauseMs > 0) await new Promise((r) => setTimeout(r, options.pauseMs));
     try {
-      const res = await call(options, "POST", `/v1/events/${encodeURIComponent(id)}/replay`, body);
-      if (res.status === 202) {
+      const { data, error, response } = await api.POST("/v1/events/{event_id}/replay", { params: { path: { event_id: id } }, ...(body ? { body } : {}) });
+      if (data) {
         summary.replayed++;
-        reporter.item(id, "replayed", `${res.body.replays.length} replay(s)`);
-      } else if (res.status === 410) {
+        reporter.item(id, "replayed", `${data.replays.length} replay(s)`);
+      } else if (response.status === 410) {
         summary.skippedExpired++;
         reporter.item(id, "expired", "payload past retention");
       } else {
         summary.failed++;
-        reporter.item(id, "failed", `${res.status} ${res.body?.error?.code ?? ""}: ${res.body?.error?.message ?? ""}`);
+        reporter.item(id, "failed", new ApiError(response.status, error).message);
       }
     } catch (error) {
       summary.failed++;

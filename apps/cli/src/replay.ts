@@ -1,27 +1,31 @@
 /**
  * `npm run -s replay -- --since ISO --until ISO [--inbox ID] [--event-type T] [--status failed]
- *   [--target-url URL] [--webhook-id ID] [--pause-ms 100] [--dry-run]`
- * Reads API_URL (default http://127.0.0.1:3000) and API_KEY from the environment. Shows a
- * progress bar on a terminal and one line per event otherwise; exits 1 when a replay failed.
+ *   [--target-url URL] [--webhook-id ID] [--pause-ms 100] [--dry-run]` (CONTRACT.md section 1):
+ * bulk replay through the API, one call per event (see bulk-replay.ts). Reads API_URL (default
+ * http://127.0.0.1:3000) and API_KEY from the environment. Shows a progress bar on a terminal
+ * and one line per event otherwise; exits 1 when a replay failed, 2 on a usage error.
  */
-import { parseArgs } from "node:util";
 import cliProgress from "cli-progress";
 import { z } from "zod";
+import { EVENT_TYPES } from "@mailhooks/events";
+import { createCommand, USAGE_ERROR } from "@mailhooks/command-line";
 import { bulkReplay, type BulkReplayReporter } from "./bulk-replay.js";
 
 const iso = z.iso.datetime({ offset: true, message: "must be an ISO 8601 timestamp" });
-const schema = z.object({
+const environment = z.object({
   API_URL: z.url({ message: "API_URL must be a URL" }).default("http://127.0.0.1:3000"),
   API_KEY: z.string({ message: "API_KEY is required" }).min(1, "API_KEY is required"),
+});
+const optionsSchema = z.object({
   since: iso,
   until: iso,
   inbox: z.string().min(1).optional(),
-  "event-type": z.string().min(1).optional(),
+  eventType: z.enum(EVENT_TYPES).optional(),
   status: z.enum(["pending", "delivered", "failed"]).optional(),
-  "target-url": z.string().startsWith("https://", "--target-url must be an https:// URL").optional(),
-  "webhook-id": z.string().min(1).optional(),
-  "pause-ms": z.coerce.number().int().min(0).default(100),
-  "dry-run": z.boolean().default(false),
+  targetUrl: z.string().startsWith("https://", "--target-url must be an https:// URL").optional(),
+  webhookId: z.string().min(1).optional(),
+  pauseMs: z.coerce.number().int().min(0).default(100),
+  dryRun: z.boolean().default(false),
 });
 
 function plainReporter(): BulkReplayReporter {
@@ -54,51 +58,47 @@ function barReporter(): BulkReplayReporter {
   };
 }
 
-async function main(): Promise<number> {
-  const { values } = parseArgs({
-    options: {
-      since: { type: "string" },
-      until: { type: "string" },
-      inbox: { type: "string" },
-      "event-type": { type: "string" },
-      status: { type: "string" },
-      "target-url": { type: "string" },
-      "webhook-id": { type: "string" },
-      "pause-ms": { type: "string" },
-      "dry-run": { type: "boolean" },
-    },
-  });
-  const parsed = schema.safeParse({ ...values, API_URL: process.env.API_URL || undefined, API_KEY: process.env.API_KEY });
-  if (!parsed.success) {
-    for (const issue of parsed.error.issues) console.error(`replay: ${issue.path.join(".") || "input"}: ${issue.message}`);
-    return 2;
-  }
-  const o = parsed.data;
-  const summary = await bulkReplay(
-    {
-      apiUrl: o.API_URL,
-      apiKey: o.API_KEY,
-      since: o.since,
-      until: o.until,
-      inbox: o.inbox,
-      eventType: o["event-type"],
-      status: o.status,
-      targetUrl: o["target-url"],
-      webhookId: o["webhook-id"],
-      pauseMs: o["pause-ms"],
-      dryRun: o["dry-run"],
-    },
-    process.stdout.isTTY ? barReporter() : plainReporter(),
-  );
-  const verb = o["dry-run"] ? "would replay" : "replayed";
-  console.log(`summary: matched ${summary.matched}, ${verb} ${o["dry-run"] ? summary.matched : summary.replayed}, skipped as expired ${summary.skippedExpired}, failed ${summary.failed}`);
-  return summary.failed > 0 ? 1 : 0;
+/** `issues` as `replay: <what>: <why>` lines (flags by their command-line name). */
+function reportIssues(issues: z.core.$ZodIssue[]): void {
+  const flag = (key: PropertyKey | undefined) => (key === undefined ? "input" : /^[A-Z_]+$/.test(String(key)) ? String(key) : `--${String(key).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
+  for (const issue of issues) console.error(`replay: ${flag(issue.path[0])}: ${issue.message}`);
 }
 
-main().then(
-  (code) => (process.exitCode = code),
-  (error: Error) => {
-    console.error(`replay: ${error.message}`);
-    process.exitCode = 1;
-  },
-);
+const program = createCommand({
+  name: "npm run -s replay --",
+  description:
+    "Bulk replay the way the specification describes it: list the matching events through the API, then replay each one with its own call, --pause-ms apart. A failed call is reported and the run goes on.",
+  examples: [
+    "API_KEY=whk_... npm run -s replay -- --since 2026-11-01T00:00:00Z --until 2026-11-02T00:00:00Z --status failed",
+    "API_KEY=whk_... npm run -s replay -- --since 2026-11-01T00:00:00Z --until 2026-11-02T00:00:00Z --webhook-id wh_... --target-url https://staging.example.com/hooks --dry-run",
+  ],
+  environment,
+})
+  .requiredOption("--since <ISO>", "only events created at or after this time (ISO 8601)")
+  .requiredOption("--until <ISO>", "only events created before this time (ISO 8601)")
+  .option("--inbox <ID>", "only events of this inbox")
+  .option("--event-type <TYPE>", `only events of this kind (${EVENT_TYPES.join(", ")})`)
+  .option("--status <STATUS>", "only events in this status (pending, delivered, failed)")
+  .option("--target-url <URL>", "replay to this https:// URL instead of the webhooks' own")
+  .option("--webhook-id <ID>", "replay only to this webhook (with --target-url: the webhook whose secret signs)")
+  .option("--pause-ms <MS>", "pause between two replay calls, in ms", "100")
+  .option("--dry-run", "list what would be replayed, replay nothing")
+  .action(async (flags: Record<string, unknown>) => {
+    const env = environment.safeParse({ API_URL: process.env.API_URL || undefined, API_KEY: process.env.API_KEY });
+    const parsed = optionsSchema.safeParse(flags);
+    if (!env.success || !parsed.success) {
+      reportIssues([...(env.error?.issues ?? []), ...(parsed.error?.issues ?? [])]);
+      process.exitCode = USAGE_ERROR;
+      return;
+    }
+    const o = parsed.data;
+    const summary = await bulkReplay({ apiUrl: env.data.API_URL, apiKey: env.data.API_KEY, ...o }, process.stdout.isTTY ? barReporter() : plainReporter());
+    const verb = o.dryRun ? "would replay" : "replayed";
+    console.log(`summary: matched ${summary.matched}, ${verb} ${o.dryRun ? summary.matched : summary.replayed}, skipped as expired ${summary.skippedExpired}, failed ${summary.failed}`);
+    process.exitCode = summary.failed > 0 ? 1 : 0;
+  });
+
+program.parseAsync(process.argv).catch((error: Error) => {
+  console.error(`replay: ${error.message}`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,68 @@
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { signPayload } from "@mailhooks/signing";
+
+// The Python receiver of the docs (stdlib only) reaches the outcome of every test vector, and
+// its server accepts what the service signs.
+const script = fileURLToPath(new URL("./python_receiver.py", import.meta.url));
+const vectorsPath = fileURLToPath(new URL("../../packages/verify/test-vectors.json", import.meta.url));
+const vectors = (JSON.parse(readFileSync(vectorsPath, "utf8")) as { vectors: Array<{ name: string; expected: unknown }> }).vectors;
+
+describe("docs/receivers/python_receiver.py", () => {
+  it("reaches every test vector's outcome", async () => {
+    const { stdout } = await promisify(execFile)("python3", [script, "--vectors", vectorsPath]);
+    const outcomes = new Map(stdout.trim().split("\n").map((line) => {
+      const { name, outcome } = JSON.parse(line) as { name: string; outcome: unknown };
+      return [name, outcome] as const;
+    }));
+    expect(outcomes.size).toBe(vectors.length);
+    for (const vector of vectors) expect({ name: vector.name, outcome: outcomes.get(vector.name) }).toEqual({ name: vector.name, outcome: vector.expected });
+  });
+
+  describe("as a server", () => {
+    let child: ChildProcess;
+    let url: string;
+    const lines: string[] = [];
+
+    beforeAll(async () => {
+      child = spawn("python3", [script, "--port", "0"], { env: { ...process.env, WEBHOOK_SECRET: "whsec_py_old,whsec_py_new" }, stdio: ["ignore", "pipe", "inherit"] });
+      const output = createInterface({ input: child.stdout! });
+      url = await new Promise((resolve, reject) => {
+        child.once("exit", (code) => reject(new Error(`python3 exited with ${code}`)));
+        output.on("line", (line) => {
+          lines.push(line);
+          const listening = /^listening on (\S+)$/.exec(line);
+          if (listening) resolve(listening[1]);
+        });
+      });
+    });
+
+    afterAll(() => {
+      child.kill();
+    });
+
+    const body = '{"event":"message.opened","timestamp":1795341600,"data":{"messageId":"<py@example.com>","subject":"Grüße","openCount":1}}';
+    const post = (secret: string) => {
+      const timestamp = String(Math.floor(Date.now() / 1000));
+      return fetch(url, { method: "POST", headers: { "content-type": "application/json", "X-Service-Timestamp": timestamp, "X-Service-Signature": signPayload(secret, timestamp, body) }, body });
+    };
+
+    it("answers 204 to a signed event (either secret of a rotation) and processes it once", async () => {
+      expect((await post("whsec_py_new")).status).toBe(204);
+      expect((await post("whsec_py_old")).status).toBe(204);
+      // The server prints before it answers, but the line may still be in the pipe: wait a little for it.
+      for (let i = 0; i < 50 && !lines.some((l) => l.startsWith("processed")); i++) await new Promise((r) => setTimeout(r, 20));
+      expect((await post("whsec_py_new")).status).toBe(204);
+      expect(lines.filter((l) => l.startsWith("processed"))).toEqual(["processed message.opened <py@example.com>"]);
+    });
+
+    it("answers 401 with the error code to a wrong secret", async () => {
+      const res = await post("whsec_other");
+      expect(res.status).toBe(401);
+      expect(await res.json()).toEqual({ error: { code: "invalid_signature", message: expect.any(String) } });
+    });
+  });
+});

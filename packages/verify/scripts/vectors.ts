@@ -1,0 +1,40 @@
+import { readFileSync } from "node:fs";
+import type { WebhookEnvelope, WebhookVerificationErrorCode } from "../src/core.js";
+
+/**
+ * The shape of test-vectors.json, and its loader for the tests. One vector is one request as a
+ * receiver sees it, and the one outcome every receiver must reach: the envelope, or an error code.
+ */
+
+export type VectorOutcome = { ok: true; envelope: WebhookEnvelope } | { ok: false; error: WebhookVerificationErrorCode };
+
+export interface TestVector {
+  name: string;
+  description: string;
+  /** Every secret the receiver holds (two during a rotation); the request passes if one matches. */
+  secrets: string[];
+  /** Request headers, names in the case a sender might use (a receiver matches them case-insensitively). */
+  headers: Record<string, string>;
+  /** The body's exact bytes, base64. */
+  body_base64: string;
+  /** The receiver's clock, Unix seconds. */
+  now: number;
+  tolerance_seconds: number;
+  expected: VectorOutcome;
+}
+
+export interface TestVectorFile {
+  description: string;
+  checks_in_order: string[];
+  vectors: TestVector[];
+}
+
+export const VECTORS_PATH = new URL("../test-vectors.json", import.meta.url);
+
+export function loadVectors(): TestVector[] {
+  return (JSON.parse(readFileSync(VECTORS_PATH, "utf8")) as TestVectorFile).vectors;
+}
+
+export function bodyOf(vector: TestVector): Buffer {
+  return Buffer.from(vector.body_base64, "base64");
+}

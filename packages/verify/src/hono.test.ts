@@ -1,0 +1,29 @@
+import { Hono } from "hono";
+import { verifyWebhook, type WebhookVariables } from "./hono.js";
+import { ENVELOPE, SECRET, signedRequest } from "../test/signed.js";
+
+const app = new Hono<{ Variables: WebhookVariables }>();
+app.post("/webhooks", verifyWebhook(SECRET), async (c) => c.json({ webhook: c.get("webhook"), reread: await c.req.json() }));
+
+describe("@mailhooks/verify/hono", () => {
+  it("verifies, stores the envelope as c.get('webhook') and leaves the body readable", async () => {
+    const { body, headers } = signedRequest(SECRET, ENVELOPE);
+    const res = await app.request("/webhooks", { method: "POST", headers, body });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ webhook: ENVELOPE, reread: ENVELOPE });
+  });
+
+  it("answers 401 with a JSON error for a wrong secret, an old request or missing headers", async () => {
+    const cases = [
+      [signedRequest("whsec_someone_else", ENVELOPE), "invalid_signature"],
+      [signedRequest(SECRET, ENVELOPE, Math.floor(Date.now() / 1000) - 301), "timestamp_out_of_tolerance"],
+      [{ body: JSON.stringify(ENVELOPE), headers: { "content-type": "application/json" } }, "missing_header"],
+    ] as const;
+    for (const [{ body, headers }, code] of cases) {
+      const res = await app.request("/webhooks", { method: "POST", headers, body });
+      expect(res.status).toBe(401);
+      expect(res.headers.get("content-type")).toBe("application/json");
+      expect(await res.json()).toEqual({ error: { code, message: expect.any(String) } });
+    }
+  });
+});

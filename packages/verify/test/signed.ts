@@ -1,0 +1,22 @@
+import { signPayload } from "@mailhooks/signing";
+
+/**
+ * A request as the service's dispatcher signs it (the real signing code, not this library),
+ * for the adapter tests. `timestamp` defaults to now, in Unix seconds.
+ */
+export function signedRequest(secret: string, envelope: unknown, timestamp = Math.floor(Date.now() / 1000)) {
+  const body = JSON.stringify(envelope);
+  const headers = {
+    "content-type": "application/json",
+    "X-Service-Timestamp": String(timestamp),
+    "X-Service-Signature": signPayload(secret, String(timestamp), body),
+  };
+  return { body, headers };
+}
+
+export const SECRET = "whsec_adapter_test_5d1f";
+export const ENVELOPE = {
+  event: "message.delivered",
+  timestamp: 1795341600,
+  data: { messageId: "<m1@example.com>", threadId: "thr_1", inboxId: "inb_1", from: "alice@example.com", to: ["bob@example.com"], subject: "Hello", status: "delivered", deliveredAt: "2026-11-22T10:00:05Z" },
+};

@@ -1,0 +1,102 @@
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+/**
+ * Every command of CONTRACT.md section 1 explains itself: `--help` prints its usage and an
+ * example and exits 0; an unknown option prints the error and the usage and exits 2. Each runs as
+ * a real process, the way a user types it: `npm run -s <script> -- ...` for the commands that run
+ * from source, and the sources of the built entry points (the API, the dispatcher, `npm start`)
+ * under tsx, so that no build is needed.
+ */
+
+const require = createRequire(import.meta.url);
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const scripts: Record<string, string> = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")).scripts;
+const npm = process.platform === "win32" ? "npm.cmd" : "npm";
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function run(command: string, args: string[]): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    // No database, Redis or API is needed to explain oneself: none is reachable here.
+    const env = { ...process.env, NODE_OPTIONS: "", DATABASE_URL: "postgresql://nobody@127.0.0.1:1/none", REDIS_URL: "redis://127.0.0.1:1", API_KEY: "" };
+    const child = spawn(command, args, { cwd: root, env });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c) => (stdout += c));
+    child.stderr.on("data", (c) => (stderr += c));
+    child.on("error", reject);
+    child.on("exit", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** `node <flags> apps/x/dist/main.js` of a start script, as the source it is built from, under tsx. */
+function fromSource(script: string): string[] {
+  const entry = scripts[script].split(" ").find((part) => part.endsWith(".js") || part.endsWith(".mjs"))!;
+  return [require.resolve("tsx/cli"), "--conditions=source", path.join(root, entry.replace("/dist/", "/src/").replace(/main\.js$/, "main.ts"))];
+}
+
+/** Arguments a command needs besides the option under test (commander reports a missing one first). */
+const REQUIRED: Record<string, string[]> = { replay: ["--since", "2026-11-01T00:00:00Z", "--until", "2026-11-02T00:00:00Z"] };
+
+const commands: [label: string, invoke: (args: string[]) => Promise<Run>, required: string[]][] = [
+  ...["keys", "replay", "db:migrate", "demo", "bench"].map((script): [string, (args: string[]) => Promise<Run>, string[]] => [
+    `npm run -s ${script}`,
+    (args) => run(npm, ["run", "-s", script, "--", ...args]),
+    REQUIRED[script] ?? [],
+  ]),
+  ...["start:api", "start:dispatcher", "start"].map((script): [string, (args: string[]) => Promise<Run>, string[]] => [
+    `npm run ${script}`,
+    (args) => run(process.execPath, [...fromSource(script), ...args]),
+    [],
+  ]),
+];
+
+describe("command lines", () => {
+  test("the root scripts point at the entry points tested here", () => {
+    expect(scripts.keys).toContain("apps/cli/src/keys.ts");
+    expect(scripts.replay).toContain("apps/cli/src/replay.ts");
+    expect(scripts["db:migrate"]).toContain("apps/cli/src/migrate.ts");
+    expect(scripts.start).toContain("scripts/start-all.mjs");
+  });
+
+  describe.each(commands)("%s", (label, invoke, required) => {
+    test.concurrent("--help prints the usage and an example, and exits 0", async () => {
+      const res = await invoke(["--help"]);
+      expect({ code: res.code, stderr: res.stderr.replace(/^npm warn .*\n/gm, "") }).toEqual({ code: 0, stderr: "" });
+      expect(res.stdout).toMatch(/^Usage: /);
+      expect(res.stdout).toMatch(/\nExamples?:\n {2}\$ /);
+      expect(res.stdout).toContain(label.replace(/^npm run (-s )?/, ""));
+    });
+
+    test.concurrent("an unknown option prints the usage and exits 2", async () => {
+      const res = await invoke([...required, "--no-such-option"]);
+      expect(res.code).toBe(2);
+      expect(res.stderr).toContain("unknown option '--no-such-option'");
+      expect(res.stderr).toMatch(/\nUsage: /);
+      expect(res.stdout).toBe("");
+    });
+  });
+
+  test("each keys subcommand explains itself, and a missing subcommand or option is a usage error", async () => {
+    const subs = ["create", "revoke", "list", "reencrypt-secrets", "dashboard-link"];
+    const runs = await Promise.all(subs.map((sub) => run(npm, ["run", "-s", "keys", "--", sub, "--help"])));
+    for (const [i, sub] of subs.entries()) {
+      const res = runs[i];
+      expect([sub, res.code]).toEqual([sub, 0]);
+      expect(res.stdout).toMatch(new RegExp(`^Usage: npm run -s keys -- ${sub} `));
+      expect(res.stdout).toMatch(/\nExamples?:\n/);
+    }
+    expect((await run(npm, ["run", "-s", "keys"])).code).toBe(2);
+    const missing = await run(npm, ["run", "-s", "keys", "--", "create", "--json"]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("--account");
+  });
+});
