@@ -1,17 +1,23 @@
 /**
  * The floor of the stack, run in its own process (forked by bench/run.ts): a bare BullMQ queue
- * and worker at the dispatcher's concurrency that signs the same envelope bytes, POSTs them with
- * got to the same receiver and writes one row per delivery with the same Prisma client. None of
- * the service's logic: the best this stack can do on this machine.
+ * and worker at the dispatcher's concurrency that signs the same envelope bytes, POSTs them to
+ * the same receiver and writes one row per delivery with node-postgres (the driver of the
+ * service's delivery path), with either got (the dispatcher's HTTP client: a keep-alive agent,
+ * as in apps/dispatcher/src/delivery/http-client.ts) or undici (a Pool), so that a reader sees
+ * what the HTTP client costs. None of the service's logic: the best this stack can do here.
+ * The queue is filled first; the clock runs from the worker's start to the last recorded row.
  */
 import https from "node:https";
 import { Queue, Worker } from "bullmq";
 import got from "got";
-import { createPrismaClient, newId } from "@mailhooks/db";
+import { Pool } from "undici";
+import { createPool, newId } from "@mailhooks/db";
 import { createRedisConnection } from "@mailhooks/queue";
 import { signPayload } from "@mailhooks/signing";
+import { benchMessageId, now } from "./bodies.js";
 
 export interface FloorRequest {
+  client: "got" | "undici";
   databaseUrl: string;
   redisUrl: string;
   prefix: string;
@@ -24,38 +30,70 @@ export interface FloorRequest {
   runId: string;
 }
 
-process.on("message", async (request: FloorRequest) => {
-  const prisma = createPrismaClient(request.databaseUrl, request.poolSize);
+export interface FloorResult {
+  started: number;
+  ended: number;
+  failures: number;
+  firstError?: string;
+}
+
+type Post = (body: string, headers: Record<string, string>) => Promise<number>;
+
+function httpClient(kind: FloorRequest["client"], receiverUrl: string, concurrency: number): { post: Post; close: () => Promise<void> } {
+  if (kind === "got") {
+    const agent = new https.Agent({ keepAlive: true, maxSockets: 512 });
+    const client = got.extend({ agent: { https: agent }, retry: { limit: 0 }, followRedirect: false, throwHttpErrors: false, decompress: false, timeout: { request: 30_000 } });
+    return {
+      post: async (body, headers) => (await client.post(receiverUrl, { body, headers })).statusCode,
+      close: async () => agent.destroy(),
+    };
+  }
+  const url = new URL(receiverUrl);
+  const pool = new Pool(url.origin, { connections: concurrency, pipelining: 1, headersTimeout: 30_000, bodyTimeout: 30_000 });
+  return {
+    post: async (body, headers) => {
+      const response = await pool.request({ method: "POST", path: url.pathname + url.search, body, headers });
+      await response.body.dump();
+      return response.statusCode;
+    },
+    close: () => pool.close(),
+  };
+}
+
+async function runFloor(request: FloorRequest): Promise<FloorResult> {
+  const pool = createPool(request.databaseUrl, request.poolSize);
   const producer = createRedisConnection(request.redisUrl, "worker");
-  const queue = new Queue("floor", { connection: producer, prefix: request.prefix, defaultJobOptions: { removeOnComplete: true } });
+  const queueName = `floor-${request.runId}`;
+  const queue = new Queue(queueName, { connection: producer, prefix: request.prefix, defaultJobOptions: { removeOnComplete: true } });
+  const queuedAt = now();
   const jobs = Array.from({ length: request.count }, (_, i) => {
     const body = JSON.stringify({
       event: "message.sent",
       timestamp: Math.floor(Date.now() / 1000),
-      data: { messageId: `<floor-${request.runId}-${i}@bench>`, threadId: "thr_bench", inboxId: "bench@inbox.example.net", from: "bench@inbox.example.net", to: ["receiver@example.com"], subject: "Benchmark", status: "sent" },
+      data: { messageId: benchMessageId("floor", request.runId, i, queuedAt), threadId: "thr_bench", inboxId: "bench@inbox.example.net", from: "bench@inbox.example.net", to: ["receiver@example.com"], subject: "Benchmark", status: "sent" },
     });
     return { name: "deliver", data: { body } };
   });
   for (let i = 0; i < jobs.length; i += 1000) await queue.addBulk(jobs.slice(i, i + 1000));
-  const client = got.extend({ agent: { https: new https.Agent({ keepAlive: true, maxSockets: 512 }) }, retry: { limit: 0 }, followRedirect: false, throwHttpErrors: false, timeout: { request: 30_000 } });
-  const started = performance.timeOrigin + performance.now();
+  const http = httpClient(request.client, request.receiverUrl, request.concurrency);
   let done = 0;
   let failures = 0;
   let firstError: string | undefined;
-  const finished = new Promise<void>((resolve) => {
-    const worker = new Worker(
-      "floor",
+  const started = now();
+  let worker!: Worker;
+  await new Promise<void>((resolve) => {
+    worker = new Worker(
+      queueName,
       async (job) => {
         const timestamp = String(Math.floor(Date.now() / 1000));
         const t0 = performance.now();
         try {
-          const response = await client.post(request.receiverUrl, {
-            body: job.data.body,
-            headers: { "content-type": "application/json", "X-Service-Timestamp": timestamp, "X-Service-Signature": signPayload("whsec_floor", timestamp, job.data.body) },
-          });
-          await prisma.$executeRaw`
-            INSERT INTO deliveries (id, account_id, event_id, webhook_id, url, trigger, attempt, response_status, duration_ms)
-            VALUES (${newId("dlv")}, ${request.accountId}, ${null}, ${request.webhookId}, ${request.receiverUrl}, 'test'::"DeliveryTrigger", 0, ${response.statusCode}, ${Math.round(performance.now() - t0)})`;
+          const status = await http.post(job.data.body, { "content-type": "application/json", "X-Service-Timestamp": timestamp, "X-Service-Signature": signPayload("whsec_floor", timestamp, job.data.body) });
+          await pool.query(
+            `INSERT INTO deliveries (id, account_id, event_id, webhook_id, url, trigger, attempt, response_status, duration_ms)
+             VALUES ($1, $2, NULL, $3, $4, 'test'::"DeliveryTrigger", 0, $5, $6)`,
+            [newId("dlv"), request.accountId, request.webhookId, request.receiverUrl, status, Math.round(performance.now() - t0)],
+          );
         } catch (error) {
           failures++;
           firstError ??= (error as Error).message;
@@ -66,8 +104,16 @@ process.on("message", async (request: FloorRequest) => {
     );
     worker.on("error", () => undefined);
   });
-  await finished;
-  const ended = performance.timeOrigin + performance.now();
+  const ended = now();
+  await worker.close();
   await queue.obliterate({ force: true }).catch(() => undefined);
-  process.send!({ started, ended, failures, firstError }, () => process.exit(0));
+  await queue.close();
+  await http.close();
+  await pool.end();
+  return { started, ended, failures, firstError };
+}
+
+process.on("message", async (request: FloorRequest) => {
+  const result = await runFloor(request);
+  process.send!(result, () => process.exit(0));
 });

@@ -1,102 +1,158 @@
 /**
- * The benchmark's load generator, run in its own process (forked by bench/run.ts). It POSTs
- * message.sent events to /v1/events with keep-alive connections, either as fast as `concurrency`
- * allows (burst) or at a constant rate (paced), and reports each event's request start time.
+ * The benchmark's load generator, run in its own process (forked once by bench/run.ts) so that
+ * it never shares an event loop with what it measures.
+ *
+ * - `closed`: autocannon (programmatic API, `connections` keep-alive sockets, pipelining 1),
+ *   `requests` requests as fast as the server answers; each body is built by `setupRequest`
+ *   just before it is written, with unique messageIds that carry the request start time.
+ *   Calibration, ingest, batch ingest, burst and fan-out all use this mode, so they are measured
+ *   by the same client with the same settings.
+ * - `paced`: an open-loop schedule (one request every 1000/rate ms whatever the answers, so no
+ *   coordinated omission) over an undici Pool of `connections` sockets.
+ *
  * Times are `performance.timeOrigin + performance.now()` ms, comparable across processes.
  */
-import http from "node:http";
+import autocannon from "autocannon";
+import { Pool } from "undici";
+import { batchBody, eventBody, now } from "./bodies.js";
 
 export interface LoadRequest {
-  baseUrl: string;
-  apiKey: string;
-  /** Number of events (burst) or events per second (paced). */
-  count: number;
-  mode: "burst" | "paced";
-  concurrency: number;
-  /** Paced mode: how long to send, in ms. */
+  mode: "closed" | "paced";
+  /** Full URL of the route, e.g. http://127.0.0.1:3000/v1/events. */
+  url: string;
+  apiKey?: string;
+  /** Closed: number of requests. */
+  requests?: number;
+  /** Paced: requests per second and for how long, in ms. */
+  rate?: number;
   durationMs?: number;
+  connections: number;
+  /** Events per request: 1 posts an event, more a batch body ({events: [...]}). */
+  eventsPerRequest: number;
+  /** messageId kind: "ok", or "fail" (the receiver fails it once). */
+  kind: string;
   runId: string;
-  /** Prefix of the messageIds that the receiver should fail once (retry phase). */
-  failOncePrefix?: string;
 }
 
 export interface LoadResult {
-  /** messageId -> request start time (ms). */
-  starts: Record<string, number>;
+  /** Before the first request was built / after the last answer. */
   firstStart: number;
   lastEnd: number;
-  errors: number;
-  firstError?: string;
+  requests: number;
+  /** Answers that were not 2xx, connection errors and time-outs. */
+  failures: number;
+  firstFailure?: string;
+  /** Request latency as the client saw it, ms. */
+  latencyMs: { p50: number; p99: number };
+  /** CPU the load process used during the run, as a share of one core (0..1). */
+  cpuShare: number;
 }
 
-const now = () => performance.timeOrigin + performance.now();
-const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
-
-function post(url: URL, apiKey: string, body: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: url.hostname, port: url.port, path: "/v1/events", method: "POST", agent, headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) } },
-      (res) => {
-        res.resume();
-        res.on("end", () => resolve(res.statusCode ?? 0));
-      },
-    );
-    req.on("error", reject);
-    req.end(body);
-  });
+function bodyFor(request: LoadRequest, index: number): string {
+  const start = now();
+  return request.eventsPerRequest === 1
+    ? eventBody(request.kind, request.runId, index, start)
+    : batchBody(request.kind, request.runId, index * request.eventsPerRequest, request.eventsPerRequest, start);
 }
 
-function eventBody(messageId: string): string {
-  return JSON.stringify({
-    event_type: "message.sent",
-    data: { messageId, threadId: "thr_bench", inboxId: "bench@inbox.example.net", from: "bench@inbox.example.net", to: ["receiver@example.com"], subject: "Benchmark", status: "sent" },
-  });
+function headersFor(request: LoadRequest): Record<string, string> {
+  return { "content-type": "application/json", ...(request.apiKey ? { authorization: `Bearer ${request.apiKey}` } : {}) };
 }
 
-async function run(request: LoadRequest): Promise<LoadResult> {
-  const url = new URL(request.baseUrl);
-  const result: LoadResult = { starts: {}, firstStart: now(), lastEnd: 0, errors: 0 };
+async function closed(request: LoadRequest): Promise<LoadResult> {
   let next = 0;
+  let failures = 0;
+  let firstFailure: string | undefined;
+  let lastEnd = 0;
+  const cpu = process.cpuUsage();
+  const firstStart = now();
+  const instance = autocannon({
+    url: request.url,
+    method: "POST",
+    connections: request.connections,
+    pipelining: 1,
+    amount: request.requests!,
+    timeout: 60,
+    headers: headersFor(request),
+    requests: [{ setupRequest: (params) => ({ ...params, body: bodyFor(request, next++) }) }],
+  });
+  instance.on("response", (_client: unknown, statusCode: number) => {
+    lastEnd = now();
+    if (statusCode < 200 || statusCode > 299) {
+      failures++;
+      firstFailure ??= `status ${statusCode}`;
+    }
+  });
+  instance.on("reqError", (error: Error) => {
+    failures++;
+    firstFailure ??= error.message;
+  });
+  const result = await instance;
+  const wall = now() - firstStart;
+  const used = process.cpuUsage(cpu);
+  if (result.timeouts > 0) {
+    failures += result.timeouts;
+    firstFailure ??= `${result.timeouts} time-outs`;
+  }
+  return {
+    firstStart,
+    lastEnd,
+    requests: result.requests.total,
+    failures,
+    firstFailure,
+    latencyMs: { p50: result.latency.p50, p99: result.latency.p99 },
+    cpuShare: (used.user + used.system) / 1000 / wall,
+  };
+}
+
+async function paced(request: LoadRequest): Promise<LoadResult> {
+  const url = new URL(request.url);
+  const pool = new Pool(url.origin, { connections: request.connections, pipelining: 1 });
+  const total = Math.floor(((request.durationMs ?? 10_000) / 1000) * request.rate!);
+  const intervalMs = 1000 / request.rate!;
+  const latencies: number[] = [];
+  let failures = 0;
+  let firstFailure: string | undefined;
+  let lastEnd = 0;
+  const cpu = process.cpuUsage();
+  const firstStart = now();
   const send = async (i: number) => {
-    const prefix = request.failOncePrefix ?? "ok";
-    const messageId = `<${prefix}-${request.runId}-${i}@bench>`;
     const started = now();
-    result.starts[messageId] = started;
     try {
-      const status = await post(url, request.apiKey, eventBody(messageId));
-      if (status !== 201) {
-        result.errors++;
-        result.firstError ??= `status ${status}`;
+      const { statusCode, body } = await pool.request({ method: "POST", path: url.pathname, headers: headersFor(request), body: bodyFor(request, i) });
+      await body.dump();
+      if (statusCode < 200 || statusCode > 299) {
+        failures++;
+        firstFailure ??= `status ${statusCode}`;
       }
     } catch (error) {
-      result.errors++;
-      result.firstError ??= (error as Error).message;
+      failures++;
+      firstFailure ??= (error as Error).message;
     }
-    result.lastEnd = now();
+    lastEnd = now();
+    latencies.push(lastEnd - started);
   };
-  if (request.mode === "burst") {
-    const workers = Array.from({ length: request.concurrency }, async () => {
-      while (next < request.count) await send(next++);
-    });
-    await Promise.all(workers);
-  } else {
-    // Paced: one request every 1000/count ms on a fixed schedule (no coordinated omission).
-    const intervalMs = 1000 / request.count;
-    const total = Math.floor(((request.durationMs ?? 10_000) / 1000) * request.count);
-    const start = now();
-    const inFlight: Promise<void>[] = [];
-    for (let i = 0; i < total; i++) {
-      const due = start + i * intervalMs;
-      const wait = due - now();
-      if (wait > 1) await new Promise((r) => setTimeout(r, wait));
-      inFlight.push(send(i));
-    }
-    await Promise.all(inFlight);
+  const inFlight: Promise<void>[] = [];
+  for (let i = 0; i < total; i++) {
+    const wait = firstStart + i * intervalMs - now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    inFlight.push(send(i));
   }
-  return result;
+  await Promise.all(inFlight);
+  const wall = now() - firstStart;
+  const used = process.cpuUsage(cpu);
+  await pool.close();
+  latencies.sort((a, b) => a - b);
+  const at = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))];
+  return { firstStart, lastEnd, requests: total, failures, firstFailure, latencyMs: { p50: at(50), p99: at(99) }, cpuShare: (used.user + used.system) / 1000 / wall };
 }
 
-process.on("message", async (request: LoadRequest) => {
-  const result = await run(request);
-  process.send!(result, () => process.exit(0));
+// One process serves the whole run: each message is one load, answered with its id.
+process.on("message", async ({ id, request }: { id: number; request: LoadRequest }) => {
+  try {
+    process.send!({ id, result: await (request.mode === "closed" ? closed(request) : paced(request)) });
+  } catch (error) {
+    process.send!({ id, error: (error as Error).stack ?? String(error) });
+  }
 });
+process.on("disconnect", () => process.exit(0));
