@@ -1,7 +1,7 @@
 import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { createRedisConnection, QUEUE_NAMES } from "@mailhooks/queue";
-import { verifySignature } from "@mailhooks/signing";
+import { verify } from "@mailhooks/verify";
 import { testRedisUrl } from "../support/env.js";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { createHook, deliveryRows, emailArrivals, startHookReceiver } from "../support/hooks.js";
@@ -90,7 +90,7 @@ describe("a dispatcher killed mid-delivery", () => {
     expect(arrivals).toHaveLength(2);
     for (const arrival of arrivals) {
       expect(arrival.body).toBe(JSON.stringify(detail.body.payload));
-      expect(verifySignature({ secret: hook.secret, timestamp: arrival.timestamp, signature: arrival.signature, body: arrival.body })).toBe(true);
+      expect(verify(hook.secret, { "x-service-timestamp": arrival.timestamp, "x-service-signature": arrival.signature }, arrival.body, { now: new Date(arrival.receivedAt) })).toEqual(JSON.parse(arrival.body));
     }
     const [first, second] = [...arrivals].sort((x, y) => x.receivedAt - y.receivedAt);
     expect([first.duplicate, second.duplicate]).toEqual([false, true]);

@@ -1,3 +1,4 @@
+import { callApi } from "../support/api-call.js";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { createHook, emailArrivals, startHookReceiver } from "../support/hooks.js";
 import { freePort, killAll, removeMaintenanceQueue, startApiProcess, startDispatcher, waitForExit, waitForOutput } from "./support/processes.js";
@@ -82,18 +83,17 @@ describe("SIGKILL under load", () => {
     await waitForOutput(api, "api listening");
     const acked: string[] = [];
     let unanswered = 0;
+    const mismatches: string[] = [];
     let killed = false;
     const post = async () => {
       const data = sampleData("message.sent");
       try {
-        const res = await fetch(`http://127.0.0.1:${port}/v1/events`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${acct.apiKey}`, "content-type": "application/json" },
-          body: JSON.stringify({ event_type: "message.sent", data }),
-        });
+        // Every answer the API gave before it died is checked against the OpenAPI document.
+        const res = await callApi(`http://127.0.0.1:${port}`, acct.apiKey, "POST", "/v1/events", { event_type: "message.sent", data });
         if (res.status === 201) acked.push(data.messageId as string);
-      } catch {
-        unanswered++;
+      } catch (error) {
+        if (error instanceof Error && error.message.startsWith("OpenAPI:")) mismatches.push(error.message);
+        else unanswered++; // the connection died with the API
       }
     };
     // 16 clients post until the API is gone; it is killed once 100 events were acknowledged.
@@ -104,6 +104,7 @@ describe("SIGKILL under load", () => {
     api.child.kill("SIGKILL");
     killed = true;
     await Promise.all(clients);
+    expect(mismatches.slice(0, 3)).toEqual([]);
     await waitForExit(api, 5_000);
     const arrived = () => new Set(emailArrivals(hr.receiver.arrivals, "/api-kill").map((a) => a.messageId));
     await hr.receiver.waitFor(() => {

@@ -8,6 +8,7 @@ import { createDatabase, type Database } from "@mailhooks/db";
 import { createRedisConnection, QUEUE_NAMES } from "@mailhooks/queue";
 import { createApp } from "../../apps/api/src/app.js";
 import { startKeyAccess } from "../../apps/api/src/key-access.js";
+import { callApi } from "../support/api-call.js";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { createHook, deliveryRows, emailArrivals, expectError, startHookReceiver } from "../support/hooks.js";
 import { testDatabaseUrl, testRedisUrl } from "../support/env.js";
@@ -73,14 +74,8 @@ describe("PostgreSQL unreachable during a delivery", () => {
     await stack?.close();
   });
 
-  const proxied = async (method: string, path: string, body?: unknown) => {
-    const response = await fetch(`${proxiedUrl}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${stack.apiKey}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: response.status, body: (await response.json()) as any };
-  };
+  /** A call to the API behind the proxy; its answers (the 503s above all) are checked against the OpenAPI document. */
+  const proxied = (method: string, path: string, body?: unknown) => callApi(proxiedUrl, stack.apiKey, method, path, body);
 
   test("the dispatcher survives, records no attempt it could not record, and catches up", async () => {
     let cutAt = 0;

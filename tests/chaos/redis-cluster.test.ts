@@ -1,5 +1,5 @@
 import { Cluster } from "ioredis";
-import { verifySignature } from "@mailhooks/signing";
+import { verify } from "@mailhooks/verify";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { apiAs, createHook, deliveryRows, emailArrivals, startHookReceiver } from "../support/hooks.js";
 import { killAll, startDispatcher, waitForOutput } from "./support/processes.js";
@@ -48,7 +48,7 @@ describe("on a Redis Cluster of three primaries", () => {
 
     const arrivals = emailArrivals(hr.receiver.arrivals, "/cluster");
     expect(arrivals).toHaveLength(8);
-    for (const a of arrivals) expect(verifySignature({ secret: hook.secret, timestamp: a.timestamp, signature: a.signature, body: a.body })).toBe(true);
+    for (const a of arrivals) expect(verify(hook.secret, { "x-service-timestamp": a.timestamp, "x-service-signature": a.signature }, a.body, { now: new Date(a.receivedAt) })).toEqual(JSON.parse(a.body));
     const rows = await deliveryRows(stack, { webhook_id: hook.id });
     expect(rows.filter((r) => r.trigger === "retry")).toHaveLength(4);
 

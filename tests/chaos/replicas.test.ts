@@ -1,3 +1,4 @@
+import { callApi } from "../support/api-call.js";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { createHook, startHookReceiver } from "../support/hooks.js";
 import { freePort, killAll, removeMaintenanceQueue, startApiProcess, startDispatcher, waitForOutput } from "./support/processes.js";
@@ -39,13 +40,11 @@ describe("two APIs and two dispatchers", () => {
 
     const ids: string[] = [];
     for (let batch = 0; batch < EVENTS / 100; batch++) {
-      const res = await fetch(`http://127.0.0.1:${apiPorts[batch % 2]}/v1/events/batch`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${acct.apiKey}`, "content-type": "application/json" },
-        body: JSON.stringify({ events: Array.from({ length: 100 }, () => ({ event_type: "message.sent", data: sampleData("message.sent") })) }),
+      const res = await callApi(`http://127.0.0.1:${apiPorts[batch % 2]}`, acct.apiKey, "POST", "/v1/events/batch", {
+        events: Array.from({ length: 100 }, () => ({ event_type: "message.sent", data: sampleData("message.sent") })),
       });
       expect(res.status).toBe(201);
-      ids.push(...((await res.json()) as any).data.map((e: any) => e.event_id));
+      ids.push(...res.body.data.map((e: { event_id: string }) => e.event_id));
     }
     // 1 test event + one per event; counted cheaply at each arrival.
     await hr.receiver.waitFor((a) => a.length >= EVENTS + 1, 240_000);

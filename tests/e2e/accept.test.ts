@@ -1,7 +1,12 @@
 import { Queue } from "bullmq";
-import type { Redis } from "ioredis";
-import { createRedisConnection, QUEUE_NAMES } from "@mailhooks/queue";
-import { testRedisUrl } from "../support/env.js";
+import { dispatcherConfigSchema, loadConfig, secretKeysOf } from "@mailhooks/config";
+import { captureLogs, getLogger } from "@mailhooks/logger";
+import { createRedisConnection, QUEUE_NAMES, type RedisClient } from "@mailhooks/queue";
+import { createKeyring, parseKeys } from "@mailhooks/secrets";
+import { createHttpClient } from "../../apps/dispatcher/src/delivery/http-client.js";
+import { createDispatcherMetrics, type DispatcherMetrics } from "../../apps/dispatcher/src/metrics.js";
+import { createDeliveryWorker } from "../../apps/dispatcher/src/worker.js";
+import { testDatabaseUrl, testRedisUrl } from "../support/env.js";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { createHook, deliveryRows, emailArrivals, expectError, expectValidation, startHookReceiver } from "../support/hooks.js";
 
@@ -86,13 +91,48 @@ describe("accepting events", () => {
   });
 });
 
+/**
+ * A dispatcher's delivery worker on `stack`'s queue (the stack runs only the relay), configured
+ * from `env` by the dispatcher's own schema, with metrics of its own that the test reads.
+ */
+function startDeliveryWorker(stack: Stack, env: Record<string, string>): { metrics: DispatcherMetrics; close: () => Promise<void> } {
+  const config = loadConfig(dispatcherConfigSchema, { DATABASE_URL: testDatabaseUrl(), REDIS_URL: testRedisUrl(), ALLOW_PRIVATE_TARGETS: "true", ...env });
+  const connection = createRedisConnection(config.REDIS_URL, "worker", { cluster: config.REDIS_CLUSTER });
+  const { client, agent } = createHttpClient({ timeoutMs: config.DELIVERY_TIMEOUT_MS, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS });
+  const metrics = createDispatcherMetrics();
+  const worker = createDeliveryWorker(
+    {
+      pool: stack.pool,
+      client,
+      allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS,
+      retryDelaysMs: config.DELIVERY_RETRY_DELAYS_MS,
+      logger: getLogger("dispatcher"),
+      metrics,
+      keyring: createKeyring(parseKeys(secretKeysOf(config))),
+      autoDisableAfterMs: config.WEBHOOK_AUTO_DISABLE_AFTER_HOURS * 3_600_000,
+    },
+    { connection, prefix: stack.keyPrefix, concurrency: 16 },
+  );
+  return {
+    metrics,
+    close: async () => {
+      await worker.close();
+      agent.destroy();
+      await connection.quit().catch(() => undefined);
+    },
+  };
+}
+
 describe("a poison job: a deterministic failure after the request was sent", () => {
+  const env = { DELIVERY_RETRY_DELAYS_MS: "200,200,200" };
   let stack: Stack;
-  let redis: Redis;
+  let dispatcher: ReturnType<typeof startDeliveryWorker>;
+  let redis: RedisClient;
   let deliveries: Queue;
   const marker = `poison-${Date.now()}`;
   beforeAll(async () => {
-    stack = await startStack({ env: { DELIVERY_RETRY_DELAYS_MS: "200,200,200" } });
+    stack = await startStack({ env, dispatcher: "relay-only" });
+    dispatcher = startDeliveryWorker(stack, env);
     redis = createRedisConnection(testRedisUrl(), "worker");
     deliveries = new Queue(QUEUE_NAMES.deliveries, { connection: redis, prefix: stack.prefix });
     // Recording an attempt to this webhook's URL fails, always, after the POST was made: what a
@@ -111,22 +151,50 @@ describe("a poison job: a deterministic failure after the request was sent", () 
     await stack.pool.query(`DROP TRIGGER IF EXISTS "${name}" ON deliveries; DROP FUNCTION IF EXISTS "${name}"();`);
     await deliveries.close();
     await redis.quit();
+    await dispatcher?.close();
     await stack.close();
   });
 
-  test("the job ends after one request: the destination fails, the job fails for good, nothing is sent again", async () => {
+  /** webhook_jobs_failed_total of `job` and `reason`, as Prometheus would scrape it from the dispatcher. */
+  const jobsFailedMetric = async (job: string, reason: string) => {
+    const text = await dispatcher.metrics.registry.metrics();
+    const line = text.split("\n").find((l) => l.startsWith(`webhook_jobs_failed_total{job="${job}",reason="${reason}"} `));
+    return line ? Number(line.split(" ")[1]) : 0;
+  };
+
+  test("the job ends after one request: the destination fails, the job fails for good (logged with its id, counted), nothing is sent again", async () => {
     const acct = await stack.newAccount();
     const hr = await startHookReceiver(stack);
     const hook = await createHook(acct, hr, `/${marker}`, ["message.sent"]);
-    const posted = await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
-    const eventId = posted.body.event_id as string;
-    const [{ id: destinationId }] = await stack.prisma.destination.findMany({ where: { eventId }, select: { id: true } });
-
-    const detail = await waitUntil(() => acct.api("GET", `/v1/events/${eventId}`), (r) => r.body.status !== "pending", 10_000);
+    expect(await jobsFailedMetric("delivery", "error")).toBe(0);
+    let eventId = "";
+    let destinationId = "";
+    let detail!: Awaited<ReturnType<typeof acct.api>>;
+    let job!: Awaited<ReturnType<typeof deliveries.getJob>>;
+    const logged = await captureLogs(
+      async () => {
+        const posted = await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
+        eventId = posted.body.event_id as string;
+        [{ id: destinationId }] = await stack.prisma.destination.findMany({ where: { eventId }, select: { id: true } });
+        detail = await waitUntil(() => acct.api("GET", `/v1/events/${eventId}`), (r) => r.body.status !== "pending", 10_000);
+        job = await waitUntil(() => deliveries.getJob(destinationId), (j) => j?.failedReason !== undefined && j.failedReason !== null, 5_000);
+      },
+      { level: process.env.LOG_LEVEL ?? "warn", format: "pretty" },
+    );
     expect(detail.body.status).toBe("failed");
     expect(detail.body.destinations).toEqual([{ webhook_id: hook.id, url: hook.url, status: "failed", attempts: 0 }]);
-    const job = await waitUntil(() => deliveries.getJob(destinationId), (j) => j?.failedReason !== undefined && j.failedReason !== null, 5_000);
     expect(job?.failedReason).toMatch(/^failed for good: .*injected failure while recording/);
+    // Visibly: one error line naming the job (its id is the destination's), and the counter. (The
+    // webhook's test event is poisoned too, as its own job: not counted here.)
+    const lines = logged
+      .split("\n")
+      .filter((l) => l.includes("job failed for good"))
+      .map((l) => JSON.parse(l))
+      .filter((l) => l.job === "delivery");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ level: "error", module: "dispatcher", jobId: destinationId, job: "delivery", reason: "error" });
+    expect(lines[0].error).toMatch(/injected failure while recording/);
+    expect(await jobsFailedMetric("delivery", "error")).toBe(1);
     // Bounded absence check: a postponed job would come back within 1 s, a retry within 0.2 s.
     await new Promise((r) => setTimeout(r, 2_000));
     expect(emailArrivals(hr.receiver.arrivals, `/${marker}`)).toHaveLength(1);

@@ -3,7 +3,7 @@
  * envelopes. Any number may run against one PostgreSQL and one Redis. SIGTERM lets in-flight
  * attempts finish, then exits 0.
  */
-import { dispatcherConfigSchema, loadConfig, secretKeysOf, type DispatcherConfig } from "@mailhooks/config";
+import { dispatcherConfigSchema, loadConfig, secretKeysOf, usesInsecureDevelopmentKey, type DispatcherConfig } from "@mailhooks/config";
 import { createKeyring, parseKeys } from "@mailhooks/secrets";
 import { createDatabase } from "@mailhooks/db";
 import { configureLogger, getLogger } from "@mailhooks/logger";
@@ -35,6 +35,9 @@ try {
 }
 configureLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT });
 const logger = getLogger("dispatcher");
+if (usesInsecureDevelopmentKey(config)) {
+  logger.warn("webhook secrets are encrypted with the public INSECURE_DEVELOPMENT_KEY: anyone can decrypt them; set SECRET_ENCRYPTION_KEYS (e.g. `openssl rand -base64 32`) for anything but development");
+}
 
 const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
 const cluster = { cluster: config.REDIS_CLUSTER };

@@ -11,6 +11,11 @@ import type { DispatcherMetrics } from "./metrics.js";
  * however many replicas run, each job runs once per period: payload retention (hourly: drops
  * the day partitions past EVENT_RETENTION_DAYS and makes the coming days' ones), expired
  * idempotency keys (hourly), and the sweeper of lost work (SWEEP_INTERVAL_MS).
+ *
+ * The schedulers live in Redis, which may lose them (FLUSHALL, a failover, a restart without
+ * persistence) like any job: every dispatcher upserts them again each time its connection is
+ * ready again and every SWEEP_INTERVAL_MS. An upsert of an unchanged scheduler keeps its next
+ * run where it was, so this never postpones a run; a lost one is made again and runs at once.
  */
 export interface MaintenanceOptions {
   connection: RedisClient;
@@ -38,10 +43,32 @@ export interface MaintenanceOptions {
 export async function startMaintenance(options: MaintenanceOptions): Promise<{ close: () => Promise<void> }> {
   const queue = new Queue(QUEUE_NAMES.maintenance, { connection: options.connection, prefix: options.prefix });
   const every = options.retentionEveryMs ?? 3_600_000;
-  const schedule = (name: string, ms: number) => queue.upsertJobScheduler(name, { every: ms }, { name, opts: { removeOnComplete: true, removeOnFail: 100 } });
-  await schedule(JOB_NAMES.retention, every);
-  await schedule(JOB_NAMES.idempotencyPurge, every);
-  await schedule(JOB_NAMES.sweep, options.sweepEveryMs);
+  const upsert = (name: string, ms: number) => queue.upsertJobScheduler(name, { every: ms }, { name, opts: { removeOnComplete: true, removeOnFail: 100 } });
+  const schedule = async () => {
+    const lost = !(await queue.getJobScheduler(JOB_NAMES.sweep));
+    await upsert(JOB_NAMES.retention, every);
+    await upsert(JOB_NAMES.idempotencyPurge, every);
+    await upsert(JOB_NAMES.sweep, options.sweepEveryMs);
+    return lost;
+  };
+  await schedule();
+  let scheduling = false;
+  const scheduleAgain = () => {
+    if (scheduling) return;
+    scheduling = true;
+    schedule()
+      .then((lost) => {
+        if (lost) {
+          options.logger.warn("maintenance schedulers were missing from Redis (flushed or restarted without persistence); made again");
+          options.metrics.schedulersRestored.inc();
+        }
+      })
+      .catch((error: Error) => options.logger.warn("could not upsert the maintenance schedulers; trying again later", { error: error.message }))
+      .finally(() => (scheduling = false));
+  };
+  const timer = setInterval(scheduleAgain, options.sweepEveryMs);
+  timer.unref();
+  options.connection.on("ready", scheduleAgain);
   const worker = new Worker(
     QUEUE_NAMES.maintenance,
     async (job) => {
@@ -62,6 +89,13 @@ export async function startMaintenance(options: MaintenanceOptions): Promise<{ c
           retryDelaysMs: options.retryDelaysMs,
           afterMs: options.sweepAfterMs,
           batchSize: options.sweepBatchSize,
+          // Up to half a period: a backlog is walked in several batches, and the next run is not late.
+          timeBudgetMs: options.sweepEveryMs / 2,
+          onKindError: (kind, error) => options.logger.error("sweeping lost work failed for one kind; the others went on", { kind, error: (error as Error).message }),
+          onEnded: (kind, ids) => {
+            options.logger.error("work whose job failed for good ended failed by the sweeper", { kind, ids });
+            options.metrics.jobsFailed.inc({ job: kind, reason: "failed_job_swept" }, ids.length);
+          },
         });
         if (queued > 0) {
           options.logger.warn("work whose job was lost queued again", { queued });
@@ -76,6 +110,8 @@ export async function startMaintenance(options: MaintenanceOptions): Promise<{ c
   worker.on("error", (error) => options.logger.error("maintenance worker error", { error: error.message }));
   return {
     close: async () => {
+      clearInterval(timer);
+      options.connection.off("ready", scheduleAgain);
       await worker.close();
       await queue.close();
     },

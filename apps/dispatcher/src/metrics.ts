@@ -19,12 +19,16 @@ export interface DispatcherMetrics {
   relayed: Counter;
   /** Jobs postponed by an outage (PostgreSQL or Redis unreachable), by job name. */
   postponed: Counter<"job">;
-  /** Jobs failed for good, by job name and reason (error, invalid_job, stalled, postponed_too_often, invalid_outbox_row). */
+  /** Jobs failed for good, by job name and reason (error, invalid_job, stalled, postponed_too_often,
+   * invalid_outbox_row: the relay ended its work; failed_job_swept: the sweeper ended the still
+   * pending work of a job that had failed for good). */
   jobsFailed: Counter<"job" | "reason">;
   /** Pending work whose job was lost, queued again by the sweeper. */
   lostWorkRequeued: Counter;
   /** Jobs taken over from a dispatcher that died (their lock expired). */
   stalledJobs: Counter;
+  /** Times this dispatcher found the maintenance job schedulers gone from Redis and made them again. */
+  schedulersRestored: Counter;
   /** Webhooks disabled because every attempt failed for WEBHOOK_AUTO_DISABLE_AFTER_HOURS. */
   webhooksAutoDisabled: Counter;
 }
@@ -45,6 +49,7 @@ export function createDispatcherMetrics(queue?: Queue): DispatcherMetrics {
     jobsFailed: new Counter({ name: "webhook_jobs_failed_total", help: "Jobs failed for good (never sent again), by reason", labelNames: ["job", "reason"], registers: [registry] }),
     stalledJobs: new Counter({ name: "webhook_jobs_stalled_total", help: "Jobs taken over from a dispatcher that died (lock expired)", registers: [registry] }),
     webhooksAutoDisabled: new Counter({ name: "webhook_auto_disabled_total", help: "Webhooks disabled because every attempt failed for WEBHOOK_AUTO_DISABLE_AFTER_HOURS", registers: [registry] }),
+    schedulersRestored: new Counter({ name: "webhook_maintenance_schedulers_restored_total", help: "Times the maintenance job schedulers were found gone from Redis and made again", registers: [registry] }),
     lostWorkRequeued: new Counter({ name: "webhook_lost_work_requeued_total", help: "Pending work whose job was lost, queued again by the sweeper", registers: [registry] }),
   };
   if (queue) registerQueueDepthGauge(registry, queue);

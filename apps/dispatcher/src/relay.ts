@@ -1,9 +1,14 @@
 import type pg from "pg";
 import { startListener } from "@mailhooks/db";
 import type { Logger } from "@mailhooks/logger";
-import { OUTBOX_CHANNEL, relayOutbox, type OutboxRow } from "@mailhooks/delivery-state";
+import { OUTBOX_CHANNEL, relayOutbox, type OutboxRow, type RejectedRow } from "@mailhooks/delivery-state";
 import type { DeliveryQueue } from "@mailhooks/queue";
 import type { DispatcherMetrics } from "./metrics.js";
+
+/** Default bound on adding one batch to Redis, in ms: a healthy Redis takes milliseconds. */
+export const RELAY_PUSH_TIMEOUT_MS = 10_000;
+/** Default bound on how long a claimed batch holds its row locks, in ms. */
+export const RELAY_LOCK_TIMEOUT_MS = 15_000;
 
 /**
  * The outbox relay (STYLE.md habit 11): moves what requests committed into BullMQ. It wakes at
@@ -12,6 +17,14 @@ import type { DispatcherMetrics } from "./metrics.js";
  * notification that was missed. Batches are claimed with FOR UPDATE SKIP LOCKED: any number of
  * dispatchers relay side by side, each row once. While Redis is unreachable a batch rolls back
  * and is tried again with a growing pause (up to 5 s); nothing is lost.
+ *
+ * A claimed batch holds its rows' locks in an open transaction while Redis is asked, so that
+ * wait is bounded twice: `pushTimeoutMs` here (besides the command timeout of the relay's Redis
+ * connection), and, should this process freeze or its host die, PostgreSQL itself ends the
+ * transaction after `lockTimeoutMs` idle (idle_in_transaction_session_timeout): either way the
+ * rows go back to the other relays. A row no worker could run (invalid data, an unknown job name)
+ * is not queued: its work is ended `failed` in the same transaction, logged with the row's id and
+ * counted (webhook_jobs_failed_total{reason="invalid_outbox_row"}).
  */
 export interface RelayOptions {
   pool: pg.Pool;
@@ -22,6 +35,11 @@ export interface RelayOptions {
   pollIntervalMs: number;
   /** Rows per claim (one addBulk each). */
   batchSize?: number;
+  /** How long adding a batch to Redis may take before it is rolled back, in ms. */
+  pushTimeoutMs?: number;
+  /** How long a claimed batch may hold its row locks before PostgreSQL ends the transaction, in ms
+   * (greater than pushTimeoutMs). */
+  lockTimeoutMs?: number;
   logger: Logger;
   metrics: DispatcherMetrics;
 }
@@ -35,6 +53,8 @@ export interface Relay {
 
 export function startRelay(options: RelayOptions): Relay {
   const batchSize = options.batchSize ?? 500;
+  const pushTimeoutMs = options.pushTimeoutMs ?? RELAY_PUSH_TIMEOUT_MS;
+  const lockTimeoutMs = options.lockTimeoutMs ?? RELAY_LOCK_TIMEOUT_MS;
   let stopped = false;
   let pending = true;
   let wakeUp: (() => void) | null = null;
@@ -43,19 +63,20 @@ export function startRelay(options: RelayOptions): Relay {
     wakeUp?.();
   };
 
-  /** Adds a claimed batch; rows no worker could run are logged and dropped with the batch. */
-  const push = async (rows: OutboxRow[]) => {
+  /** Adds a claimed batch within pushTimeoutMs; returns the rows no worker could run. */
+  const push = async (rows: OutboxRow[]): Promise<RejectedRow[]> => {
     const now = Date.now();
+    const rejected: RejectedRow[] = [];
     const jobs = rows.flatMap((row) => {
       try {
         return [options.queue.toBulkJob(row, now)];
       } catch (error) {
-        options.logger.error("outbox row cannot be queued; dropped", { outboxId: row.id, jobName: row.jobName, jobId: row.jobId, error: (error as Error).message });
-        options.metrics.jobsFailed.inc({ job: row.jobName, reason: "invalid_outbox_row" });
+        rejected.push({ row, reason: (error as Error).message });
         return [];
       }
     });
-    await options.queue.addJobs(jobs);
+    await withTimeout(options.queue.addJobs(jobs), pushTimeoutMs, "Redis did not take the relayed batch in time");
+    return rejected;
   };
 
   const sleep = (ms: number) =>
@@ -77,9 +98,13 @@ export function startRelay(options: RelayOptions): Relay {
       pending = false;
       try {
         for (;;) {
-          const relayed = await relayOutbox(options.pool, options.queuePrefix, batchSize, push);
-          if (relayed > 0) options.metrics.relayed.inc(relayed);
-          if (relayed < batchSize || stopped) break;
+          const { claimed, rejected } = await relayOutbox(options.pool, options.queuePrefix, batchSize, push, { lockTimeoutMs });
+          for (const { row, reason } of rejected) {
+            options.logger.error("outbox row cannot be queued; its work ended failed", { outboxId: row.id, jobName: row.jobName, jobId: row.jobId, error: reason });
+            options.metrics.jobsFailed.inc({ job: row.jobName, reason: "invalid_outbox_row" });
+          }
+          if (claimed > rejected.length) options.metrics.relayed.inc(claimed - rejected.length);
+          if (claimed < batchSize || stopped) break;
         }
         failures = 0;
       } catch (error) {
@@ -112,4 +137,13 @@ export function startRelay(options: RelayOptions): Relay {
       await listener.close();
     },
   };
+}
+
+/** `promise`, or a rejection with `message` after `ms`. */
+function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${message} (${ms} ms)`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

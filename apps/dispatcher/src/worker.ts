@@ -1,10 +1,10 @@
 import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
 import { ZodError } from "zod";
-import { failWithoutAttempt, type WorkKind } from "@mailhooks/delivery-state";
+import { failWithoutAttempt, retryDelayFor, type WorkKind } from "@mailhooks/delivery-state";
 import { isInfrastructureError } from "@mailhooks/infrastructure-errors";
 import { SecretDecryptionError } from "@mailhooks/secrets";
 import { deliveryJob, JOB_NAMES, QUEUE_NAMES, replayJob, testDeliveryJob, DELIVERY_BACKOFF_TYPE, type RedisClient } from "@mailhooks/queue";
-import { RetryableDeliveryError, retryDelayFor } from "./delivery/retry-policy.js";
+import { RetryableDeliveryError } from "./delivery/retry-policy.js";
 import { createAttemptStore, deliverDestination, type DeliveryContext } from "./jobs/deliver-destination.js";
 import { deliverTestEvent } from "./jobs/deliver-test-event.js";
 import { replayEvent } from "./jobs/replay-event.js";
@@ -77,8 +77,10 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
     ctx.metrics.jobsFailed.inc({ job: job.name, reason });
     const work = workOf(job);
     if (work) {
+      // If this fails (PostgreSQL away), the work stays pending behind a failed job: the sweeper
+      // ends it later (it treats a failed job as finished, not alive).
       await failWithoutAttempt(ctx.pool, work.kind, work.id).catch((end: Error) =>
-        ctx.logger.error("could not end the work of a failed job", { jobId: job.id, job: job.name, error: end.message }),
+        ctx.logger.error("could not end the work of a failed job; the sweeper will", { jobId: job.id, job: job.name, error: end.message }),
       );
     }
   };

@@ -4,8 +4,16 @@ import type { Sql } from "sql-template-tag";
 /** Anything that runs a query: the pool, or a client inside a transaction. */
 export type Queryable = Pick<pg.Pool, "query"> | Pick<pg.PoolClient, "query">;
 
-/** Runs one statement built with `sql`. */
-export async function run<R extends pg.QueryResultRow = pg.QueryResultRow>(db: Queryable, query: Sql): Promise<pg.QueryResult<R>> {
+/**
+ * Runs one statement built with `sql`. With `name`, the statement is prepared once per
+ * connection under that name and its plan can be cached (PostgreSQL switches to a generic plan
+ * after five executions): for hot statements whose planning costs more than their execution,
+ * such as a join with the day partitions of event_payloads (about 100 in production, planned
+ * in some 10 ms each time; executed in about 1 ms with run-time pruning). The name must always
+ * come with the same text.
+ */
+export async function run<R extends pg.QueryResultRow = pg.QueryResultRow>(db: Queryable, query: Sql, name?: string): Promise<pg.QueryResult<R>> {
+  if (name) return db.query<R>({ name, text: query.text, values: query.values });
   return db.query<R>(query.text, query.values);
 }
 

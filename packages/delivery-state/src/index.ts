@@ -15,3 +15,4 @@ export * from "./attempts.js";
 export * from "./sweep.js";
 export * from "./housekeeping.js";
 export * from "./retention.js";
+export * from "./retry-policy.js";

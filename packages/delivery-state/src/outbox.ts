@@ -1,6 +1,7 @@
 import type pg from "pg";
 import sql, { join, type Sql } from "sql-template-tag";
 import { JOB_NAMES } from "@mailhooks/queue";
+import { failWithoutAttempt, type WorkKind } from "./attempts.js";
 import { inTransaction, run } from "./db.js";
 
 /**
@@ -46,23 +47,56 @@ export async function enqueue(db: Pick<pg.PoolClient, "query">, queuePrefix: str
   await run(db, sql`WITH ${enqueueCte(queuePrefix, sql`VALUES ${rows}`)} SELECT count(*) FROM ob`);
 }
 
+/** A claimed row that `push` could not queue (data no worker could run, an unknown job name). */
+export interface RejectedRow {
+  row: OutboxRow;
+  reason: string;
+}
+
+export interface RelayGuard {
+  /**
+   * How long, in ms, a claimed batch may hold its row locks: the transaction's
+   * idle_in_transaction_session_timeout and statement_timeout. PostgreSQL ends the session past
+   * it (a relay whose Redis hangs, whose process is frozen or whose host died), which releases
+   * the rows to other relays. Must exceed what `push` may take.
+   */
+  lockTimeoutMs?: number;
+}
+
+const WORK_KINDS = new Set<string>(["delivery", "replay", "test-delivery"] satisfies WorkKind[]);
+
 /**
  * Moves up to `limit` outbox rows of `queuePrefix` into the queue: claims them with
  * `FOR UPDATE SKIP LOCKED` (any number of relays share the work, each row goes to one), calls
- * `push` (which must add them to BullMQ with their job ids), then deletes them and commits.
- * When `push` throws (Redis away), nothing is deleted and the rows wait for the next run.
- * Returns how many rows were relayed.
+ * `push` (which must add them to BullMQ with their job ids and return the rows it could not),
+ * ends the work of the rejected rows `failed` without an attempt (it could never run; queueing
+ * it again would fail again), then deletes every claimed row and commits, all in one
+ * transaction. When `push` throws (Redis away), nothing is deleted and the rows wait for the
+ * next run. Returns how many rows were claimed, and the rejected ones.
  */
-export async function relayOutbox(pool: pg.Pool, queuePrefix: string, limit: number, push: (rows: OutboxRow[]) => Promise<void>): Promise<number> {
+export async function relayOutbox(
+  pool: pg.Pool,
+  queuePrefix: string,
+  limit: number,
+  push: (rows: OutboxRow[]) => Promise<RejectedRow[]>,
+  guard: RelayGuard = {},
+): Promise<{ claimed: number; rejected: RejectedRow[] }> {
   return inTransaction(pool, async (client) => {
     const { rows } = await run<{ id: string; job_name: OutboxJobName; job_id: string; data: Record<string, unknown> }>(
       client,
       sql`SELECT id, job_name, job_id, data FROM outbox WHERE queue_prefix = ${queuePrefix} ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
     );
-    if (rows.length === 0) return 0;
-    await push(rows.map((r) => ({ id: r.id, jobName: r.job_name, jobId: r.job_id, data: r.data })));
+    if (rows.length === 0) return { claimed: 0, rejected: [] };
+    if (guard.lockTimeoutMs) {
+      const ms = String(Math.ceil(guard.lockTimeoutMs));
+      await run(client, sql`SELECT set_config('idle_in_transaction_session_timeout', ${ms}, true), set_config('statement_timeout', ${ms}, true)`);
+    }
+    const rejected = await push(rows.map((r) => ({ id: r.id, jobName: r.job_name, jobId: r.job_id, data: r.data })));
+    for (const { row } of rejected) {
+      if (WORK_KINDS.has(row.jobName)) await failWithoutAttempt(client, row.jobName as WorkKind, row.jobId);
+    }
     await run(client, sql`DELETE FROM outbox WHERE id = ANY(${rows.map((r) => r.id)}::bigint[])`);
-    return rows.length;
+    return { claimed: rows.length, rejected };
   });
 }
 

@@ -17,6 +17,8 @@ export interface ReplayTarget {
   destinationUrl: string;
   /** The webhook's own URL: a success then makes the destination `delivered`. */
   toOwnUrl: boolean;
+  /** Asked for with a target_url: sent even if the webhook is disabled or deleted meanwhile. */
+  hasTargetUrl: boolean;
 }
 
 export interface AcceptedReplay {
@@ -35,13 +37,14 @@ export async function acceptReplays(
     pool,
     sql`
     WITH r AS (
-      INSERT INTO replays (id, account_id, event_id, webhook_id, destination_id, destination_url, to_own_url, api_key_id,
-                           queue_prefix, created_at, updated_at)
-      SELECT t.id, ${input.accountId}, ${input.eventId}, t.webhook_id, t.destination_id, t.destination_url, t.to_own_url,
+      INSERT INTO replays (id, account_id, event_id, webhook_id, destination_id, destination_url, to_own_url, has_target_url,
+                           api_key_id, queue_prefix, created_at, updated_at)
+      SELECT t.id, ${input.accountId}, ${input.eventId}, t.webhook_id, t.destination_id, t.destination_url, t.to_own_url, t.has_target_url,
              ${input.apiKeyId}, ${input.queuePrefix}, ${now}, ${now}
         FROM unnest(${replays.map((r) => r.id)}::text[], ${replays.map((r) => r.webhookId)}::text[],
                     ${replays.map((r) => r.destinationId)}::text[], ${replays.map((r) => r.destinationUrl)}::text[],
-                    ${replays.map((r) => r.toOwnUrl)}::boolean[]) AS t(id, webhook_id, destination_id, destination_url, to_own_url)
+                    ${replays.map((r) => r.toOwnUrl)}::boolean[], ${replays.map((r) => r.hasTargetUrl)}::boolean[])
+             AS t(id, webhook_id, destination_id, destination_url, to_own_url, has_target_url)
       RETURNING id
     ), ${enqueueCte(input.queuePrefix, sql`SELECT ${JOB_NAMES.replay}::text, id, jsonb_build_object('replayId', id) FROM r`)}
     SELECT count(*) FROM ob`,

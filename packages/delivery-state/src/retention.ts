@@ -17,6 +17,15 @@ export const PARTITION_DAYS_AHEAD = 14;
 const utcDay = (at: Date) => new Date(Math.floor(at.getTime() / DAY_MS) * DAY_MS);
 const isoDay = (at: Date) => at.toISOString().slice(0, 10);
 
+/**
+ * When the payload of an event created at `createdAt` goes: payloads go by whole UTC days, so at
+ * the end of its day plus `retentionDays` (purgeExpiredPayloads drops its day's partition from
+ * then on). The one statement of the rule: the dashboard shows this time, the purge obeys it.
+ */
+export function payloadPurgeAt(createdAt: Date, retentionDays: number): Date {
+  return new Date(utcDay(createdAt).getTime() + (1 + retentionDays) * DAY_MS);
+}
+
 /** Makes the daily partitions from the day of `from` to `daysAhead` days after `now`. Returns how many were created. */
 export async function ensurePayloadPartitions(db: Queryable, now = new Date(), daysAhead = PARTITION_DAYS_AHEAD, from = now): Promise<number> {
   const { rows } = await run<{ made: number }>(
@@ -61,8 +70,8 @@ export async function purgeExpiredPayloads(pool: pg.Pool, retentionDays: number,
     .filter((name) => {
       const match = /^event_payloads_(\d{4})(\d{2})(\d{2})$/.exec(name);
       if (!match) return false;
-      const dayEnd = Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3])) + DAY_MS;
-      return dayEnd <= cutoff.getTime();
+      const day = new Date(Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3])));
+      return payloadPurgeAt(day, retentionDays) <= now;
     });
   // The horizon moves first: from then on nobody reads those payloads, then they go.
   const { rows: horizon } = await run<{ at: Date }>(

@@ -6,17 +6,30 @@ export type RedisClient = Redis | Cluster;
 export interface RedisConnectionOptions {
   /** REDIS_CLUSTER: `url` names one or more (comma-separated) nodes of a Redis Cluster. */
   cluster?: boolean;
+  /** A producer's command timeout, in ms (PRODUCER_COMMAND_TIMEOUT_MS by default). */
+  commandTimeoutMs?: number;
 }
+
+/**
+ * How long a producer's command may wait for its reply, in ms: a Redis that accepts the
+ * connection but stops answering (frozen, swapping, a half-open link) must not hold a caller
+ * (the relay holds outbox row locks meanwhile). Not for workers: their blocking commands wait on
+ * purpose, and BullMQ retries their connection by itself.
+ */
+export const PRODUCER_COMMAND_TIMEOUT_MS = 5_000;
 
 /**
  * ioredis connections for BullMQ. A worker's connection must retry forever
  * (`maxRetriesPerRequest: null`, BullMQ's production checklist); a producer's fails fast, so
  * that a caller that can do without Redis (the API, the relay) is not held up while it is away.
+ * A producer's commands also time out (PRODUCER_COMMAND_TIMEOUT_MS). Both keep TCP keepalive on
+ * (ioredis's default, probes after 30 s idle).
  * With `cluster`, a Cluster client on the nodes of `url` (comma-separated `redis://host:port`).
  */
 export function createRedisConnection(url: string, role: "worker" | "producer", options: RedisConnectionOptions = {}): RedisClient {
   const redisOptions: RedisOptions = {
     maxRetriesPerRequest: role === "worker" ? null : 1,
+    ...(role === "producer" ? { commandTimeout: options.commandTimeoutMs ?? PRODUCER_COMMAND_TIMEOUT_MS } : {}),
     connectTimeout: 5_000,
     // Reconnect quickly after a Redis restart, at most every 2 s.
     retryStrategy: (times) => Math.min(times * 100, 2_000),

@@ -65,6 +65,7 @@ const ipv6: Entry[] = [
   { entry: "64:ff9b::/96", source: "RFC 6052 NAT64", inside: ["64:ff9b::", "64:ff9b::7f00:1", "64:ff9b::8.8.8.8", "64:ff9b::ffff:ffff"] },
   { entry: "64:ff9b:1::/48", source: "RFC 8215 local-use NAT64", inside: ["64:ff9b:1::", "64:ff9b:1::808:808", `64:ff9b:1:${MAX_TAIL}`] },
   { entry: "100::/64", source: "RFC 6666 discard-only", inside: ["100::", "100::1", "100::ffff:ffff:ffff:ffff"] },
+  { entry: "100:0:0:1::/64", source: "RFC 9780 dummy IPv6 prefix", inside: ["100:0:0:1::", "100:0:0:1::1", "100:0:0:1:ffff:ffff:ffff:ffff"] },
   {
     entry: "2001::/23",
     source: "RFC 2928 IETF protocol assignments",
@@ -74,6 +75,7 @@ const ipv6: Entry[] = [
   { entry: "2001::/32", source: "RFC 4380 Teredo", inside: ["2001::", "2001:0:4136:e378:8000:63bf:3fff:fdd2", `2001:0:ffff:${MAX_TAIL}`] },
   { entry: "2001:1::1/128", source: "RFC 7723 PCP anycast", inside: ["2001:1::1"] },
   { entry: "2001:1::2/128", source: "RFC 8155 TURN anycast", inside: ["2001:1::2"] },
+  { entry: "2001:1::3/128", source: "RFC 9665 DNS-SD SRP anycast", inside: ["2001:1::3"] },
   { entry: "2001:2::/48", source: "RFC 5180 benchmarking", inside: ["2001:2::", "2001:2::1", `2001:2:0:${MAX_TAIL}`] },
   { entry: "2001:3::/32", source: "RFC 7450 AMT", inside: ["2001:3::", `2001:3:ffff:${MAX_TAIL}`] },
   { entry: "2001:4:112::/48", source: "RFC 7535 AS112-v6", inside: ["2001:4:112::", `2001:4:112:${MAX_TAIL}`] },

@@ -5,9 +5,9 @@ import ipaddr from "ipaddr.js";
  * IPv6 global unicast space (RFC 4291 section 2.4, IANA "IPv6 Address Space" registry): no
  * address outside 2000::/3 is routed on the Internet. Requiring it refuses the low special
  * entries (::/128, ::1, ::ffff:0:0/96, 64:ff9b::/96, 64:ff9b:1::/48, 100::/64, 5f00::/16,
- * fc00::/7, fe80::/10, ff00::/8) a second time, and also what the special-purpose registry
- * does not list and ipaddr.js has no name for: the deprecated IPv4-compatible ::/96
- * (RFC 4291 section 2.5.5.1, e.g. ::127.0.0.1) and every unassigned block.
+ * fc00::/7, fe80::/10, ff00::/8) a second time, and also what ipaddr.js has no name for: the
+ * dummy prefix 100:0:0:1::/64 (RFC 9780, newer than ipaddr.js 2.5), the deprecated
+ * IPv4-compatible ::/96 (RFC 4291 section 2.5.5.1, e.g. ::127.0.0.1) and every unassigned block.
  */
 const IPV6_GLOBAL_UNICAST = ipaddr.IPv6.parseCIDR("2000::/3");
 

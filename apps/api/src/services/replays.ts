@@ -71,7 +71,7 @@ export async function requestReplay(deps: ApiDeps, principal: Principal, eventId
     queuePrefix: deps.config.QUEUE_PREFIX,
     targets: destinations.map((d) => {
       const destinationUrl = input.target_url ?? d.url;
-      return { webhookId: d.webhook_id, destinationId: d.id, destinationUrl, toOwnUrl: destinationUrl === d.url };
+      return { webhookId: d.webhook_id, destinationId: d.id, destinationUrl, toOwnUrl: destinationUrl === d.url, hasTargetUrl: input.target_url !== undefined };
     }),
   });
   return { event_id: eventId, replays: replays.map((r) => ({ replay_id: r.replayId, webhook_id: r.webhookId, destination_url: r.destinationUrl })) };

@@ -1,4 +1,6 @@
+import type { ClientRequest } from "node:http";
 import https from "node:https";
+import type { Socket } from "node:net";
 import got, { type Got } from "got";
 import { createPublicOnlyLookup } from "@mailhooks/url-policy";
 
@@ -13,7 +15,9 @@ import { createPublicOnlyLookup } from "@mailhooks/url-policy";
  *   covers connect, the TLS handshake, sending, and the status line and headers. A handshake or a
  *   status line that never comes, or headers that trickle, end as a time-out.
  * - Headers are bounded by Node's maxHeaderSize (16 KiB by default); more is a parse error
- *   (HPE_HEADER_OVERFLOW, a connection error), never buffered.
+ *   (HPE_HEADER_OVERFLOW), never buffered. The status line came before them, though: the first
+ *   STATUS_LINE_PEEK_BYTES of the socket's answer are kept aside, and an overflow after a
+ *   readable status line is that status, with no body (see postForAnswer).
  * - Success is decided on the status line (CONTRACT.md sections 6 and 8). The body is then read
  *   for at most BODY_WAIT_MS, never past the deadline, and only its first
  *   RESPONSE_BODY_LIMIT_BYTES are kept (see readAnswer).
@@ -35,6 +39,18 @@ export const RESPONSE_BODY_LIMIT_BYTES = 4096;
  * information for the log: the outcome was settled by the status line.
  */
 export const BODY_WAIT_MS = 1_000;
+
+/**
+ * How many of the first bytes a receiver sends are kept aside to read the status line from
+ * when the headers after it are too large for Node's parser: `HTTP/1.1 200 ` takes 13.
+ */
+export const STATUS_LINE_PEEK_BYTES = 64;
+
+/** The status code of a status line at the start of `head` (`HTTP/1.x NNN`), else null. */
+export function statusOfHead(head: Buffer): number | null {
+  const match = /^HTTP\/1\.[01] ([1-9]\d\d)(?: |\r\n)/.exec(head.toString("latin1"));
+  return match ? Number(match[1]) : null;
+}
 
 export function createHttpClient(options: HttpClientOptions): { client: Got; agent: https.Agent } {
   const agent = new https.Agent({
@@ -60,8 +76,9 @@ export function createHttpClient(options: HttpClientOptions): { client: Got; age
 /** What a receiver answered: its status and the start of its body. */
 export interface ReceiverAnswer {
   statusCode: number;
-  /** The first bytes of the body, at most RESPONSE_BODY_LIMIT_BYTES. */
-  body: Buffer;
+  /** The first bytes of the body, at most RESPONSE_BODY_LIMIT_BYTES; null when headers too
+   * large to read kept the body out of reach (only the status line was read). */
+  body: Buffer | null;
   /** True when the body went on past `body` (or did not end within the wait). */
   truncated: boolean;
 }
@@ -71,8 +88,10 @@ export interface ReceiverAnswer {
  * once the answer is settled: at the end of a body of at most RESPONSE_BODY_LIMIT_BYTES (the
  * keep-alive socket then goes back to the agent), or as soon as more than that arrived, or
  * BODY_WAIT_MS after the headers, or at the deadline, whichever comes first; in the last three
- * cases the request and its socket are destroyed and the rest is never read. Rejects with got's
- * error (TimeoutError, RequestError with the socket's code) when no status line was received.
+ * cases the request and its socket are destroyed and the rest is never read. Headers over Node's
+ * limit after a status line resolve as that status (2xx or not) with a null body. Rejects with
+ * got's error (TimeoutError, RequestError with the socket's code) when no status line was
+ * received.
  */
 export function postForAnswer(client: Got, url: string, request: { body: string; headers: Record<string, string> }): Promise<ReceiverAnswer> {
   return new Promise((resolve, reject) => {
@@ -82,6 +101,25 @@ export function postForAnswer(client: Got, url: string, request: { body: string;
     let statusCode: number | null = null;
     let settled = false;
     let bodyTimer: NodeJS.Timeout | undefined;
+    // The first bytes of the answer on the socket, for the status line (see STATUS_LINE_PEEK_BYTES).
+    const head = Buffer.alloc(STATUS_LINE_PEEK_BYTES);
+    let headLength = 0;
+    stream.once("request", (request: ClientRequest) => {
+      request.once("socket", (socket: Socket) => {
+        const peek = (chunk: Buffer) => {
+          const n = Math.min(chunk.length, head.length - headLength);
+          chunk.copy(head, headLength, 0, n);
+          headLength += n;
+          if (headLength === head.length) socket.off("data", peek);
+        };
+        // Before the HTTP parser's own listener: it fails on the very chunk that overflows.
+        socket.prependListener("data", peek);
+        // A keep-alive socket goes on to other requests: stop looking once this one is over.
+        const stop = () => socket.off("data", peek);
+        request.once("response", stop);
+        request.once("close", stop);
+      });
+    });
 
     const settle = (complete: boolean) => {
       if (settled) return;
@@ -103,7 +141,11 @@ export function postForAnswer(client: Got, url: string, request: { body: string;
     stream.on("error", (error) => {
       if (statusCode === null && !settled) {
         settled = true;
-        reject(error);
+        clearTimeout(bodyTimer);
+        // Headers over the limit after a status line: the receiver did answer, with that status.
+        const early = isHeaderOverflow(error) ? statusOfHead(head.subarray(0, headLength)) : null;
+        if (early !== null) resolve({ statusCode: early, body: null, truncated: true });
+        else reject(error);
         return;
       }
       // The status line was in time; an error in the body (the deadline, a reset) only ends the excerpt.
@@ -123,4 +165,10 @@ export function postForAnswer(client: Got, url: string, request: { body: string;
       }
     });
   });
+}
+
+/** Node's parse error for headers past maxHeaderSize, as got passes it on. */
+function isHeaderOverflow(error: unknown): boolean {
+  const codes = [(error as { code?: string }).code, (error as { cause?: { code?: string } }).cause?.code];
+  return codes.includes("HPE_HEADER_OVERFLOW");
 }

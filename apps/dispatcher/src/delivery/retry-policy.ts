@@ -1,12 +1,7 @@
 /**
- * The retry schedule (spec "Limits"; CONTRACT.md section 6): after a failed attempt number
- * `attemptsMade` (1 = the initial attempt failed), wait `retryDelaysMs[attemptsMade - 1]` ms,
- * counted from the failed attempt's end. Returns -1 once the schedule is exhausted, which tells
- * BullMQ to stop.
+ * The retry schedule itself is `retryDelayFor` of @mailhooks/delivery-state (one rule, also read
+ * by the dashboard); the worker's backoff strategy calls it.
  */
-export function retryDelayFor(retryDelaysMs: readonly number[], attemptsMade: number): number {
-  return retryDelaysMs[attemptsMade - 1] ?? -1;
-}
 
 /** Thrown by a delivery attempt that failed and has a retry left; BullMQ schedules the retry. */
 export class RetryableDeliveryError extends Error {

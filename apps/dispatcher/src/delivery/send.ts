@@ -28,7 +28,8 @@ export interface AttemptResult {
   error: AttemptError | null;
   /**
    * The start of the receiver's body as text (at most RESPONSE_BODY_LIMIT_BYTES of it, invalid
-   * UTF-8 replaced), "" for an empty body, null when no response was received.
+   * UTF-8 replaced), "" for an empty body, null when no response was received or its headers
+   * were too large to reach the body.
    */
   responseBody: string | null;
   /** Wall time of the attempt, in ms. */
@@ -87,7 +88,7 @@ export async function sendSigned(client: Got, input: SendInput): Promise<Attempt
       },
     });
     const status = answer.statusCode;
-    const responseBody = decodeExcerpt(answer.body, answer.truncated);
+    const responseBody = answer.body === null ? null : decodeExcerpt(answer.body, answer.truncated);
     return { ok: status >= 200 && status < 300, responseStatus: status, error: null, responseBody, durationMs: elapsed() };
   } catch (error) {
     return { ok: false, responseStatus: null, error: classifyError(error), responseBody: null, durationMs: elapsed() };

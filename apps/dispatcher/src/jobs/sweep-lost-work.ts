@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { pendingWorkAfter, requeueWork, type PendingWork, type WorkKind } from "@mailhooks/delivery-state";
+import { failWithoutAttempt, pendingWorkAfter, requeueWork, retryDelayFor, type PendingWork, type WorkKind } from "@mailhooks/delivery-state";
 import type { DeliveryQueue, RedisClient } from "@mailhooks/queue";
 import { POSTPONED_MARK } from "../worker.js";
 
@@ -8,9 +8,13 @@ import { POSTPONED_MARK } from "../worker.js";
  * is gone (Redis flushed, failed over, evicted, restarted without persistence) or was given up
  * after an outage (POSTPONED_MARK), and puts it back in the outbox at the right attempt number
  * and due time (a destination lost mid-retry resumes at its next retry, due its retry delay
- * after the last recorded attempt). Each kind is walked in keyset order from a cursor kept in
- * Redis, `batchSize` rows per run, wrapping around at the end, so a backlog of live jobs never
- * hides a lost one. Returns how many were queued again.
+ * after the last recorded attempt). Pending work whose job failed for good (any other failed
+ * job: a poison job whose worker could not end its work) is ended `failed`, never sent again.
+ * Each kind is walked in keyset order from a cursor kept in Redis, `batchSize` rows at a time,
+ * wrapping around at the end, so a backlog of live jobs never hides a lost one: one batch per
+ * kind per run, or, with `timeBudgetMs`, batch after batch (the kinds in turn) until every kind
+ * reached its end or the budget is spent. A kind that fails does not stop the others. Returns
+ * how many were queued again.
  */
 export interface SweepOptions {
   pool: pg.Pool;
@@ -21,47 +25,81 @@ export interface SweepOptions {
   /** Rows younger than this (ms) are left to the relay. */
   afterMs: number;
   batchSize?: number;
+  /** How long a run may go on taking further batches, in ms (0 or absent: one batch per kind). */
+  timeBudgetMs?: number;
+  /** Told of a kind whose batch failed (the run goes on with the others); without it, the run
+   * throws the first such error once every kind was tried. */
+  onKindError?: (kind: WorkKind, error: unknown) => void;
+  /** Told of the work ended `failed` because its job had failed for good. */
+  onEnded?: (kind: WorkKind, ids: string[]) => void;
 }
 
 const KINDS: WorkKind[] = ["delivery", "replay", "test-delivery"];
 
 export async function sweepLostWork(options: SweepOptions): Promise<number> {
+  const deadline = Date.now() + (options.timeBudgetMs ?? 0);
   let queued = 0;
-  for (const kind of KINDS) queued += await sweepKind(options, kind);
+  let firstError: { error: unknown } | null = null;
+  let open = [...KINDS];
+  do {
+    const next: WorkKind[] = [];
+    for (const kind of open) {
+      try {
+        const batch = await sweepBatch(options, kind);
+        queued += batch.queued;
+        if (!batch.atEnd) next.push(kind);
+      } catch (error) {
+        if (options.onKindError) options.onKindError(kind, error);
+        else firstError ??= { error };
+      }
+    }
+    open = next;
+  } while (open.length > 0 && Date.now() < deadline);
+  if (firstError) throw firstError.error;
   return queued;
 }
 
-async function sweepKind(options: SweepOptions, kind: WorkKind): Promise<number> {
+/** One batch of `kind` from its cursor; `atEnd` when it reached the last row (the cursor starts over). */
+async function sweepBatch(options: SweepOptions, kind: WorkKind): Promise<{ queued: number; atEnd: boolean }> {
   const batchSize = options.batchSize ?? 1_000;
   const cursorKey = options.queue.queue.toKey(`sweep-cursor:${kind}`);
   const cursor = (await options.redis.get(cursorKey)) ?? "";
   const rows = await pendingWorkAfter(options.pool, kind, options.queuePrefix, cursor, new Date(Date.now() - options.afterMs), batchSize);
-  const lost = await lostOnes(options, rows);
+  const { lost, failedForGood } = await sortOut(options, rows);
+  for (const row of failedForGood) await failWithoutAttempt(options.pool, kind, row.id);
+  if (failedForGood.length > 0) options.onEnded?.(kind, failedForGood.map((row) => row.id));
   const jobs = lost.map((row) => ({ id: row.id, data: jobData(options, kind, row) }));
   const queued = await requeueWork(options.pool, kind, options.queuePrefix, jobs);
   // A full batch goes on from its last row next time; a short one means the end: start over.
-  await options.redis.set(cursorKey, rows.length === batchSize ? rows[rows.length - 1].id : "");
-  return queued;
+  const atEnd = rows.length < batchSize;
+  await options.redis.set(cursorKey, atEnd ? "" : rows[rows.length - 1].id);
+  return { queued, atEnd };
 }
 
-/** The rows whose job does not exist, or failed with POSTPONED_MARK (that job is removed). */
-async function lostOnes(options: SweepOptions, rows: PendingWork[]): Promise<PendingWork[]> {
-  if (rows.length === 0) return [];
-  const pipeline = options.redis.pipeline();
-  for (const row of rows) pipeline.hget(options.queue.queue.toKey(row.id), "failedReason").exists(options.queue.queue.toKey(row.id));
-  const replies = (await pipeline.exec()) ?? [];
+/**
+ * Sorts pending rows by their job: none (lost), failed with POSTPONED_MARK (lost too: that job
+ * is removed), failed otherwise (failed for good: BullMQ never runs it again, so its work must
+ * end), or alive (waiting, delayed, active: left alone).
+ */
+async function sortOut(options: SweepOptions, rows: PendingWork[]): Promise<{ lost: PendingWork[]; failedForGood: PendingWork[] }> {
   const lost: PendingWork[] = [];
+  const failedForGood: PendingWork[] = [];
+  if (rows.length === 0) return { lost, failedForGood };
+  const failedKey = options.queue.queue.keys.failed;
+  const pipeline = options.redis.pipeline();
+  for (const row of rows) pipeline.exists(options.queue.queue.toKey(row.id)).zscore(failedKey, row.id).hget(options.queue.queue.toKey(row.id), "failedReason");
+  const replies = (await pipeline.exec()) ?? [];
   for (const [i, row] of rows.entries()) {
-    const [failedErr, failedReason] = replies[2 * i] ?? [];
-    const [existsErr, exists] = replies[2 * i + 1] ?? [];
-    if (failedErr || existsErr) continue;
+    const [[existsErr, exists] = [], [failedErr, failedScore] = [], [reasonErr, failedReason] = []] = replies.slice(3 * i, 3 * i + 3);
+    if (existsErr || failedErr || reasonErr) continue;
     if (exists === 0) lost.push(row);
+    else if (failedScore === null || failedScore === undefined) continue;
     else if (typeof failedReason === "string" && failedReason.startsWith(POSTPONED_MARK)) {
       await options.queue.queue.remove(row.id);
       lost.push(row);
-    }
+    } else failedForGood.push(row);
   }
-  return lost;
+  return { lost, failedForGood };
 }
 
 function jobData(options: SweepOptions, kind: WorkKind, row: PendingWork): Record<string, unknown> {
@@ -70,7 +108,7 @@ function jobData(options: SweepOptions, kind: WorkKind, row: PendingWork): Recor
   // Past the last retry (its job vanished before it could end the destination): one more
   // attempt is queued, which ends it either way.
   const firstAttempt = Math.min(row.attempts, options.retryDelaysMs.length);
-  const delay = row.attempts > 0 ? options.retryDelaysMs[row.attempts - 1] : undefined;
-  const notBefore = row.lastAttemptAt && delay !== undefined ? row.lastAttemptAt.getTime() + delay : undefined;
+  const delay = row.attempts > 0 ? retryDelayFor(options.retryDelaysMs, row.attempts) : -1;
+  const notBefore = row.lastAttemptAt && delay >= 0 ? row.lastAttemptAt.getTime() + delay : undefined;
   return { destinationId: row.id, ...(firstAttempt > 0 ? { firstAttempt } : {}), ...(notBefore ? { notBefore } : {}) };
 }

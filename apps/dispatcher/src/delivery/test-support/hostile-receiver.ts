@@ -19,7 +19,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
  * | /late/MS       | waits MS ms, then answers as /trickle                                    |
  * | /silent        | nothing: the status line never comes                                    |
  * | /slow-headers  | the status line, then one header byte every 100 ms, forever              |
- * | /huge-header   | 200 with a 1 MiB header                                                  |
+ * | /huge-header   | 200 with a 1 MiB header (/huge-header/NNN: status NNN)                  |
  * | /status/NNN    | status NNN with the body `answer NNN: upstream exploded`                 |
  * | /invalid-utf8  | 200 with a body that is not valid UTF-8 (see INVALID_UTF8_BODY)         |
  * | /redirect      | 302 to /ok                                                              |
@@ -125,9 +125,11 @@ export async function startHostileReceiver(): Promise<HostileReceiver> {
         // Raw bytes on the socket: ServerResponse would send whole header blocks only.
         req.socket.write("HTTP/1.1 200 OK\r\nX-Slow: ");
         return trickle(req.socket, "s", 100);
-      case "huge-header":
-        req.socket.write(`HTTP/1.1 200 OK\r\nX-Huge: ${"h".repeat(MIB)}\r\nContent-Length: 0\r\n\r\n`);
+      case "huge-header": {
+        const status = /^\d{3}$/.test(urlPath.split("/")[2] ?? "") ? urlPath.split("/")[2] : "200";
+        req.socket.write(`HTTP/1.1 ${status} Whatever\r\nX-Huge: ${"h".repeat(MIB)}\r\nContent-Length: 0\r\n\r\n`);
         return;
+      }
       case "status": {
         const status = Number(urlPath.split("/")[2]);
         res.writeHead(status, { "content-type": "text/plain" }).end(`answer ${status}: upstream exploded`);

@@ -1,0 +1,341 @@
+import { randomUUID } from "node:crypto";
+import type pg from "pg";
+import { createPool, newId } from "@mailhooks/db";
+import {
+  cancelDestination,
+  cancelReplay,
+  cancelTestDelivery,
+  loadDestination,
+  loadReplay,
+  loadTestDelivery,
+  recordDestinationAttempt,
+  recordDestinationAttempts,
+  recordReplayAttempt,
+  recordTestAttempt,
+  replayCancelled,
+  type AttemptRecord,
+  type DestinationTarget,
+} from "./attempts.js";
+import { acceptEvents } from "./ingest.js";
+import { acceptReplays } from "./replays.js";
+import { eventStatus } from "./status.js";
+import { changeWebhook, deleteWebhook, registerWebhook } from "./webhooks.js";
+
+/**
+ * The owner of delivery state on its own, against the test database (`npm test` migrates it):
+ * jobs that run twice write once, a recorded attempt is reported as such, the failing streak
+ * counts rows written, cancellations, and the status rules of CONTRACT.md section 5. Every test
+ * makes its own account; the outbox rows this file accepts carry a queue prefix of its own, so no
+ * relay of another test takes them, and they are removed at the end.
+ */
+const pool: pg.Pool = createPool(process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/webhooks_test", 4);
+const prefix = `test-ds-${randomUUID()}`;
+
+afterAll(async () => {
+  await pool.query("DELETE FROM outbox WHERE queue_prefix = $1", [prefix]);
+  await pool.end();
+});
+
+const OK: AttemptRecord = { ok: true, responseStatus: 200, error: null, responseBody: "ok", durationMs: 12 };
+const FAILED: AttemptRecord = { ok: false, responseStatus: 503, error: null, responseBody: "down", durationMs: 15 };
+
+async function newAccount(): Promise<string> {
+  const id = newId("acct");
+  await pool.query("INSERT INTO accounts (id, name) VALUES ($1, $2)", [id, `delivery-state-${id}`]);
+  return id;
+}
+
+async function newWebhook(accountId: string, path = "/hook"): Promise<{ id: string; url: string; testDeliveryId: string }> {
+  const url = `https://receiver.example/${path.replace(/^\//, "")}`;
+  const made = await registerWebhook(pool, { accountId, queuePrefix: prefix, url, events: ["message.sent"], secret: "stored-secret", maxWebhooks: 100 });
+  if (!made) throw new Error("account at its webhook limit");
+  return { id: made.webhook.id, url, testDeliveryId: made.testDeliveryId };
+}
+
+/** One message.sent event of `accountId`: its id and its destinations by webhook id. */
+async function newEvent(accountId: string): Promise<{ eventId: string; destinations: Map<string, string> }> {
+  const data = {
+    messageId: `<${randomUUID()}@mail.example.com>`,
+    threadId: "thr_1",
+    inboxId: "inbox_1",
+    from: "alice@example.com",
+    to: ["bob@example.org"],
+    subject: "Hello",
+    status: "sent",
+  };
+  const [accepted] = await acceptEvents(pool, accountId, prefix, [{ eventType: "message.sent", data, occurredAt: new Date() }]);
+  const { rows } = await pool.query<{ id: string; webhook_id: string }>("SELECT id, webhook_id FROM destinations WHERE event_id = $1", [accepted.id]);
+  return { eventId: accepted.id, destinations: new Map(rows.map((r) => [r.webhook_id, r.id])) };
+}
+
+/** An account with one webhook and one event to it. */
+async function oneDestination() {
+  const accountId = await newAccount();
+  const hook = await newWebhook(accountId);
+  const { eventId, destinations } = await newEvent(accountId);
+  const destinationId = destinations.get(hook.id)!;
+  const target = (await loadDestination(pool, destinationId, 0))!;
+  return { accountId, hook, eventId, destinationId, target };
+}
+
+async function eventRow(eventId: string) {
+  const { rows } = await pool.query<{ status: string; pending_destinations: number; failed_destinations: number }>(
+    "SELECT status::text AS status, pending_destinations, failed_destinations FROM events WHERE id = $1",
+    [eventId],
+  );
+  return rows[0];
+}
+
+async function count(sqlText: string, values: unknown[]): Promise<number> {
+  const { rows } = await pool.query<{ n: number }>(sqlText, values);
+  return rows[0].n;
+}
+
+const deliveryRows = (filter: string, id: string) => count(`SELECT count(*)::int AS n FROM deliveries WHERE ${filter} = $1`, [id]);
+const auditRows = (replayId: string) => count("SELECT count(*)::int AS n FROM audit_entries WHERE replay_id = $1", [replayId]);
+
+describe("destination attempts", () => {
+  test("recording the same (destination, attempt) twice, also at once, writes one row and keeps the first", async () => {
+    const { destinationId, target } = await oneDestination();
+    await Promise.all([
+      recordDestinationAttempt(pool, target, 0, FAILED, "retry"),
+      recordDestinationAttempt(pool, target, 0, { ...FAILED, responseStatus: 500 }, "retry"),
+    ]);
+    await recordDestinationAttempt(pool, target, 0, FAILED, "retry");
+    const { rows } = await pool.query("SELECT trigger::text AS trigger, attempt FROM deliveries WHERE destination_id = $1", [destinationId]);
+    expect(rows).toEqual([{ trigger: "initial", attempt: 0 }]);
+    // Retry 1 is another attempt: a row of its own.
+    await recordDestinationAttempt(pool, target, 1, FAILED, "retry");
+    await recordDestinationAttempt(pool, target, 1, FAILED, "retry");
+    expect(await deliveryRows("destination_id", destinationId)).toBe(2);
+  });
+
+  test("an attempt a dead dispatcher already recorded is reported as recorded, with its outcome, and recording it again changes nothing", async () => {
+    const { destinationId, eventId, target } = await oneDestination();
+    expect(target.recorded).toBeNull();
+    // The dispatcher recorded attempt 0 (failed, retry scheduled), then died before its job ended.
+    await recordDestinationAttempt(pool, target, 0, FAILED, "retry");
+    const again = (await loadDestination(pool, destinationId, 0))!;
+    expect(again.recorded).toEqual({ ok: false });
+    expect(again.status).toBe("pending");
+    // The next attempt number has no row yet: it is sent.
+    expect((await loadDestination(pool, destinationId, 1))!.recorded).toBeNull();
+
+    // Retry 1 succeeded and was recorded; its job runs again and finds it.
+    await recordDestinationAttempt(pool, target, 1, OK, "delivered");
+    const done = (await loadDestination(pool, destinationId, 1))!;
+    expect(done.recorded).toEqual({ ok: true });
+    expect(done.status).toBe("delivered");
+    // What deliverDestination records for a recorded attempt (no new answer): the row stays the first one.
+    await recordDestinationAttempt(pool, target, 1, { ok: true, responseStatus: null, error: null, durationMs: 0 }, "delivered");
+    const { rows } = await pool.query("SELECT attempt, response_status, response_body FROM deliveries WHERE destination_id = $1 ORDER BY attempt", [
+      destinationId,
+    ]);
+    expect(rows).toEqual([
+      { attempt: 0, response_status: 503, response_body: "down" },
+      { attempt: 1, response_status: 200, response_body: "ok" },
+    ]);
+    expect(await eventRow(eventId)).toEqual({ status: "delivered", pending_destinations: 0, failed_destinations: 0 });
+  });
+
+  test("auto-disable counts rows written: a failed attempt recorded again does not grow the failing streak", async () => {
+    const accountId = await newAccount();
+    const hook = await newWebhook(accountId);
+    const first = await newEvent(accountId);
+    const second = await newEvent(accountId);
+    const targetOf = async (e: { destinations: Map<string, string> }) => (await loadDestination(pool, e.destinations.get(hook.id)!, 0))!;
+    const streakOf = async () =>
+      (await pool.query<{ failing_events: number; failing_since: Date | null }>("SELECT failing_events, failing_since FROM webhooks WHERE id = $1", [hook.id])).rows[0];
+
+    const a = await targetOf(first);
+    const streak = await recordDestinationAttempt(pool, a, 0, FAILED, "retry");
+    expect(streak?.events).toBe(1);
+    const since = (await streakOf()).failing_since;
+    // The same job again (its dispatcher died after writing): no row written, nothing counted.
+    expect(await recordDestinationAttempt(pool, a, 0, FAILED, "retry")).toBeNull();
+    expect(await recordDestinationAttempts(pool, [{ target: a, attempt: 0, result: FAILED, outcome: "retry" }])).toEqual([null]);
+    expect(await streakOf()).toEqual({ failing_events: 1, failing_since: since });
+    // In one batch with a new failure of another event: only the new one counts.
+    const b = await targetOf(second);
+    await recordDestinationAttempts(pool, [
+      { target: a, attempt: 0, result: FAILED, outcome: "retry" },
+      { target: b, attempt: 0, result: FAILED, outcome: "retry" },
+    ]);
+    expect((await streakOf()).failing_events).toBe(2);
+    // A retry's failure is not a new event; a success clears the streak.
+    await recordDestinationAttempt(pool, a, 1, FAILED, "retry");
+    expect((await streakOf()).failing_events).toBe(2);
+    await recordDestinationAttempt(pool, b, 1, OK, "delivered");
+    expect(await streakOf()).toEqual({ failing_events: 0, failing_since: null });
+  });
+});
+
+describe("replays", () => {
+  async function replayOf(target: Pick<DestinationTarget, "webhookId" | "destinationId" | "url">, accountId: string, eventId: string, url = target.url, hasTargetUrl = url !== target.url) {
+    const [accepted] = await acceptReplays(pool, {
+      accountId,
+      apiKeyId: "key_test",
+      eventId,
+      queuePrefix: prefix,
+      targets: [{ webhookId: target.webhookId, destinationId: target.destinationId, destinationUrl: url, toOwnUrl: url === target.url, hasTargetUrl }],
+    });
+    return (await loadReplay(pool, accepted.replayId))!;
+  }
+
+  test("a replay job that runs twice, also at once, writes one delivery row and one audit entry; a success to the own URL delivers the destination", async () => {
+    const { accountId, eventId, destinationId, target } = await oneDestination();
+    await recordDestinationAttempts(pool, [0, 1, 2, 3].map((attempt) => ({ target, attempt, result: FAILED, outcome: attempt === 3 ? "failed" : "retry" })));
+    expect((await eventRow(eventId)).status).toBe("failed");
+
+    const replay = await replayOf(target, accountId, eventId);
+    expect(replay).toMatchObject({ status: "pending", toOwnUrl: true, webhookEnabled: true });
+    expect(replayCancelled(replay)).toBe(false);
+    const at = new Date();
+    await Promise.all([recordReplayAttempt(pool, replay, OK, at), recordReplayAttempt(pool, replay, OK, at)]);
+    await recordReplayAttempt(pool, replay, FAILED, new Date());
+    expect(await deliveryRows("replay_id", replay.replayId)).toBe(1);
+    expect(await auditRows(replay.replayId)).toBe(1);
+    const { rows } = await pool.query("SELECT response_status, error, api_key_id FROM audit_entries WHERE replay_id = $1", [replay.replayId]);
+    expect(rows).toEqual([{ response_status: 200, error: null, api_key_id: "key_test" }]);
+    expect((await loadReplay(pool, replay.replayId))!.status).toBe("delivered");
+    expect((await loadDestination(pool, destinationId, 0))!.status).toBe("delivered");
+    expect(await eventRow(eventId)).toEqual({ status: "delivered", pending_destinations: 0, failed_destinations: 0 });
+  });
+
+  test("a replay to its own URL whose webhook was disabled or deleted after acceptance ends cancelled: no delivery row, one audit entry 'cancelled'", async () => {
+    for (const end of ["disable", "delete"] as const) {
+      const { accountId, hook, eventId, destinationId, target } = await oneDestination();
+      await recordDestinationAttempt(pool, target, 0, OK, "delivered");
+      const own = await replayOf(target, accountId, eventId);
+      const override = await replayOf(target, accountId, eventId, "https://elsewhere.example/replay");
+      // A target_url equal to the webhook's own URL is still a replay with a target_url.
+      const ownByTargetUrl = await replayOf(target, accountId, eventId, target.url, true);
+      if (end === "disable") expect(await changeWebhook(pool, accountId, hook.id, { status: "disabled" })).not.toBeNull();
+      else expect(await deleteWebhook(pool, accountId, hook.id)).toBe(true);
+
+      const atAttempt = (await loadReplay(pool, own.replayId))!;
+      expect(atAttempt.webhookEnabled).toBe(false);
+      expect(replayCancelled(atAttempt)).toBe(true);
+      // An override URL is still sent: the disabled webhook's secret signs it.
+      expect(replayCancelled((await loadReplay(pool, override.replayId))!)).toBe(false);
+      expect(replayCancelled((await loadReplay(pool, ownByTargetUrl.replayId))!)).toBe(false);
+
+      await Promise.all([cancelReplay(pool, atAttempt, new Date()), cancelReplay(pool, atAttempt, new Date())]);
+      await cancelReplay(pool, atAttempt, new Date());
+      expect((await loadReplay(pool, own.replayId))!.status).toBe("cancelled");
+      expect(await deliveryRows("replay_id", own.replayId)).toBe(0);
+      const { rows } = await pool.query("SELECT destination_url, response_status, error, api_key_id FROM audit_entries WHERE replay_id = $1", [own.replayId]);
+      expect(rows).toEqual([{ destination_url: hook.url, response_status: null, error: "cancelled", api_key_id: "key_test" }]);
+      // The destination keeps its own status.
+      expect((await loadDestination(pool, destinationId, 0))!.status).toBe("delivered");
+      // A replay that ended otherwise is not cancelled afterwards.
+      await recordReplayAttempt(pool, override, OK, new Date());
+      await cancelReplay(pool, override, new Date());
+      expect((await loadReplay(pool, override.replayId))!.status).toBe("delivered");
+      expect((await pool.query("SELECT error FROM audit_entries WHERE replay_id = $1", [override.replayId])).rows).toEqual([{ error: null }]);
+    }
+  });
+});
+
+describe("test deliveries", () => {
+  test("cancelTestDelivery ends a pending test delivery cancelled, once, and leaves one that ended alone", async () => {
+    const accountId = await newAccount();
+    const hook = await newWebhook(accountId);
+    expect(await changeWebhook(pool, accountId, hook.id, { status: "disabled" })).not.toBeNull();
+    const pending = (await loadTestDelivery(pool, hook.testDeliveryId))!;
+    expect(pending).toMatchObject({ status: "pending", webhookEnabled: false });
+    await cancelTestDelivery(pool, hook.testDeliveryId);
+    await cancelTestDelivery(pool, hook.testDeliveryId);
+    expect((await loadTestDelivery(pool, hook.testDeliveryId))!.status).toBe("cancelled");
+    expect(await deliveryRows("test_delivery_id", hook.testDeliveryId)).toBe(0);
+    // Recording an attempt afterwards (a job that loaded it before) does not revive it.
+    await recordTestAttempt(pool, pending, OK);
+    expect((await loadTestDelivery(pool, hook.testDeliveryId))!.status).toBe("cancelled");
+
+    const other = await newWebhook(accountId, "/other");
+    const sent = (await loadTestDelivery(pool, other.testDeliveryId))!;
+    await recordTestAttempt(pool, sent, OK);
+    await recordTestAttempt(pool, sent, OK);
+    expect(await deliveryRows("test_delivery_id", other.testDeliveryId)).toBe(1);
+    await cancelTestDelivery(pool, other.testDeliveryId);
+    expect((await loadTestDelivery(pool, other.testDeliveryId))!.status).toBe("delivered");
+  });
+});
+
+describe("status rules (CONTRACT.md section 5)", () => {
+  /** An account with `n` webhooks and one event to all of them: the event id and its destination targets. */
+  async function fanOut(n: number) {
+    const accountId = await newAccount();
+    const hooks = [];
+    for (let i = 0; i < n; i++) hooks.push(await newWebhook(accountId, `/h${i}`));
+    const { eventId, destinations } = await newEvent(accountId);
+    const targets = await Promise.all(hooks.map(async (h) => (await loadDestination(pool, destinations.get(h.id)!, 0))!));
+    return { accountId, hooks, eventId, targets };
+  }
+
+  /** The event's stored status agrees with the rule applied to its destinations' rows. */
+  async function expectStatus(eventId: string, expected: string) {
+    const { rows } = await pool.query<{ status: string }>("SELECT status::text AS status FROM destinations WHERE event_id = $1", [eventId]);
+    const pending = rows.filter((r) => r.status === "pending").length;
+    const failed = rows.filter((r) => r.status === "failed" || r.status === "cancelled").length;
+    expect(eventStatus(pending, failed)).toBe(expected);
+    expect(await eventRow(eventId)).toEqual({ status: expected, pending_destinations: pending, failed_destinations: failed });
+  }
+
+  test("pending while any destination is pending, then failed when one failed", async () => {
+    const { eventId, targets } = await fanOut(3);
+    await expectStatus(eventId, "pending");
+    await recordDestinationAttempt(pool, targets[0], 0, OK, "delivered");
+    await expectStatus(eventId, "pending");
+    await recordDestinationAttempt(pool, targets[1], 0, FAILED, "failed");
+    await expectStatus(eventId, "pending");
+    await recordDestinationAttempt(pool, targets[2], 0, FAILED, "retry");
+    await expectStatus(eventId, "pending");
+    await recordDestinationAttempt(pool, targets[2], 1, OK, "delivered");
+    await expectStatus(eventId, "failed");
+  });
+
+  test("delivered when every destination was delivered (ending in one batch), and with no destination at all", async () => {
+    const { eventId, targets } = await fanOut(2);
+    await recordDestinationAttempts(pool, targets.map((target) => ({ target, attempt: 0, result: OK, outcome: "delivered" })));
+    await expectStatus(eventId, "delivered");
+    const lonely = await newEvent(await newAccount());
+    expect(lonely.destinations.size).toBe(0);
+    await expectStatus(lonely.eventId, "delivered");
+  });
+
+  test("failed when one was cancelled (its webhook disabled, deleted, or found disabled by its job), the others delivered", async () => {
+    const { accountId, hooks, eventId, targets } = await fanOut(4);
+    await recordDestinationAttempt(pool, targets[0], 0, OK, "delivered");
+    await changeWebhook(pool, accountId, hooks[1].id, { status: "disabled" });
+    await expectStatus(eventId, "pending");
+    await deleteWebhook(pool, accountId, hooks[2].id);
+    await cancelDestination(pool, targets[3].destinationId);
+    await cancelDestination(pool, targets[3].destinationId);
+    await expectStatus(eventId, "failed");
+    const { rows } = await pool.query("SELECT webhook_id, status::text AS status FROM destinations WHERE event_id = $1 ORDER BY webhook_id", [eventId]);
+    expect(rows.map((r) => r.status)).toEqual(["delivered", "cancelled", "cancelled", "cancelled"]);
+    // An ended destination stays as it is: a late attempt's outcome does not move it.
+    await recordDestinationAttempt(pool, targets[3], 0, OK, "delivered");
+    await expectStatus(eventId, "failed");
+  });
+
+  test("a successful replay to its own URL delivers a failed or cancelled destination, and the event follows", async () => {
+    const { accountId, hooks, eventId, targets } = await fanOut(2);
+    await recordDestinationAttempt(pool, targets[0], 0, FAILED, "failed");
+    await changeWebhook(pool, accountId, hooks[1].id, { status: "disabled" });
+    await expectStatus(eventId, "failed");
+    await changeWebhook(pool, accountId, hooks[1].id, { status: "enabled" });
+    for (const target of targets) {
+      const [accepted] = await acceptReplays(pool, {
+        accountId,
+        apiKeyId: "key_test",
+        eventId,
+        queuePrefix: prefix,
+        targets: [{ webhookId: target.webhookId, destinationId: target.destinationId, destinationUrl: target.url, toOwnUrl: true, hasTargetUrl: false }],
+      });
+      await recordReplayAttempt(pool, (await loadReplay(pool, accepted.replayId))!, OK, new Date());
+    }
+    await expectStatus(eventId, "delivered");
+  });
+});
