@@ -82,7 +82,7 @@ describe("10,000 requests with random keys (default limit: 60 per address per mi
   }, 180_000);
 });
 
-describe("unknown keys are remembered; X-Forwarded-For only counts under TRUST_PROXY", () => {
+describe("unknown keys are remembered; X-Forwarded-For counts only as TRUST_PROXY says", () => {
   test("api_keys.last_used_at is written on use, at most once a minute per key", async () => {
     const stack = await startStack({ dispatcher: false });
     try {
@@ -124,12 +124,70 @@ describe("unknown keys are remembered; X-Forwarded-For only counts under TRUST_P
     }
   });
 
-  test("TRUST_PROXY=true: each forwarded client address has its own allowance", async () => {
+  /** An unauthenticated request from a random key, forwarded for `xff`: its status. */
+  const forwarded = async (stack: Stack, xff: string) => (await apiAs(stack, randomKey(), "GET", "/v1/events", undefined, { "x-forwarded-for": xff })).status;
+
+  test("TRUST_PROXY=true means one proxy: each client address it forwards has its own allowance; the left-most, spoofed entry is not believed", async () => {
     const stack = await startStack({ env: { UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: "5", TRUST_PROXY: "true" }, dispatcher: false });
     try {
-      for (let i = 0; i < 5; i++) expect((await apiAs(stack, randomKey(), "GET", "/v1/events", undefined, { "x-forwarded-for": "198.51.100.7" })).status).toBe(401);
-      expect((await apiAs(stack, randomKey(), "GET", "/v1/events", undefined, { "x-forwarded-for": "198.51.100.7" })).status).toBe(429);
-      expect((await apiAs(stack, randomKey(), "GET", "/v1/events", undefined, { "x-forwarded-for": "198.51.100.8" })).status).toBe(401);
+      for (let i = 0; i < 5; i++) expect(await forwarded(stack, "198.51.100.7")).toBe(401);
+      expect(await forwarded(stack, "198.51.100.7")).toBe(429);
+      expect(await forwarded(stack, "198.51.100.8")).toBe(401);
+      // The client writes what it likes to the left of the entry our one proxy appends (its
+      // real address): a new invented address each time escapes nothing.
+      const statuses: number[] = [];
+      for (let i = 0; i < 7; i++) statuses.push(await forwarded(stack, `203.0.113.${i}, 198.51.100.9`));
+      expect(statuses).toEqual([401, 401, 401, 401, 401, 429, 429]);
+      // The invented addresses never got an allowance of their own.
+      expect(await forwarded(stack, "203.0.113.0")).toBe(401);
+    } finally {
+      await stack.close();
+    }
+  });
+
+  test("TRUST_PROXY=2 (two proxies) and TRUST_PROXY as a list of proxy addresses: the entry before them is the client", async () => {
+    for (const TRUST_PROXY of ["2", "127.0.0.1/8, 10.0.0.0/8"]) {
+      const stack = await startStack({ env: { UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: "3", TRUST_PROXY }, dispatcher: false });
+      try {
+        const statuses: number[] = [];
+        for (let i = 0; i < 5; i++) statuses.push(await forwarded(stack, `203.0.113.${i}, 198.51.100.9, 10.1.2.3`));
+        expect(statuses).toEqual([401, 401, 401, 429, 429]);
+        expect(await forwarded(stack, "203.0.113.0, 198.51.100.10, 10.1.2.3")).toBe(401);
+      } finally {
+        await stack.close();
+      }
+    }
+  });
+
+  test("IPv6 clients are limited per /64; an IPv4-mapped IPv6 address counts as its IPv4 address", async () => {
+    const stack = await startStack({ env: { UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: "5", TRUST_PROXY: "true" }, dispatcher: false });
+    try {
+      const statuses: number[] = [];
+      // One host with a /64 has 2^64 addresses: each new one gets no new allowance.
+      for (let i = 0; i < 7; i++) statuses.push(await forwarded(stack, `2001:db8:1:2:${(i * 4099).toString(16)}:${randomBytes(2).toString("hex")}::${i + 1}`));
+      expect(statuses).toEqual([401, 401, 401, 401, 401, 429, 429]);
+      expect(await forwarded(stack, "2001:db8:1:3::1")).toBe(401); // another /64
+      const mapped: number[] = [];
+      for (let i = 0; i < 3; i++) mapped.push(await forwarded(stack, "::ffff:198.51.100.20"));
+      for (let i = 0; i < 3; i++) mapped.push(await forwarded(stack, "198.51.100.20"));
+      expect(mapped).toEqual([401, 401, 401, 401, 401, 429]);
+    } finally {
+      await stack.close();
+    }
+  });
+
+  test("the admin listener never believes X-Forwarded-For, even with TRUST_PROXY set: forged addresses still meet the failed sign-in limit", async () => {
+    const stack = await startStack({ env: { TRUST_PROXY: "true", ADMIN_USERNAME: "operator", ADMIN_PASSWORD: `board-${randomBytes(8).toString("hex")}` }, dispatcher: false });
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 12; i++) {
+        const res = await fetch(`${stack.adminUrl}/admin/queues`, {
+          headers: { authorization: `Basic ${Buffer.from(`operator:wrong-${i}`).toString("base64")}`, "x-forwarded-for": `203.0.113.${i}` },
+        });
+        await res.arrayBuffer();
+        statuses.push(res.status);
+      }
+      expect(statuses).toEqual([...Array(10).fill(401), 429, 429]);
     } finally {
       await stack.close();
     }

@@ -2,11 +2,18 @@ import { randomBytes } from "node:crypto";
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { createKeyring } from "@mailhooks/secrets";
+import { createKeyring, parseKeys } from "@mailhooks/secrets";
+import { dispatcherConfigSchema, loadConfig, secretKeysOf } from "@mailhooks/config";
+import { captureLogs, getLogger } from "@mailhooks/logger";
+import { createRedisConnection } from "@mailhooks/queue";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { createHook, emailArrivals, expectError, expectValidation, startHookReceiver } from "../support/hooks.js";
+import { testDatabaseUrl, testRedisUrl } from "../support/env.js";
 import pg from "pg";
 import { scratchDatabase } from "../chaos/support/database.js";
+import { createHttpClient } from "../../apps/dispatcher/src/delivery/http-client.js";
+import { createDispatcherMetrics, type DispatcherMetrics } from "../../apps/dispatcher/src/metrics.js";
+import { createDeliveryWorker } from "../../apps/dispatcher/src/worker.js";
 
 /**
  * Issue "Secrets, rotation, auto-disable", items 1-3: webhook secrets are encrypted at rest
@@ -24,24 +31,39 @@ describe("webhook secrets at rest", () => {
   });
   afterAll(() => stack.close());
 
-  /** Every column of the account's webhooks, as the database holds them (a dump, in effect). */
-  const dump = async (accountId: string) =>
-    (await stack.pool.query("SELECT to_jsonb(w)::text AS row FROM webhooks w WHERE account_id = $1", [accountId])).rows.map((r) => r.row as string).join("\n");
+  /**
+   * Which of `needles` the database holds anywhere: every row of every table of every schema, as
+   * JSON text (a dump, in effect), searched by PostgreSQL. Answers `schema.table: needle` lines.
+   */
+  const foundInDatabase = async (needles: string[]): Promise<string[]> => {
+    const { rows: tables } = await stack.pool.query(
+      "SELECT format('%I.%I', table_schema, table_name) AS name FROM information_schema.tables WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1",
+    );
+    expect(tables.map((t) => t.name)).toEqual(expect.arrayContaining(["public.webhooks", "public.audit_entries", "public.outbox", "public.dashboard_sessions"]));
+    const found: string[] = [];
+    for (const { name } of tables) {
+      const { rows } = await stack.pool.query(
+        `SELECT DISTINCT n FROM (SELECT row_to_json(t)::text AS r FROM ${name} t) x CROSS JOIN unnest($1::text[]) n WHERE strpos(x.r, n) > 0`,
+        [needles],
+      );
+      found.push(...rows.map((r) => `${name}: ${r.n}`));
+    }
+    return found;
+  };
 
-  test("the webhooks table holds no secret, before and after a rotation; the API and the receiver still have it", async () => {
+  test("no table of the database holds a secret, before and after a rotation; the API and the receiver still have it", async () => {
     const acct = await stack.newAccount();
     const hr = await startHookReceiver(stack);
     const hook = await createHook(acct, hr, "/enc", ["message.sent"]);
     await hr.receiver.waitFor((a) => a.some((x) => x.path === "/enc" && x.verified));
     const rotated = await acct.api("POST", `/v1/webhooks/${hook.id}/secret/rotate`, { grace_seconds: 0 });
     expect(rotated.status).toBe(200);
-    const text = await dump(acct.accountId);
-    expect(text).toContain(hook.id);
-    for (const secret of [hook.secret, rotated.body.secret]) {
-      expect(secret).toMatch(/^whsec_/);
-      expect(text).not.toContain(secret);
-      expect(text).not.toContain(secret.slice("whsec_".length));
-    }
+    // The search works: the webhook's id is found in its row.
+    expect(await foundInDatabase([hook.id])).toContain(`public.webhooks: ${hook.id}`);
+    for (const secret of [hook.secret, rotated.body.secret]) expect(secret).toMatch(/^whsec_/);
+    // The current secret and the previous one (which still decrypts from previous_secret, below).
+    const secrets = [hook.secret, rotated.body.secret];
+    expect(await foundInDatabase([...secrets, ...secrets.map((s) => s.slice("whsec_".length))])).toEqual([]);
     // The stored form names its key; the key decrypts it to the secret the API handed out.
     const [row] = (await stack.pool.query("SELECT secret, previous_secret FROM webhooks WHERE id = $1", [hook.id])).rows;
     const ring = createKeyring([KEY_1]);
@@ -144,28 +166,74 @@ describe("secret rotation", () => {
   });
 });
 
-describe("auto-disable (WEBHOOK_AUTO_DISABLE_AFTER_HOURS=0.0005, i.e. 1.8 s)", () => {
-  let stack: Stack;
-  beforeAll(async () => {
-    stack = await startStack({ env: { WEBHOOK_AUTO_DISABLE_AFTER_HOURS: "0.0005", DELIVERY_RETRY_DELAYS_MS: "1000,1000,60000" } });
-  });
-  afterAll(() => stack.close());
+/**
+ * A dispatcher's delivery worker on `stack`'s queue, configured from `env` by the dispatcher's
+ * own schema, with metrics of its own that the test reads (the stack runs only the relay).
+ */
+function startDeliveryWorker(stack: Stack, env: Record<string, string>): { metrics: DispatcherMetrics; close: () => Promise<void> } {
+  const config = loadConfig(dispatcherConfigSchema, { DATABASE_URL: testDatabaseUrl(), REDIS_URL: testRedisUrl(), ALLOW_PRIVATE_TARGETS: "true", ...env });
+  const connection = createRedisConnection(config.REDIS_URL, "worker", { cluster: config.REDIS_CLUSTER });
+  const { client, agent } = createHttpClient({ timeoutMs: config.DELIVERY_TIMEOUT_MS, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS });
+  const metrics = createDispatcherMetrics();
+  const worker = createDeliveryWorker(
+    {
+      pool: stack.pool,
+      client,
+      allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS,
+      retryDelaysMs: config.DELIVERY_RETRY_DELAYS_MS,
+      logger: getLogger("dispatcher"),
+      metrics,
+      keyring: createKeyring(parseKeys(secretKeysOf(config))),
+      autoDisableAfterMs: config.WEBHOOK_AUTO_DISABLE_AFTER_HOURS * 3_600_000,
+    },
+    { connection, prefix: stack.keyPrefix, concurrency: 16 },
+  );
+  return {
+    metrics,
+    close: async () => {
+      await worker.close();
+      agent.destroy();
+      await connection.quit().catch(() => undefined);
+    },
+  };
+}
 
-  test("after 1.8 s of failures across 20 events: disabled, reason failing, pending destinations cancelled; PATCH enables it again", async () => {
-    const acct = await stack.newAccount();
-    const hr = await startHookReceiver(stack, (a) => (a.event === "webhook.test" ? {} : { status: 503 }));
-    const hook = await createHook(acct, hr, "/failing", ["message.sent"]);
-    const post = async (n: number) =>
-      (await acct.api("POST", "/v1/events/batch", { events: Array.from({ length: n }, () => ({ event_type: "message.sent", data: sampleData("message.sent") })) })).body.data.map(
-        (e: any) => e.event_id as string,
-      );
-    // 20 events fail at once; the streak is then younger than 1.8 s: nothing happens yet.
-    const first = await post(20);
-    await hr.receiver.waitFor((a) => emailArrivals(a, "/failing").length >= 20);
-    expect((await acct.api("GET", `/v1/webhooks/${hook.id}`)).body.status).toBe("enabled");
-    // Their retries fail past 1.8 s: the next failure disables it.
-    const view = await waitUntil(() => acct.api("GET", `/v1/webhooks/${hook.id}`), (r) => r.body.status === "disabled", 15_000);
+describe("auto-disable (WEBHOOK_AUTO_DISABLE_AFTER_HOURS=0.0005, i.e. 1.8 s)", () => {
+  const env = { WEBHOOK_AUTO_DISABLE_AFTER_HOURS: "0.0005", DELIVERY_RETRY_DELAYS_MS: "1000,1000,60000" };
+  let stack: Stack;
+  let dispatcher: ReturnType<typeof startDeliveryWorker>;
+  beforeAll(async () => {
+    stack = await startStack({ env, dispatcher: "relay-only" });
+    dispatcher = startDeliveryWorker(stack, env);
+  });
+  afterAll(async () => {
+    await dispatcher?.close();
+    await stack?.close();
+  });
+
+  /** webhook_auto_disabled_total, as Prometheus would scrape it from the dispatcher. */
+  const autoDisabledMetric = async () => Number(/^webhook_auto_disabled_total (\d+)$/m.exec(await dispatcher.metrics.registry.metrics())?.[1] ?? NaN);
+
+  test("after 1.8 s of failures across 20 events: disabled, reason failing, logged and counted, pending destinations cancelled; PATCH enables it again", async () => {
+    expect(await autoDisabledMetric()).toBe(0);
+    let failing!: Awaited<ReturnType<typeof disableByFailures>>;
+    const logged = await captureLogs(
+      async () => {
+        failing = await disableByFailures();
+        // The log line and the counter come right after the status changes.
+        await waitUntil(autoDisabledMetric, (n) => n === 1, 5_000);
+      },
+      { level: process.env.LOG_LEVEL ?? "warn", format: "pretty" },
+    );
+    const { acct, hook, first, post, view } = failing;
     expect(view.body.disabled_reason).toBe("failing");
+    const lines = logged.split("\n").filter((l) => l.includes("webhook disabled: every attempt failed")).map((l) => JSON.parse(l));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ level: "warn", module: "dispatcher", webhookId: hook.id });
+    expect(lines[0].failedEvents).toBeGreaterThanOrEqual(20);
+    expect(Date.parse(lines[0].failingSince)).toBeLessThan(Date.now() - 1_800);
+    expect(await autoDisabledMetric()).toBe(1);
+
     // Every destination still pending was cancelled at once: their third retries never come.
     const events = await Promise.all(first.map((id: string) => acct.api("GET", `/v1/events/${id}`)));
     expect(events.every((e) => e.body.status === "failed")).toBe(true);
@@ -180,5 +248,26 @@ describe("auto-disable (WEBHOOK_AUTO_DISABLE_AFTER_HOURS=0.0005, i.e. 1.8 s)", (
     expect(enabled.body).toMatchObject({ status: "enabled", disabled_reason: null });
     const manual = await acct.api("PATCH", `/v1/webhooks/${hook.id}`, { status: "disabled" });
     expect(manual.body).toMatchObject({ status: "disabled", disabled_reason: "manual" });
+    // A manual disable is not counted.
+    expect(await autoDisabledMetric()).toBe(1);
   });
+
+  /** A webhook whose receiver fails every email event, fed 20 events until it is auto-disabled: its account, id, first events and view. */
+  async function disableByFailures() {
+    const acct = await stack.newAccount();
+    const hr = await startHookReceiver(stack, (a) => (a.event === "webhook.test" ? {} : { status: 503 }));
+    const hook = await createHook(acct, hr, "/failing", ["message.sent"]);
+    const post = async (n: number) =>
+      (await acct.api("POST", "/v1/events/batch", { events: Array.from({ length: n }, () => ({ event_type: "message.sent", data: sampleData("message.sent") })) })).body.data.map(
+        (e: any) => e.event_id as string,
+      );
+    // 20 events fail at once; the streak is then younger than 1.8 s: nothing happens yet.
+    const first = await post(20);
+    await hr.receiver.waitFor((a) => emailArrivals(a, "/failing").length >= 20);
+    expect((await acct.api("GET", `/v1/webhooks/${hook.id}`)).body.status).toBe("enabled");
+    expect(await autoDisabledMetric()).toBe(0);
+    // Their retries fail past 1.8 s: the next failure disables it.
+    const view = await waitUntil(() => acct.api("GET", `/v1/webhooks/${hook.id}`), (r) => r.body.status === "disabled", 15_000);
+    return { acct, hook, first, post, view };
+  }
 });

@@ -6,7 +6,11 @@ import { captureLogs, getLogger } from "@mailhooks/logger";
 import { createApiKey, revokeApiKey } from "@mailhooks/access";
 import { sampleData, startStack, waitUntil, type Account, type Stack } from "../support/stack.js";
 import { apiAs, createHook, deliveryRows, expectError, expectValidation, startHookReceiver } from "../support/hooks.js";
-import { testRedisUrl } from "../support/env.js";
+import { testDatabaseUrl, testRedisUrl } from "../support/env.js";
+import request from "supertest";
+import { pathOf, signIn, signInWith } from "../dashboard/support.js";
+import { databaseUrlVia } from "../chaos/support/processes.js";
+import { startTcpProxy } from "../chaos/support/tcp-proxy.js";
 
 /**
  * Security hardening (issue 4, items 1, 2, 4 and 5): SSRF protection with
@@ -199,7 +203,8 @@ describe("with ALLOW_PRIVATE_TARGETS=false, MAX_WEBHOOKS_PER_ACCOUNT=2 and an op
       const row = await stack.prisma.apiKey.findUniqueOrThrow({ where: { id: issued.id } });
       expect(row.hash).toMatch(/^[0-9a-f]{64}$/);
       expect(row.hash).toBe(createHash("sha256").update(issued.key, "utf8").digest("hex"));
-      const secretPart = issued.key.slice(issued.key.lastIndexOf("_") + 1);
+      // After `whk_<12 hex>_` (the base64url part may hold `_` itself).
+      const secretPart = issued.key.slice(17);
       const stored = await stack.prisma.$queryRaw<{ row: string }[]>`SELECT to_jsonb(k)::text AS row FROM api_keys k WHERE id = ${issued.id}`;
       expect(stored).toHaveLength(1);
       expect(stored[0].row).not.toContain(issued.key);
@@ -551,12 +556,50 @@ describe("logs and storage (private targets allowed, so that deliveries really h
         await waitUntil(() => acct.api("GET", `/v1/events/${event.body.event_id}`), (r) => r.body.status === "delivered");
         expect((await acct.api("POST", `/v1/events/${event.body.event_id}/replay`)).status).toBe(202);
         await waitUntil(() => acct.api("GET", `/v1/audit-log?event_id=${event.body.event_id}`), (r) => r.body.data.length === 1);
-        // Every other route, with the key, the secret and the body in places where they do not belong.
         const rotated = await acct.api("POST", `/v1/webhooks/${hook.id}/secret/rotate`, { grace_seconds: 0 });
         expect(rotated.status).toBe(200);
-        const secrets = [hook.secret, rotated.body.secret];
-        const inputs = [...secrets, acct.apiKey, bodyMarker];
+        // The dashboard: a one-time link (its token), its page, sign-in (a session cookie), the
+        // secret revealed and rotated again there.
+        const link = await acct.api("POST", "/v1/dashboard-links", {});
+        expect(link.status).toBe(201);
+        const linkToken = pathOf(link.body.url).split("/").pop()!;
+        expect((await request(stack.baseUrl).get(`/dashboard/sign-in/${linkToken}`)).status).toBe(200);
+        const session = await signInWith(stack, link.body.url);
+        expect((await session.get(`/dashboard/webhooks/${hook.id}`)).status).toBe(200);
+        expect((await session.get(`/dashboard/webhooks/${hook.id}/secret`)).status).toBe(200);
+        const revealed = await session.post(`/dashboard/webhooks/${hook.id}/secret`);
+        expect(revealed.status).toBe(200);
+        expect(revealed.text).toContain(rotated.body.secret);
+        expect((await session.get(`/dashboard/webhooks/${hook.id}/rotate`)).status).toBe(200);
+        const rotatedInDashboard = await session.post(`/dashboard/webhooks/${hook.id}/rotate`, { grace_seconds: "0" });
+        expect(rotatedInDashboard.status).toBe(200);
+        const dashboardSecret = /<code id="secret-value">(whsec_[A-Za-z0-9_-]+)<\/code>/.exec(rotatedInDashboard.text)![1];
+        expect(dashboardSecret).not.toBe(rotated.body.secret);
+        // Every other route, with the key, the secrets, the tokens and the body in places where they do not belong.
+        const secrets = [hook.secret, rotated.body.secret, dashboardSecret];
+        const inputs = [...secrets, acct.apiKey, bodyMarker, linkToken, session.cookie];
         for (const value of inputs) {
+          const junk = encodeURIComponent(value);
+          expect((await acct.api("GET", `/v1/webhooks/${junk}/secret`)).status).toBe(404);
+          expect((await acct.api("POST", `/v1/webhooks/${junk}/secret/rotate`, { grace_seconds: 0 })).status).toBe(404);
+          expect((await acct.api("POST", `/v1/webhooks/${hook.id}/secret/rotate`, { grace_seconds: value })).status).toBe(422);
+          expect((await acct.api("POST", "/v1/dashboard-links", { account: value })).status).toBe(422);
+          if (value !== acct.apiKey) expect((await apiAs(stack, value, "POST", "/v1/dashboard-links", {})).status).toBe(401);
+          // Sign-in with it as a link token, requests with it as the session cookie.
+          expect((await request(stack.baseUrl).get(`/dashboard/sign-in/${junk}`)).status).toBeLessThan(500);
+          expect((await request(stack.baseUrl).post(`/dashboard/sign-in/${junk}`)).status).toBeLessThan(500);
+          const paths = value === session.cookie ? [] : ["/dashboard/webhooks", `/dashboard/webhooks/${hook.id}/secret`, `/dashboard/webhooks/${junk}/rotate`];
+          for (const path of paths) expect((await request(stack.baseUrl).get(path).set("cookie", `mailhooks_dashboard=${junk}`)).status).toBe(401);
+          // Pages behind the session, with it in the path and in the forms.
+          expect((await session.get(`/dashboard/webhooks/${junk}`)).status).toBeLessThan(500);
+          expect((await session.get(`/dashboard/webhooks/${junk}/secret`)).status).toBeLessThan(500);
+          expect((await session.post(`/dashboard/webhooks/${junk}/secret`)).status).toBeLessThan(500);
+          expect((await session.post(`/dashboard/webhooks/${junk}/rotate`, { grace_seconds: "0" })).status).toBeLessThan(500);
+          expect((await session.post(`/dashboard/webhooks/${hook.id}/rotate`, { grace_seconds: value })).status).toBe(422);
+          // (Refused: not an https URL. An accepted one would store the value, by the test's own doing.)
+          expect((await session.post(`/dashboard/webhooks/${hook.id}`, { url: `http://localhost:9/${value}`, events: ["message.received"] })).status).toBe(422);
+          expect((await session.get(`/dashboard/events?since=${junk}&inbox_id=${junk}`)).status).toBeLessThan(500);
+          expect((await session.post(`/dashboard/webhooks/${hook.id}/secret`, { _csrf: value })).status).toBe(403);
           expect((await acct.api("GET", `/v1/webhooks?cursor=${encodeURIComponent(value)}`)).status).toBe(422);
           expect((await acct.api("GET", `/v1/webhooks/${encodeURIComponent(value)}`)).status).toBe(404);
           expect((await acct.api("PATCH", `/v1/webhooks/${hook.id}`, { url: `https://localhost:9/${value}`, events: ["message.received"], note: value })).status).toBe(422);
@@ -573,20 +616,83 @@ describe("logs and storage (private targets allowed, so that deliveries really h
           expect((await apiAs(stack, null, "GET", `/readyz?k=${encodeURIComponent(value)}`)).status).toBe(200);
         }
         expect((await apiAs(stack, null, "GET", "/metrics")).status).toBe(200);
+        // Signing out ends the session; its cookie then signs nothing in.
+        expect((await session.post("/dashboard/sign-out")).status).toBe(200);
+        expect((await session.get("/dashboard/webhooks")).status).toBe(401);
         expect((await acct.api("DELETE", `/v1/webhooks/${hook.id}`)).status).toBe(204);
         // A module that logs such values by field name, nested or not, gets them redacted.
         getLogger("security-test").warn("careless", { authorization: `Bearer ${acct.apiKey}`, secret: hook.secret, body: bodyMarker, payload: bodyMarker });
         getLogger("security-test").warn("careless, nested", { request: { headers: { authorization: `Bearer ${acct.apiKey}` }, webhook: { secret: rotated.body.secret } } });
         getLogger("security-test").info(`capture-check ${acct.apiKeyId}`);
-        state = { acct, forged, bodyMarker, hook, rotated };
+        state = { acct, forged, bodyMarker, hook, rotated, dashboardSecret, linkToken, sessionToken: session.cookie, csrf: session.csrf };
       },
       { level: process.env.LOG_LEVEL ?? "warn", format: "pretty" },
     );
-    const { acct, forged, bodyMarker, hook, rotated } = state;
+    const { acct, forged, bodyMarker, hook, rotated, dashboardSecret, linkToken, sessionToken, csrf } = state;
     expect(text).toContain("capture-check"); // the capture works
     expect(text).toContain(acct.apiKeyId); // ids may be logged
-    for (const secret of [acct.apiKey, forged, acct.apiKey.slice(17), hook.secret, rotated.body.secret, rotated.body.secret.slice(6), ADMIN_PASSWORD, bodyMarker]) {
+    expect(csrf).toBeTruthy();
+    for (const secret of [
+      acct.apiKey,
+      forged,
+      acct.apiKey.slice(17),
+      hook.secret,
+      hook.secret.slice(6),
+      rotated.body.secret,
+      rotated.body.secret.slice(6),
+      dashboardSecret,
+      dashboardSecret.slice(6),
+      linkToken,
+      sessionToken,
+      csrf,
+      ADMIN_PASSWORD,
+      bodyMarker,
+    ]) {
       expect(text).not.toContain(secret);
+    }
+  });
+
+  test("requests that fail while PostgreSQL is cut off are logged without the secrets, keys and tokens in their paths", async () => {
+    // The only log lines of a request are its failures (500, 503): this stack reaches PostgreSQL
+    // through a proxy that the test cuts.
+    const target = new URL(testDatabaseUrl());
+    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
+    const cutOff = await startStack({ env: { DATABASE_URL: databaseUrlVia(proxy.port) }, dispatcher: false });
+    issuedKeys.push(cutOff.apiKey);
+    try {
+      const hook = await cutOff.api("POST", "/v1/webhooks", { url: "https://localhost:9/cut", events: ["message.sent"] });
+      expect(hook.status).toBe(201);
+      const session = await signIn(cutOff);
+      const link = await cutOff.api("POST", "/v1/dashboard-links", {});
+      const linkToken = pathOf(link.body.url).split("/").pop()!;
+      const values = [hook.body.secret, cutOff.apiKey, linkToken, session.cookie, `body-${randomUUID()}`];
+      const text = await captureLogs(
+        async () => {
+          proxy.cut();
+          for (const value of values) {
+            const junk = encodeURIComponent(value);
+            expect((await cutOff.api("GET", `/v1/webhooks/${junk}/secret`)).status).toBe(503);
+            expect((await cutOff.api("POST", `/v1/webhooks/${junk}/secret/rotate`, {})).status).toBe(503);
+            expect((await cutOff.api("GET", `/v1/events/${junk}`)).status).toBe(503);
+            // Only what looks like a token (43 base64url characters) is looked up.
+            const token = /^[A-Za-z0-9_-]{43}$/.test(value);
+            expect((await request(cutOff.baseUrl).get(`/dashboard/sign-in/${junk}`)).status).toBe(token ? 503 : 404);
+            expect((await request(cutOff.baseUrl).get(`/dashboard/webhooks/${junk}`).set("cookie", `mailhooks_dashboard=${junk}`)).status).toBe(token ? 503 : 401);
+          }
+        },
+        { level: process.env.LOG_LEVEL ?? "warn", format: "pretty" },
+      );
+      proxy.restore();
+      expect(text).toContain("dependency unavailable"); // the failures were logged, with their paths
+      expect(text).toContain("/v1/webhooks/[redacted]/secret");
+      for (const value of values) {
+        expect(text).not.toContain(value);
+        expect(text).not.toContain(encodeURIComponent(value));
+      }
+    } finally {
+      proxy.restore();
+      await cutOff.close();
+      await proxy.close();
     }
   });
 

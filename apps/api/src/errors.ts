@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { ErrorRequestHandler } from "express";
 import { z } from "zod";
 import { isInfrastructureError } from "@mailhooks/infrastructure-errors";
-import { getLogger } from "@mailhooks/logger";
+import { getLogger, redactPath } from "@mailhooks/logger";
 
 /**
  * The API's one error type and the middleware that maps it to CONTRACT.md section 3:
@@ -81,6 +81,8 @@ function isDatabaseInputError(error: unknown): boolean {
 }
 
 const logger = getLogger("api");
+/** The path as logged: what the client put in it (ids it made up, tokens, keys) is redacted. */
+const loggedPath = (req: { path: string }) => redactPath(req.path);
 
 /** Maps body-parser's own errors (raised before any route runs) to AppErrors. */
 function fromBodyParser(error: { type?: string; status?: number }): AppError | null {
@@ -130,16 +132,16 @@ export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
   let appError: AppError | null = error instanceof AppError ? error : (fromBodyParser(error) ?? fromClientError(error));
   if (!appError && isDatabaseInputError(error)) {
     // Not the message: it may quote the input.
-    logger.warn("input refused by the database", { path: req.path });
+    logger.warn("input refused by the database", { path: loggedPath(req) });
     appError = new AppError("validation_error", "the input contains a value that cannot be stored (a NUL character, a date out of range or an oversized identifier)");
   }
   if (!appError && isInfrastructureError(error)) {
-    logger.warn("dependency unavailable", { path: req.path, error: (error as Error).message });
+    logger.warn("dependency unavailable", { path: loggedPath(req), error: (error as Error).message });
     appError = new AppError("unavailable", "a backing service is unavailable; retry later");
   }
   if (!appError) {
     const id = randomUUID();
-    logger.error("unhandled error", { errorId: id, path: req.path, error: (error as Error)?.message, stack: (error as Error)?.stack });
+    logger.error("unhandled error", { errorId: id, path: loggedPath(req), error: (error as Error)?.message, stack: (error as Error)?.stack });
     appError = new AppError("internal_error", `internal error ${id}`);
   }
   if (res.headersSent) return;

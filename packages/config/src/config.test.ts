@@ -1,5 +1,5 @@
 import { INSECURE_DEVELOPMENT_KEY } from "@mailhooks/secrets";
-import { apiConfigSchema, ConfigError, dispatcherConfigSchema, loadConfig } from "./index.js";
+import { apiConfigSchema, ConfigError, dispatcherConfigSchema, loadConfig, usesInsecureDevelopmentKey } from "./index.js";
 
 // The defaults of CONTRACT.md section 2, copied from its table.
 const CONTRACT_DEFAULTS = {
@@ -101,5 +101,48 @@ describe("SECRET_ENCRYPTION_KEYS", () => {
     const error = configErrorOf(() => loadConfig(apiConfigSchema, { SECRET_ENCRYPTION_KEYS: `${key},c2hvcnQ=` }));
     expect(error.message).toContain("SECRET_ENCRYPTION_KEYS");
     expect(error.message).toContain("key 2");
+  });
+});
+
+describe("TRUST_PROXY", () => {
+  const trust = (value?: string) => loadConfig(apiConfigSchema, { TRUST_PROXY: value }).TRUST_PROXY;
+
+  it("is off by default; `true` means exactly one proxy hop, never every proxy (Express would believe the client's left-most entry)", () => {
+    expect(trust()).toBe(false);
+    expect(trust("false")).toBe(false);
+    expect(trust("0")).toBe(false);
+    expect(trust("true")).toBe(1);
+  });
+
+  it("takes a number of hops, or a comma-separated list of proxy addresses and CIDR ranges", () => {
+    expect(trust("2")).toBe(2);
+    expect(trust("10.0.0.0/8, 192.168.1.10,fd00::/8, ::1, loopback")).toEqual(["10.0.0.0/8", "192.168.1.10", "fd00::/8", "::1", "loopback"]);
+  });
+
+  it.each(["yes", "-1", "10.0.0.0/33", "fd00::/129", "10.0.0.300", "example.com", "10.0.0.0/8,,", "1.5"])("refuses %p, naming the variable", (value) => {
+    expect(configErrorOf(() => trust(value)).message).toContain("TRUST_PROXY");
+  });
+});
+
+describe("ADMIN_PORT", () => {
+  it("may not be the public PORT: the message names the variable", () => {
+    const error = configErrorOf(() => loadConfig(apiConfigSchema, { PORT: "9000", ADMIN_PORT: "9000" }));
+    expect(error.message).toContain("ADMIN_PORT");
+    expect(error.message).toContain("PORT");
+    expect(configErrorOf(() => loadConfig(apiConfigSchema, { PORT: "9465" })).message).toContain("ADMIN_PORT");
+  });
+
+  it("any other port is fine, and 0 (an ephemeral port each) for both too", () => {
+    expect(loadConfig(apiConfigSchema, { PORT: "9000", ADMIN_PORT: "9001" })).toMatchObject({ PORT: 9000, ADMIN_PORT: 9001 });
+    expect(loadConfig(apiConfigSchema, { PORT: "0", ADMIN_PORT: "0" })).toMatchObject({ PORT: 0, ADMIN_PORT: 0 });
+  });
+});
+
+describe("usesInsecureDevelopmentKey (start-up warning)", () => {
+  const key = Buffer.alloc(32, 7).toString("base64");
+  it("is true when the public development key is among the keys, false otherwise", () => {
+    expect(usesInsecureDevelopmentKey(loadConfig(apiConfigSchema, {}))).toBe(true);
+    expect(usesInsecureDevelopmentKey(loadConfig(dispatcherConfigSchema, { SECRET_ENCRYPTION_KEYS: `${key},${INSECURE_DEVELOPMENT_KEY}` }))).toBe(true);
+    expect(usesInsecureDevelopmentKey(loadConfig(dispatcherConfigSchema, { NODE_ENV: "production", SECRET_ENCRYPTION_KEYS: key }))).toBe(false);
   });
 });

@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import { z } from "zod";
 import { INSECURE_DEVELOPMENT_KEY, parseKeys } from "@mailhooks/secrets";
 
@@ -33,6 +34,32 @@ const secretKeys = z
     }
     return keys;
   });
+
+/** One trusted proxy for TRUST_PROXY: an address, a CIDR range, or one of Express's names. */
+function isProxyAddress(entry: string): boolean {
+  if (["loopback", "linklocal", "uniquelocal"].includes(entry)) return true;
+  const [address, bits, ...rest] = entry.split("/");
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  return bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
+}
+
+/**
+ * TRUST_PROXY as Express's `trust proxy` setting, never `true` (which would believe the
+ * left-most X-Forwarded-For entry, written by the client): `false`; a number of hops (`true` is
+ * 1); or the list of trusted proxies' addresses and ranges.
+ */
+const trustProxy = z.string().transform((value, ctx): false | number | string[] => {
+  const v = value.trim();
+  if (v === "false" || v === "0") return false;
+  if (v === "true") return 1;
+  if (/^\d{1,2}$/.test(v)) return Number(v);
+  const entries = v.split(",").map((e) => e.trim());
+  const bad = entries.filter((e) => !isProxyAddress(e));
+  if (bad.length === 0) return entries;
+  ctx.addIssue({ code: "custom", message: `must be true, false, a number of proxies, or comma-separated proxy addresses or CIDR ranges (not an address: ${bad.map((e) => JSON.stringify(e)).join(", ")})` });
+  return z.NEVER;
+});
 
 const postgresUrl = z.string().regex(/^postgres(ql)?:\/\//, "must be a postgresql:// URL");
 
@@ -88,13 +115,15 @@ export const apiConfigSchema = z.object({
   /** Requests per minute from one client address that carry no valid API key (0: no limit);
    * past it, 429 before any key is looked up. */
   UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(60),
-  /** Whether X-Forwarded-For is believed for the client address: `false` (default), `true`
-   * (every proxy), or the number of proxies in front of the API. */
-  TRUST_PROXY: z
-    .string()
-    .regex(/^(true|false|\d{1,2})$/, "must be true, false or a number of proxies")
-    .transform((v) => (v === "true" ? true : v === "false" ? false : Number(v)))
-    .default(false),
+  /** Which X-Forwarded-For entries are believed as the client address (per-address limits) and
+   * X-Forwarded-Proto (https links, Secure cookies), counting proxies from the API back:
+   * `false` (default: none, the connection's own address); `true` or `1`: one proxy, so the
+   * client is the entry that proxy appended, the right-most (never the left-most, which the
+   * client writes itself); a number N: N proxies, the N-th entry from the right; or a
+   * comma-separated list of the proxies' addresses and CIDR ranges (`10.0.0.0/8, fd00::/8`;
+   * also `loopback`, `linklocal`, `uniquelocal`): the right-most entry not among them. The
+   * admin listener never believes it. */
+  TRUST_PROXY: trustProxy.default(false),
   /** The API's public base URL, for the links it hands out (dashboard sign-in). */
   PUBLIC_URL: z.string().url().optional(),
 });
@@ -151,6 +180,9 @@ export function loadConfig<S extends z.ZodType>(schema: S, env: Record<string, s
       else data.SECRET_ENCRYPTION_KEYS = [INSECURE_DEVELOPMENT_KEY];
     }
   }
+  if (result.success && shape && "PORT" in shape && "ADMIN_PORT" in shape) {
+    if (data.PORT === data.ADMIN_PORT && data.PORT !== 0) lines.push(`ADMIN_PORT: must differ from PORT (both are ${String(data.PORT)}): the operators' listener never shares the public port`);
+  }
   if (lines.length > 0) throw new ConfigError(`invalid configuration: ${lines.join("; ")}`);
   return data as z.infer<S>;
 }
@@ -158,4 +190,13 @@ export function loadConfig<S extends z.ZodType>(schema: S, env: Record<string, s
 /** The SECRET_ENCRYPTION_KEYS of a loaded configuration (always set once loaded). */
 export function secretKeysOf(config: { SECRET_ENCRYPTION_KEYS?: string[] }): string[] {
   return config.SECRET_ENCRYPTION_KEYS ?? [INSECURE_DEVELOPMENT_KEY];
+}
+
+/**
+ * Whether webhook secrets are encrypted with the public INSECURE_DEVELOPMENT_KEY (among
+ * SECRET_ENCRYPTION_KEYS, or because they are unset outside production): the processes warn at
+ * start-up, since anyone can decrypt what it encrypted.
+ */
+export function usesInsecureDevelopmentKey(config: { SECRET_ENCRYPTION_KEYS?: string[] }): boolean {
+  return secretKeysOf(config).includes(INSECURE_DEVELOPMENT_KEY);
 }

@@ -1,5 +1,5 @@
 import pg from "pg";
-import { captureLogs, getLogger, scrubErrorText, scrubSecrets } from "./index.js";
+import { captureLogs, getLogger, redactPath, scrubErrorText, scrubSecrets } from "./index.js";
 
 const KEY = "whk_0123456789ab_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcdefg";
 const SECRET = "whsec_Zm9vYmFyYmF6cXV4cXV1eHF1dXhxdXV4cXV1eHF1dXg";
@@ -39,5 +39,18 @@ describe("the logger keeps secrets out", () => {
     expect(text).toContain("invalid input syntax for type integer");
     expect(text).not.toContain("your order 4711");
     expect(scrubErrorText(`value "${SECRET}" and '${body}'`)).toBe(`value "[redacted]" and '[redacted]'`);
+  });
+
+  test("request paths keep only the routes' words and our ids: tokens, keys and secrets in them are redacted", async () => {
+    const token = "q1Zx-_3kLmN0pQrStUvWxYz0123456789abcdefGHIJ";
+    expect(redactPath(`/dashboard/sign-in/${token}`)).toBe("/dashboard/sign-in/[redacted]");
+    expect(redactPath(`/v1/webhooks/wh_0123456789abcdef0123456789abcdef/secret/rotate`)).toBe("/v1/webhooks/wh_0123456789abcdef0123456789abcdef/secret/rotate");
+    expect(redactPath(`/v1/webhooks/${encodeURIComponent(SECRET)}/secret?k=${KEY}`)).toBe("/v1/webhooks/[redacted]/secret");
+    expect(redactPath(`/v1/inboxes/Dear%20customer/messages`)).toBe("/v1/inboxes/[redacted]/messages");
+    expect(redactPath(redactPath(`/dashboard/sign-in/${token}`))).toBe("/dashboard/sign-in/[redacted]");
+    // Whoever logs a `path` field gets it redacted.
+    const text = await captured(() => getLogger("t").warn("failed", { path: `/dashboard/sign-in/${token}`, nested: { path: `/v1/events/${token}` } }));
+    expect(text).not.toContain(token);
+    expect(text).toContain("/dashboard/sign-in/[redacted]");
   });
 });

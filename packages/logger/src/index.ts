@@ -7,7 +7,8 @@ import winston from "winston";
  * is scrubbed of what a secret looks like (API keys, webhook secrets, their ciphertexts, Bearer
  * and Basic credentials); error texts (`error`, `stack`, `reason`, `detail` fields) lose their
  * quoted parts too, because drivers quote the input they refused ("invalid input syntax for
- * type integer: \"...\""). Call `configureLogger` once at start-up, then `getLogger("module")`.
+ * type integer: \"...\""), and request paths (`path` fields) keep only the route's words and our
+ * ids (see redactPath). Call `configureLogger` once at start-up, then `getLogger("module")`.
  */
 
 const REDACTED_KEYS = /^(authorization|cookie|set-cookie|secret|secrets|previous_?secret|password|passphrase|api_?key|key|token|payload|body|raw|data|headers)$/i;
@@ -35,8 +36,27 @@ export function scrubErrorText(text: string): string {
   return scrubSecrets(text).replace(/"(?:[^"\\]|\\.)*"/g, '"[redacted]"').replace(/'(?:[^'\\]|\\.)*'/g, "'[redacted]'");
 }
 
+/** A path segment that can be logged: a route's own word (`webhooks`, `sign-in`, `v1`) or an id
+ * the service made (`wh_<32 hex>`). Anything else came from the client. */
+const LOGGABLE_SEGMENT = /^(?:[a-z][a-z0-9.-]{0,23}|[a-z]{2,5}_[0-9a-f]{32}|\[redacted\])$/;
+
+/**
+ * A request path as it may be logged: every segment that is not a route's word or an id of ours
+ * becomes `[redacted]` (`/dashboard/sign-in/<token>` → `/dashboard/sign-in/[redacted]`), since
+ * clients put tokens, keys and secrets in paths, by design or by mistake. No query string.
+ * Fields named `path` are logged this way whoever logs them.
+ */
+export function redactPath(path: string): string {
+  const bare = path.split("?")[0];
+  return bare
+    .split("/")
+    .map((segment) => (segment === "" || LOGGABLE_SEGMENT.test(segment) ? segment : "[redacted]"))
+    .join("/");
+}
+
 function redactValue(value: unknown, key: string, depth: number): unknown {
   if (typeof key === "string" && REDACTED_KEYS.test(key)) return "[redacted]";
+  if (typeof value === "string" && key === "path") return redactPath(value);
   if (typeof value === "string") return ERROR_TEXT_KEYS.test(key) ? scrubErrorText(value) : scrubSecrets(value);
   if (value instanceof Error) return redactValue({ name: value.name, message: value.message, stack: value.stack }, key, depth);
   if (depth >= 6 || value === null || typeof value !== "object") return value;

@@ -1,5 +1,6 @@
-import type { RequestHandler } from "express";
+import type { Request, RequestHandler } from "express";
 import type { KeyAuthenticator, Principal } from "@mailhooks/access";
+import { ipKeyGenerator } from "express-rate-limit";
 import { AppError } from "../errors.js";
 import type { FailureLimiter } from "./failure-limiter.js";
 
@@ -15,7 +16,7 @@ declare module "express-serve-static-core" {
  * meets the per-address limiter of requests without a valid key
  * (UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE, a rolling minute): an address past it gets 429 with
  * Retry-After before any key is looked up, so a flood of invented keys costs no PostgreSQL query. The client address
- * is Express's `req.ip`, which believes X-Forwarded-For only under TRUST_PROXY.
+ * is Express's `req.ip`, which believes X-Forwarded-For only as TRUST_PROXY says, IPv6 counted per /64.
  */
 export function requireApiKey(options: { keys: KeyAuthenticator; failures: FailureLimiter | null; recordUsage: (keyId: string) => void }): RequestHandler {
   const unauthorized = (message: string) => new AppError("unauthorized", message, undefined, { "WWW-Authenticate": "Bearer" });
@@ -24,7 +25,7 @@ export function requireApiKey(options: { keys: KeyAuthenticator; failures: Failu
     const presented = match?.[1];
     let principal = presented ? options.keys.cached(presented) : undefined;
     if (!principal) {
-      const address = req.ip ?? req.socket.remoteAddress ?? "unknown";
+      const address = unauthenticatedClient(req);
       // The place is taken before the lookup: however many arrive at once, no more than the
       // limit reach PostgreSQL.
       // A key that authenticated recently (its cache entry expired) is looked up again without
@@ -42,6 +43,23 @@ export function requireApiKey(options: { keys: KeyAuthenticator; failures: Failu
     req.principal = principal;
     next();
   };
+}
+
+/**
+ * The client as the limiter of requests without valid credentials counts it (requireApiKey, and
+ * the dashboard's invalid sign-in links and session cookies, which share the limiter).
+ */
+export function unauthenticatedClient(req: Request): string {
+  return clientKeyOf(req.ip ?? req.socket.remoteAddress ?? "unknown");
+}
+
+/**
+ * The key an address is counted under: an IPv6 address by its /64 (one host is commonly given a
+ * whole /64, 2^64 addresses), an IPv4-mapped IPv6 address (`::ffff:192.0.2.1`) as its IPv4
+ * address, anything else as it is.
+ */
+export function clientKeyOf(address: string): string {
+  return ipKeyGenerator(address, 64);
 }
 
 /** The authenticated principal; only valid behind requireApiKey. */

@@ -23,10 +23,40 @@ export interface FailureLimiterOptions {
   keyPrefix: string;
   limit: number;
   windowMs: number;
+  /** The clock, in ms (tests move it); Date.now by default. */
+  now?: () => number;
+}
+
+/** Addresses the in-memory counts keep per window; past it, the least recently counted go first. */
+const MEMORY_ADDRESSES = 100_000;
+
+/**
+ * Counts per address of the current window and the previous one, in memory: older windows are
+ * dropped whole, and a window holds at most MEMORY_ADDRESSES addresses, the least recently counted
+ * leaving first (an LRU), so a flood of new addresses never resets the count of one that keeps
+ * trying: to push it out, the others must all arrive between two of its attempts.
+ */
+function memoryCounts() {
+  let window = Number.NaN;
+  let current = new Map<string, number>();
+  let previous = new Map<string, number>();
+  return (address: string, at: number, delta: number): [number, number] => {
+    if (at !== window) {
+      previous = at === window + 1 ? current : new Map();
+      current = new Map();
+      window = at;
+    }
+    const count = (current.get(address) ?? 0) + delta;
+    current.delete(address); // re-inserted last: the most recently counted
+    current.set(address, count);
+    if (current.size > MEMORY_ADDRESSES) current.delete(current.keys().next().value!);
+    return [count, previous.get(address) ?? 0];
+  };
 }
 
 export function createFailureLimiter(options: FailureLimiterOptions): FailureLimiter {
-  const memory = new Map<string, number>();
+  const memory = memoryCounts();
+  const clock = options.now ?? Date.now;
   const windowOf = (now: number) => Math.floor(now / options.windowMs);
   const key = (address: string, window: number) => `${options.keyPrefix}:${window}:${address}`;
   const redisReady = () => options.redis?.status === "ready";
@@ -53,20 +83,17 @@ export function createFailureLimiter(options: FailureLimiterOptions): FailureLim
         // Redis went away mid-way: count in memory.
       }
     }
-    const current = (memory.get(key(address, window)) ?? 0) + delta;
-    memory.set(key(address, window), current);
-    if (memory.size > 100_000) memory.clear();
-    return [current, memory.get(key(address, window - 1)) ?? 0];
+    return memory(address, window, delta);
   };
 
   return {
     async reserve(address) {
-      const now = Date.now();
+      const now = clock();
       const [current, previous] = await counts(address, now, 1);
       return weighted(now, current, previous) > options.limit ? retryAfter(now) : 0;
     },
     async release(address) {
-      await counts(address, Date.now(), -1);
+      await counts(address, clock(), -1);
     },
   };
 }
