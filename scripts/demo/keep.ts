@@ -1,3 +1,5 @@
+import { createApiClient } from "@mailhooks/api-client";
+
 /** What `npm run demo -- --keep` prints once the report is out, while everything keeps running. */
 export interface KeepContext {
   /** The API's base URL, e.g. http://127.0.0.1:41234. */
@@ -13,36 +15,45 @@ export interface KeepContext {
 
 /**
  * The dashboard sign-in link (CONTRACT.md sections 4a and 9): a one-time link made through the
- * API's own POST /v1/dashboard-links with the demo's key, so that replays made in the dashboard
- * carry that key's id in the audit log. Printed at the end of the report; usable while the demo
- * runs (`-- --keep`). A link that cannot be made is reported on its line, never fatal.
+ * API's own POST /v1/dashboard-links (the typed client) with the demo's key, so that replays made
+ * in the dashboard carry that key's id in the audit log. A link that cannot be made is reported
+ * in words, never fatal.
  */
-export async function dashboardLines(context: KeepContext): Promise<string[]> {
+export async function dashboardLink(context: Pick<KeepContext, "baseUrl" | "apiKey">): Promise<{ url: string } | { problem: string }> {
   try {
-    const res = await fetch(`${context.baseUrl}/v1/dashboard-links`, { method: "POST", headers: { authorization: `Bearer ${context.apiKey}` } });
-    const body = (await res.json()) as { url?: string; error?: { message?: string } };
-    if (res.status !== 201 || !body.url) return [`dashboard:  no sign-in link (${res.status}: ${body.error?.message ?? "unexpected answer"})`];
-    return [
-      `dashboard:  ${body.url}`,
-      `            (one-time sign-in link, valid 15 minutes; another: curl -X POST -H 'authorization: Bearer ${context.apiKey}' ${context.baseUrl}/v1/dashboard-links)`,
-    ];
+    const api = createApiClient({ baseUrl: context.baseUrl, apiKey: context.apiKey });
+    const { data, error, response } = await api.POST("/v1/dashboard-links");
+    if (!data) return { problem: `${response.status}: ${error?.error.message ?? "unexpected answer"}` };
+    return { url: data.url };
   } catch (error) {
-    return [`dashboard:  no sign-in link (${(error as Error).message})`];
+    return { problem: (error as Error).message };
   }
 }
 
-/** The lines printed under --keep: where the API is, how to call it, how to stop. */
+/** The link's line, last of what the demo prints: `dashboard:  <url>` (or why there is none). */
+export const linkLine = (link: { url: string } | { problem: string }) => ("url" in link ? `dashboard:  ${link.url}` : `dashboard:  no sign-in link (${link.problem})`);
+
+/** The line before the link without --keep (everything stops right after it). */
+export const notKeptLines = (link: { url: string } | { problem: string }) => [
+  "dashboard:  a one-time sign-in link follows; it works only while the demo runs: run `npm run demo -- --keep` to open one",
+  linkLine(link),
+];
+
+/** The lines printed under --keep: where the API is, how to call it, how to stop; the sign-in link last. */
 export async function keepLines(context: KeepContext): Promise<string[]> {
+  const link = await dashboardLink(context);
   return [
     "",
     "=== still running (--keep) ===",
     `API:        ${context.baseUrl}`,
     `API key:    ${context.apiKey} (account ${context.accountId})`,
     `try:        curl -H 'authorization: Bearer ${context.apiKey}' ${context.baseUrl}/v1/events`,
-    ...(await dashboardLines(context)),
     `PostgreSQL: ${context.databaseUrl}`,
     `Redis:      ${context.redisUrl}`,
     ...context.started.map((s) => `started:    ${s}`),
     "press Ctrl-C to stop the API, the dispatcher, the receiver and what the demo started",
+    `another sign-in link: curl -X POST -H 'authorization: Bearer ${context.apiKey}' ${context.baseUrl}/v1/dashboard-links`,
+    "open the dashboard with this one-time sign-in link (valid 15 minutes):",
+    linkLine(link),
   ];
 }

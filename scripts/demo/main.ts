@@ -18,7 +18,7 @@ import { createApiKey } from "@mailhooks/access";
 import { createCommand } from "@mailhooks/command-line";
 import { apiConfigSchema, loadConfig } from "@mailhooks/config";
 import { createApiClient, dataOf, listAll, postRawMessage, type ApiClient, type Schemas } from "@mailhooks/api-client";
-import { dashboardLines, keepLines } from "./keep.js";
+import { dashboardLink, keepLines, notKeptLines } from "./keep.js";
 import { freePort, ROOT, startProcess, stopProcess, waitForHttp } from "./processes.js";
 import { printReport, type DemoFacts } from "./report.js";
 import { ensureServices, MissingService } from "./services.js";
@@ -241,8 +241,8 @@ try {
   reportDone = true;
 
   const context = { baseUrl, apiKey: issued.key, accountId: issued.account_id, databaseUrl, redisUrl, started };
-  // Without --keep the link ends the report, though everything stops right after it.
-  if (!keep) console.log(`${(await dashboardLines(context))[0]}  (run with -- --keep to open it)`);
+  // The sign-in link is the last line printed; without --keep everything stops right after it.
+  if (!keep) for (const line of notKeptLines(await dashboardLink(context))) console.log(line);
   if (keep) {
     for (const line of await keepLines(context)) console.log(line);
     // Kept running means kept watched: a process that dies ends the demo instead of leaving half of it.

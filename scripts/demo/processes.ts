@@ -42,8 +42,11 @@ export function stopProcess(child: ChildProcess, graceMs = 10_000): Promise<void
   });
 }
 
-/** Polls `url` until it answers 200 or `timeoutMs` passes. */
-export async function waitForHttp(url: string, timeoutMs = 30_000): Promise<void> {
+/**
+ * Polls `url` until it answers 200 or `timeoutMs` passes. Generous: tsx compiles the sources at
+ * start, which on a busy two-core laptop takes well over 30 s for the API and the dispatcher.
+ */
+export async function waitForHttp(url: string, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     try {

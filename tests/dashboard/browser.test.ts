@@ -1,9 +1,11 @@
-import { mkdir } from "node:fs/promises";
+import { copyFile, mkdir } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Browser, Page } from "playwright-core";
+import { createApiKey } from "@mailhooks/access";
 import type { Receiver } from "@mailhooks/receiver";
-import { sampleData, startStack, type Account, type Stack } from "../support/stack.js";
+import { callApi } from "../support/api-call.js";
+import { sampleData, startStack, waitUntil, type Account, type Stack } from "../support/stack.js";
 import { launchChromium } from "../support/browser.js";
 import { dashboardLink } from "./support.js";
 
@@ -13,12 +15,17 @@ import { dashboardLink } from "./support.js";
  * PostgreSQL, Redis and an HTTPS receiver: sign in with a link; add an endpoint with `URL` +
  * `message.sent` + `Save`; see the test event delivered; publish an event that fails at its
  * receiver; find it under `Events` as failed with its four attempts; `Replay` it to an override
- * URL; see its audit entry under `Audit log`; bulk replay; at 375 px; by keyboard; without
+ * URL; see its audit entry under `Audit log`; bulk replay (Cancel, expired payloads, a service
+ * that asks to slow down); at 375 px, the endpoint's pages included; by keyboard; without
  * JavaScript. No page logs a Content-Security-Policy violation or a script error. Each screen's
- * screenshot goes to .tmp/screenshots.
+ * screenshot goes to .tmp/screenshots; with UPDATE_DOC_SCREENSHOTS=1 the four that README.md
+ * shows are refreshed under docs/screenshots too (committed files: not on every run).
  */
 
-const SHOTS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../.tmp/screenshots");
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const SHOTS = path.join(ROOT, ".tmp/screenshots");
+const DOC_SHOTS = path.join(ROOT, "docs/screenshots");
+const UPDATE_DOCS = process.env.UPDATE_DOC_SCREENSHOTS === "1";
 
 describe("dashboard in a browser", () => {
   let stack: Stack;
@@ -32,13 +39,13 @@ describe("dashboard in a browser", () => {
   /** Secrets of the endpoints registered through the API (for the tests that need an event to look at). */
   const known = new Map<string, string>();
 
-  /** A new account with an endpoint at `path` (accepting) and one event delivered to it. */
-  async function accountWithEvent(path: string): Promise<{ account: Account; eventId: string }> {
+  /** A new account with an endpoint at `path` (accepting, unless the path starts with /failing) and one event sent to it. */
+  async function accountWithEvent(path: string): Promise<{ account: Account; eventId: string; webhookId: string }> {
     const other = await stack.newAccount();
     const hook = await other.api("POST", "/v1/webhooks", { url: receiver.url(path), events: ["message.sent"] });
     known.set(path, hook.body.secret);
     const event = await other.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
-    return { account: other, eventId: event.body.event_id };
+    return { account: other, eventId: event.body.event_id, webhookId: hook.body.id };
   }
   const nav = (page: Page, name: string) => page.getByRole("navigation", { name: "Dashboard" }).getByRole("link", { name, exact: true });
 
@@ -47,9 +54,11 @@ describe("dashboard in a browser", () => {
     receiver = await stack.startReceiver({
       secretFor: async (p) => (p === "/app" || p === "/override" ? secret : known.get(p)),
       // The endpoint accepts its test event and fails every email event; the override URL accepts.
-      behavior: (a) => (a.path === "/app" && a.event !== "webhook.test" ? { status: 500 } : { status: 200 }),
+      behavior: (a) => ((a.path === "/app" || a.path.startsWith("/failing")) && a.event !== "webhook.test" ? { status: 500 } : { status: 200 }),
     });
-    account = await stack.newAccount();
+    // A key with a name, as the audit log shows it.
+    const issued = await createApiKey(stack.prisma, `browser-${Date.now()}`, "Ann's laptop");
+    account = { apiKey: issued.key, apiKeyId: issued.id, accountId: issued.account_id, api: (method, url, body, headers, options) => callApi(stack.baseUrl, issued.key, method, url, body, headers, options) };
     await mkdir(SHOTS, { recursive: true });
     browser = await launchChromium();
   }, 60_000);
@@ -59,17 +68,36 @@ describe("dashboard in a browser", () => {
   });
 
   /** A page that records CSP violations, script errors and failed requests of this origin. */
-  async function newPage(options: { width?: number; javaScript?: boolean } = {}): Promise<Page> {
+  async function newPage(options: { width?: number; javaScript?: boolean; unavailable?: boolean } = {}): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: options.width ?? 1280, height: 900 }, javaScriptEnabled: options.javaScript ?? true, baseURL: stack.baseUrl });
     const page = await context.newPage();
+    // Refusals (4xx) are part of the flows; a 503 only where the test makes the service unavailable.
+    const expected = options.unavailable ? /status of (4\d\d|503)/ : /status of 4\d\d/;
     page.on("console", (m) => {
-      if (m.type() === "error" && !/status of 4\d\d/.test(m.text())) problems.push(`console: ${m.text()}`);
+      if (m.type() === "error" && !expected.test(m.text())) problems.push(`console: ${m.text()}`);
     });
     page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
     return page;
   }
 
   const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+
+  /**
+   * A screenshot for README.md (docs/screenshots/`file`.png), `width` px wide, from the top down to
+   * the bottom of `until` (plus a margin) or of the page; only with UPDATE_DOC_SCREENSHOTS=1.
+   */
+  async function docShot(page: Page, file: string, width: number, until?: string): Promise<void> {
+    if (!UPDATE_DOCS) return;
+    const viewport = page.viewportSize()!;
+    await page.setViewportSize({ width, height: 300 });
+    const height = await page.evaluate((selector) => {
+      const element = selector ? document.querySelector(selector) : null;
+      return Math.ceil(element ? element.getBoundingClientRect().bottom + window.scrollY + 16 : document.documentElement.scrollHeight);
+    }, until ?? null);
+    await page.screenshot({ path: path.join(SHOTS, `doc-${file}.png`), clip: { x: 0, y: 0, width, height }, fullPage: true });
+    await copyFile(path.join(SHOTS, `doc-${file}.png`), path.join(DOC_SHOTS, `${file}.png`));
+    await page.setViewportSize(viewport);
+  }
 
   test("sign in, add an endpoint, see its test event, find a failed event with its four attempts, replay it to an override URL, see the audit entry", async () => {
     const page = await newPage();
@@ -93,6 +121,7 @@ describe("dashboard in a browser", () => {
     await page.getByText("200, delivered").waitFor();
     await page.getByRole("button", { name: "Copy" }).waitFor(); // shown by dashboard.js
     await shot(page, "04-endpoint-added");
+    await docShot(page, "dashboard-endpoint-added", 960);
 
     await nav(page, "Webhooks").click();
     await page.getByText("100 % (1 of 1)").waitFor();
@@ -124,12 +153,16 @@ describe("dashboard in a browser", () => {
     await page.locator("ol.timeline strong", { hasText: /^Replay$/ }).waitFor({ timeout: 20_000 });
     await expectCount(page.locator("ol.timeline > li.is-ok"), 1);
     await shot(page, "08-event-replayed");
+    await docShot(page, "dashboard-event", 880, "ol.timeline > li:last-child");
 
     await nav(page, "Audit log").click();
     const entry = page.getByRole("row").filter({ hasText: receiver.url("/override") });
+    // Who: the key's name and id, in the entry's row.
     await entry.getByText(account.apiKeyId).waitFor();
+    await entry.getByText("Ann's laptop").waitFor();
     await entry.getByText("200", { exact: true }).waitFor();
     await shot(page, "09-audit-log");
+    await docShot(page, "dashboard-audit-log", 960, ".table-wrap");
 
     await nav(page, "Deliveries").click();
     await page.getByRole("heading", { name: "Deliveries" }).waitFor();
@@ -156,21 +189,138 @@ describe("dashboard in a browser", () => {
     expect(problems).toEqual([]);
   }, 120_000);
 
+  test("bulk replay: Cancel after the first progress stops with k of n replayed; a whole run counts the purged payload as expired; 429 and 503 are waited out, then stop the run", async () => {
+    const { account: bulk, eventId: first } = await accountWithEvent("/failing-bulk");
+    const n = 5;
+    const ids = [first];
+    for (let i = 1; i < n; i++) ids.push((await bulk.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") })).body.event_id);
+    await waitUntil(() => bulk.api("GET", "/v1/events?status=failed"), (r) => r.body.data.length === n, 30_000);
+    // The oldest event's payload is gone (as retention leaves it): it is replayed last, newest first.
+    await stack.pool.query("DELETE FROM event_payloads WHERE event_id = $1", [ids[0]]);
+    const replays = () => stack.prisma.replay.count({ where: { accountId: bulk.accountId } });
+
+    const page = await newPage({ unavailable: true });
+    await page.goto((await dashboardLink(bulk)).url);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForURL("**/dashboard/webhooks");
+    /** The bulk-replay page, counted: the run card says where the replays go before anything starts. */
+    const count = async () => {
+      await page.goto("/dashboard/bulk-replay");
+      await page.getByRole("button", { name: "Count events" }).click();
+      await page.getByRole("heading", { name: `${n} events match` }).waitFor();
+      await page.locator("#bulk-destination").getByText("each event's own endpoints, at their current URLs").waitFor();
+    };
+    const summary = async () => {
+      await page.locator("#bulk-summary").waitFor();
+      const read = (id: string) => page.locator(id).textContent();
+      return { status: await read("#bulk-status"), replayed: await read("#bulk-replayed"), expired: await read("#bulk-expired"), failed: await read("#bulk-failed") };
+    };
+
+    // Cancel after the first progress update. The second replay request, if it was sent already,
+    // is held until Cancel has been pressed: the run stops after one or two events, never all.
+    await count();
+    let release!: () => void;
+    const cancelPressed = new Promise<void>((resolve) => (release = resolve));
+    let seen = 0;
+    await page.route("**/dashboard/bulk-replay/replay", async (route) => {
+      if (++seen === 2) await cancelPressed;
+      await route.continue();
+    });
+    await page.getByRole("button", { name: `Replay ${n} events` }).click();
+    await page.waitForFunction(() => (document.getElementById("bulk-progress") as HTMLProgressElement).value >= 1);
+    await page.getByRole("button", { name: "Cancel" }).click();
+    release();
+    const cancelled = await summary();
+    const k = Number(/^Cancelled after (\d+) of (\d+) events\.$/.exec(cancelled.status ?? "")?.[1]);
+    expect(cancelled.status).toBe(`Cancelled after ${k} of ${n} events.`);
+    expect(k).toBeGreaterThanOrEqual(1);
+    expect(k).toBeLessThanOrEqual(2);
+    expect(cancelled).toMatchObject({ replayed: String(k), expired: "0", failed: "0" });
+    expect(await replays()).toBe(k);
+    await shot(page, "11b-bulk-replay-cancelled");
+    await page.unrouteAll();
+
+    // A whole run: the service first asks to slow down (429), then is unavailable (503), each
+    // with Retry-After: the same event is tried again after each wait, and nothing is lost.
+    await count();
+    const refusals = [429, 503];
+    await page.route("**/dashboard/bulk-replay/replay", async (route) => {
+      const status = refusals.shift();
+      if (status) await route.fulfill({ status, headers: { "retry-after": "1", "content-type": "text/html" }, body: "<p>busy</p>" });
+      else await route.continue();
+    });
+    await page.getByRole("button", { name: `Replay ${n} events` }).click();
+    await page.getByText(/^The service asked to slow down: waiting 1 s before trying event 1 of 5 again/).waitFor();
+    const whole = await summary();
+    expect(whole).toEqual({ status: `Done: ${n} events handled.`, replayed: String(n - 1), expired: "1", failed: "0" });
+    await page.locator("#bulk-problems").getByText(`${ids[0]}: the event's payload is past retention`).waitFor();
+    expect(await replays()).toBe(k + n - 1);
+    await shot(page, "11c-bulk-replay-expired");
+    await page.unrouteAll();
+
+    // A service that stays unavailable: the run stops after the retries, and counts nothing failed.
+    await count();
+    await page.route("**/dashboard/bulk-replay/replay", (route) => route.fulfill({ status: 503, headers: { "retry-after": "1", "content-type": "text/html" }, body: "<p>down</p>" }));
+    await page.getByRole("button", { name: `Replay ${n} events` }).click();
+    const stopped = await summary();
+    expect(stopped).toEqual({ status: `Stopped after 0 of ${n}: the service stayed unavailable (HTTP 503) through 4 retries; try the rest later.`, replayed: "0", expired: "0", failed: "0" });
+    expect(await replays()).toBe(k + n - 1);
+    await page.unrouteAll();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBe(0);
+    expect(problems).toEqual([]);
+  }, 90_000);
+
   test("at 375 px nothing is wider than the screen; every control is reached by keyboard with a visible focus ring", async () => {
     const page = await newPage({ width: 375 });
-    const { account: narrow } = await accountWithEvent("/narrow");
+    const { account: narrow, webhookId } = await accountWithEvent("/narrow");
     await page.goto((await dashboardLink(narrow)).url);
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.waitForURL("**/dashboard/webhooks");
-    for (const url of ["/dashboard/webhooks", "/dashboard/webhooks/new", "/dashboard/events", "/dashboard/deliveries", "/dashboard/audit-log", "/dashboard/bulk-replay"]) {
+    const overflow = () => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    const endpoint = `/dashboard/webhooks/${webhookId}`;
+    const pages: [string, string | null][] = [
+      ["/dashboard/webhooks", null],
+      ["/dashboard/webhooks/new", null],
+      ["/dashboard/events", null],
+      ["/dashboard/deliveries", null],
+      ["/dashboard/audit-log", null],
+      ["/dashboard/bulk-replay", null],
+      [endpoint, "14-endpoint-375px"],
+      [`${endpoint}/secret`, "15-reveal-secret-375px"],
+      [`${endpoint}/rotate`, "17-rotate-secret-375px"],
+      [`${endpoint}/delete`, "19-delete-endpoint-375px"],
+    ];
+    for (const [url, name] of pages) {
       await page.goto(url);
-      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-      expect([url, overflow]).toEqual([url, 0]);
+      expect([url, await overflow()]).toEqual([url, 0]);
+      if (name) await shot(page, name);
     }
+    // The endpoint's page and its confirmations, each with what it is for.
+    await page.goto(endpoint);
+    await page.getByRole("heading", { level: 1, name: receiver.url("/narrow") }).waitFor();
+    await page.goto(`${endpoint}/secret`);
+    await page.getByRole("button", { name: "Reveal secret" }).click();
+    await page.locator("#secret-value").getByText(/^whsec_/).waitFor();
+    expect(await page.locator("#secret-value").textContent()).toBe(known.get("/narrow"));
+    expect(await overflow()).toBe(0);
+    await shot(page, "16-secret-revealed-375px");
+    await page.goto(`${endpoint}/rotate`);
+    await page.getByRole("heading", { name: "Rotate the signing secret?" }).waitFor();
+    await page.getByRole("button", { name: "Rotate secret" }).click();
+    await page.getByRole("heading", { name: "Secret rotated" }).waitFor();
+    expect(await overflow()).toBe(0);
+    await shot(page, "18-secret-rotated-375px");
+    await page.goto(`${endpoint}/delete`);
+    await page.getByRole("heading", { name: "Delete this endpoint?" }).waitFor();
+    await page.getByRole("button", { name: "Delete endpoint" }).waitFor();
     await page.goto("/dashboard/events");
     await page.getByRole("link", { name: /^evt_/ }).first().click();
     expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBe(0);
     await shot(page, "12-event-375px");
+    if (UPDATE_DOCS) {
+      await page.screenshot({ path: path.join(SHOTS, "doc-dashboard-event-375px.png"), clip: { x: 0, y: 0, width: 375, height: 1000 }, fullPage: true });
+      await copyFile(path.join(SHOTS, "doc-dashboard-event-375px.png"), path.join(DOC_SHOTS, "dashboard-event-375px.png"));
+    }
 
     // Keyboard: the skip link comes first, then every link and control in order, each with a focus ring.
     await page.goto("/dashboard/webhooks/new");

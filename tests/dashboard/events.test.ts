@@ -1,5 +1,7 @@
 import { randomUUID } from "node:crypto";
+import { createApiKey } from "@mailhooks/access";
 import type { Receiver } from "@mailhooks/receiver";
+import { callApi } from "../support/api-call.js";
 import { sampleData, startStack, waitUntil, type Account, type Stack } from "../support/stack.js";
 import { expectNoInlineCode, signIn, waitForPage, type Session } from "./support.js";
 
@@ -112,7 +114,8 @@ describe("dashboard: events, replay and the logs", () => {
     const audit = await account.api("GET", `/v1/audit-log?event_id=${eventId}`);
     expect(audit.body.data).toEqual([expect.objectContaining({ destination_url: target, response_status: 200, api_key_id: account.apiKeyId })]);
     const auditPage = await session.get("/dashboard/audit-log");
-    expect(auditPage.text).toContain(`<code class="small">${account.apiKeyId}</code>`);
+    // The test account's key has no name: the page says so beside its id.
+    expect(auditPage.text).toMatch(new RegExp(`<td><span class="muted">\\(no name\\)</span><br><code class="small">${account.apiKeyId}</code></td>`));
     expect(auditPage.text).toContain(`href="/dashboard/events/${eventId}"`);
     expect(auditPage.text).toContain(target);
     const filtered = await session.get(`/dashboard/audit-log?event_id=${eventId}`);
@@ -136,7 +139,10 @@ describe("dashboard: events, replay and the logs", () => {
     expect(insecure.text).toContain('value="http://example.com/x"');
     const ambiguous = await session.post(`/dashboard/events/${eventId}/replay`, { target_url: receiver.url("/x"), webhook_id: "" });
     expect(ambiguous.status).toBe(409);
-    expect(ambiguous.text).toContain("several destinations");
+    // In the form's words, not the API's (which names the request field webhook_id).
+    expect(ambiguous.text).toContain("This event went to several endpoints: under Webhook, choose the one whose secret signs the replay to the override URL.");
+    expect(ambiguous.text).not.toContain("webhook_id<");
+    expect(ambiguous.text).not.toMatch(/with webhook_id/);
     expect(await stack.prisma.replay.count({ where: { eventId } })).toBe(0);
     // Both destinations, each to its own URL.
     expect((await session.post(`/dashboard/events/${eventId}/replay`, { target_url: "", webhook_id: "" })).headers.location).toContain("replayed=2");
@@ -148,6 +154,25 @@ describe("dashboard: events, replay and the logs", () => {
     const expired = await session.post(`/dashboard/events/${eventId}/replay`, { target_url: "", webhook_id: "" });
     expect(expired.status).toBe(410);
     expect(expired.text).toContain("past retention");
+  });
+
+  test("Audit log: who made a replay, as the name and the id of the key that made the sign-in link, in one row", async () => {
+    const issued = await createApiKey(stack.prisma, `named-${randomUUID()}`, "ops laptop <Ann>");
+    const account: Account = { apiKey: issued.key, apiKeyId: issued.id, accountId: issued.account_id, api: (method, url, body, headers, options) => callApi(stack.baseUrl, issued.key, method, url, body, headers, options) };
+    const path = `/hook-${randomUUID()}`;
+    const hook = await account.api("POST", "/v1/webhooks", { url: receiver.url(path), events: ["message.sent"] });
+    secrets.set(path, hook.body.secret);
+    up.add(path);
+    const eventId = await publish(account);
+    await waitUntil(() => account.api("GET", `/v1/events/${eventId}`), (r) => r.body.status === "delivered");
+    const session = await signIn(stack, account);
+    expect((await session.post(`/dashboard/events/${eventId}/replay`, { target_url: "", webhook_id: "" })).status).toBe(303);
+    await waitUntil(() => account.api("GET", "/v1/audit-log"), (r) => r.body.data.length === 1);
+    const page = await session.get("/dashboard/audit-log");
+    const rows = page.text.match(/<tr>[\s\S]*?<\/tr>/g)!.filter((row) => row.includes(`href="/dashboard/events/${eventId}"`));
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toContain(`<td>ops laptop &lt;Ann&gt;<br><code class="small">${issued.id}</code></td>`);
+    expect(rows[0]).not.toContain("(no name)");
   });
 
   test("Deliveries: every attempt, filterable by event and by webhook", async () => {
@@ -221,16 +246,42 @@ describe("dashboard: events, replay and the logs", () => {
   });
 
   test("bulk replay: the count first, then one replay request per event (CSRF-checked), expired ones reported as such", async () => {
-    const { account, session, path } = await setUp();
+    const { account, session, path, webhookId } = await setUp();
     const ids = [await publish(account), await publish(account), await publish(account)];
     await waitUntil(() => account.api("GET", "/v1/events?status=failed"), (r) => r.body.data.length === 3, 30_000);
     await stack.pool.query("DELETE FROM event_payloads WHERE event_id = $1", [ids[0]]);
     const form = await session.get("/dashboard/bulk-replay");
     expect(form.text).toContain('<option value="failed" selected>');
     expect(form.text).toContain('<script src="/dashboard/assets/bulk-replay.js" defer></script>');
-    const counted = await session.get("/dashboard/bulk-replay?status=failed&event_type=message.sent&count=1");
+    expect(form.text).toContain('<form method="post" action="/dashboard/bulk-replay"');
+
+    // A link can carry filters, never where the replays go: a crafted link pre-fills no URL and
+    // no webhook, and counts nothing (counting is a POST with the session's token).
+    const crafted = await session.get(`/dashboard/bulk-replay?status=failed&event_type=message.sent&target_url=${encodeURIComponent("https://evil.example/collect")}&webhook_id=${webhookId}&count=1`);
+    expect(crafted.status).toBe(200);
+    expect(crafted.text).not.toContain("evil.example");
+    expect(crafted.text).not.toContain(`<option value="${webhookId}" selected>`);
+    expect(crafted.text).not.toContain("events match");
+    expect(crafted.text).toContain('<option value="message.sent" selected>');
+    const forged = await session.post("/dashboard/bulk-replay", { status: "failed", target_url: "https://evil.example/collect", _csrf: null });
+    expect(forged.status).toBe(403);
+    expect(forged.text).not.toContain("evil.example");
+
+    const counted = await session.post("/dashboard/bulk-replay", { status: "failed", event_type: "message.sent", inbox_id: "", since: "", until: "", target_url: "", webhook_id: "" });
+    expect(counted.status).toBe(200);
     expect(counted.text).toContain("3 events match");
     expect(counted.text).toContain('data-query="event_type=message.sent&amp;status=failed"');
+    expect(counted.text).toContain("each event's own endpoints, at their current URLs");
+    // An override URL and a signing webhook are said plainly before anything starts.
+    const target = receiver.url(`${path}-bulk`);
+    const toOverride = await session.post("/dashboard/bulk-replay", { status: "failed", event_type: "message.sent", target_url: target, webhook_id: webhookId });
+    const card = /<dl class="facts" id="bulk-destination">([\s\S]*?)<\/dl>/.exec(toOverride.text)![1];
+    expect(card).toMatch(new RegExp(`<dt>Sent to</dt><dd><span class="url break">${target}</span>`));
+    expect(card).toMatch(new RegExp(`<dt>Signed with</dt><dd>the secret of the endpoint <span class="url break">${receiver.url(path)}</span> <code class="small">${webhookId}</code>`));
+    expect(toOverride.text).toContain(`data-target-url="${target}" data-webhook-id="${webhookId}"`);
+    const unknownWebhook = await session.post("/dashboard/bulk-replay", { status: "failed", webhook_id: "whk_00000000000000000000000000000000" });
+    expect(unknownWebhook.status).toBe(422);
+    expect(unknownWebhook.text).toContain("The webhook is not one of this account&#39;s endpoints.");
     const listed = await session.get("/dashboard/bulk-replay/ids?status=failed&event_type=message.sent");
     expect(listed.body).toEqual({ ids: [...ids].reverse(), truncated: false });
     const noToken = await session.post("/dashboard/bulk-replay/replay", { event_id: ids[1], _csrf: null });
@@ -240,7 +291,7 @@ describe("dashboard: events, replay and the logs", () => {
     for (const id of listed.body.ids) outcomes.push((await session.post("/dashboard/bulk-replay/replay", { event_id: id, target_url: "", webhook_id: "" }, { accept: "application/json" })).body);
     expect(outcomes.map((o) => o.outcome)).toEqual(["replayed", "replayed", "expired"]);
     await waitUntil(() => account.api("GET", "/v1/audit-log"), (r) => r.body.data.length === 2);
-    const badTarget = await session.get("/dashboard/bulk-replay?status=failed&target_url=http%3A%2F%2Fexample.com&count=1");
+    const badTarget = await session.post("/dashboard/bulk-replay", { status: "failed", target_url: "http://example.com" });
     expect(badTarget.status).toBe(422);
     expect(badTarget.text).toContain("The override URL must be an absolute https:// URL.");
   });

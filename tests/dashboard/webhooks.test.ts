@@ -205,12 +205,14 @@ describe("dashboard: Settings > Webhooks", () => {
     const id = idOf(created.text)!;
     secretAt(path).resolve(secretOf(created.text)!);
     const { session: intruder } = await freshSession();
-    for (const path of [`/dashboard/webhooks/${id}`, `/dashboard/webhooks/${id}/secret`, `/dashboard/webhooks/${id}/delete`, `/dashboard/webhooks/${id}/rotate`, `/dashboard/webhooks/${id}/test-event`]) {
-      const res = await intruder.get(path);
-      expect([path, res.status]).toEqual([path, 404]);
+    for (const page of [`/dashboard/webhooks/${id}`, `/dashboard/webhooks/${id}/secret`, `/dashboard/webhooks/${id}/delete`, `/dashboard/webhooks/${id}/rotate`, `/dashboard/webhooks/${id}/test-event`]) {
+      const res = await intruder.get(page);
+      expect([page, res.status]).toEqual([page, 404]);
+      // Neither the owner's endpoint URL nor its path appears.
       expect(res.text).not.toContain(receiver.url(path));
+      expect(res.text).not.toContain(path);
     }
-    for (const [path, form] of [
+    for (const [page, form] of [
       [`/dashboard/webhooks/${id}`, { url: "https://evil.example/x", events: "message.sent" }],
       [`/dashboard/webhooks/${id}/status`, { status: "disabled" }],
       [`/dashboard/webhooks/${id}/test`, {}],
@@ -218,9 +220,10 @@ describe("dashboard: Settings > Webhooks", () => {
       [`/dashboard/webhooks/${id}/delete`, {}],
       [`/dashboard/webhooks/${id}/rotate`, { grace_seconds: "0" }],
     ] as const) {
-      const res = await intruder.post(path, form);
-      expect([path, res.status]).toEqual([path, 404]);
+      const res = await intruder.post(page, form);
+      expect([page, res.status]).toEqual([page, 404]);
       expect(res.text).not.toMatch(/whsec_/);
+      expect(res.text).not.toContain(path);
     }
     const still = await owner.api("GET", `/v1/webhooks/${id}`);
     expect(still.body).toMatchObject({ url: receiver.url(path), status: "enabled" });

@@ -50,7 +50,7 @@ export function createApp(given: Parameters<typeof completeDeps>[0]): Express {
   v1.use("/audit-log", auditRouter(deps));
   v1.use("/dashboard-links", dashboardLinksRouter(deps));
   app.use("/v1", v1);
-  app.use("/dashboard", dashboardRouter(deps));
+  app.use("/dashboard", dashboardRouter(deps, failures));
 
   app.use((req, _res, next) => next(new AppError("not_found", `no route for ${req.method} ${req.path}`)));
   app.use(errorHandler);

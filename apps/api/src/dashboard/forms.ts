@@ -33,9 +33,14 @@ export function asUtc(value: string): string {
  * with `since`/`until` read as UTC: what a filter form sent, ready for the routes' schemas.
  */
 export function filterQuery(req: Request, names: readonly string[]): Record<string, string> {
+  return filterFields(req.query, names);
+}
+
+/** The same from any source of fields (a posted form's body). */
+export function filterFields(source: unknown, names: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (const name of names) {
-    const value = field(req.query, name);
+    const value = field(source, name);
     if (value !== "") out[name] = name === "since" || name === "until" ? asUtc(value) : value;
   }
   return out;

@@ -1,10 +1,13 @@
 import { createRequire } from "node:module";
 import express, { Router } from "express";
 import { endSession } from "@mailhooks/access";
+import { redisKeyPrefix } from "@mailhooks/queue";
 import type { ApiDeps } from "../deps.js";
+import type { FailureLimiter } from "../http/failure-limiter.js";
 import { rateLimitPerAccount } from "../http/rate-limit.js";
 import { protectStateChanges } from "./csrf.js";
 import { dashboardErrorHandler, notFoundPage } from "./errors.js";
+import { tokenLookups } from "./lookup-limit.js";
 import { bulkReplayPages } from "./pages/bulk-replay.js";
 import { eventPages } from "./pages/events.js";
 import { logPages } from "./pages/logs.js";
@@ -19,21 +22,27 @@ import { clearSessionCookie, requireSession } from "./session.js";
  * The dashboard (CONTRACT.md section 4a), mounted at /dashboard by app.ts: server-rendered pages
  * for one account at a time, calling the same services as the JSON routes. In order: its strict
  * CSP, static assets (its own, and htmx from node_modules), sign-in by one-time link, then every
- * other page behind a live session, the per-key rate limit and CSRF checks.
+ * other page behind a live session, the per-account rate limit and CSRF checks.
  */
 
 const HTMX_FILE = createRequire(import.meta.url).resolve("htmx.org/dist/htmx.min.js");
 
-export function dashboardRouter(deps: ApiDeps): Router {
+/**
+ * `failures`: the API's limiter of requests without valid credentials (app.ts), which invalid
+ * sign-in links and session cookies meet too; null when UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE is 0.
+ */
+export function dashboardRouter(deps: ApiDeps, failures: FailureLimiter | null): Router {
+  const lookups = tokenLookups(failures);
   const router = Router();
   router.use(dashboardHeaders);
   router.get("/assets/htmx.min.js", (_req, res) => res.sendFile(HTMX_FILE, { maxAge: "1h" }));
   router.use("/assets", express.static(ASSETS_DIR, { index: false, maxAge: "1h", fallthrough: false }));
   router.use(express.urlencoded({ extended: false, limit: "64kb", parameterLimit: 100 }));
-  router.use(signInPages(deps));
+  router.use(signInPages(deps, lookups));
 
-  router.use(requireSession(deps));
-  router.use(rateLimitPerAccount(deps.redis, deps.config.QUEUE_PREFIX, deps.config.RATE_LIMIT_PER_MINUTE));
+  router.use(requireSession(deps, lookups));
+  // The same Redis keys as the API's limit (app.ts): one allowance per account for both.
+  router.use(rateLimitPerAccount(deps.redis, redisKeyPrefix(deps.config.QUEUE_PREFIX, deps.config.REDIS_CLUSTER), deps.config.RATE_LIMIT_PER_MINUTE));
   router.use(protectStateChanges(deps));
 
   router.get("/", (_req, res) => res.redirect(303, "/dashboard/webhooks"));

@@ -4,6 +4,7 @@ import { authenticateSession, DASHBOARD_SESSION_IDLE_MS, type DashboardPrincipal
 import type { ApiDeps } from "../deps.js";
 import { isHttps } from "../http/public-url.js";
 import { csrfTokenFor } from "./csrf.js";
+import { tooManyAttempts, type TokenLookups } from "./lookup-limit.js";
 import { render } from "./render.js";
 
 /**
@@ -49,12 +50,20 @@ export function clearSessionCookie(req: Request, res: Response, deps: ApiDeps): 
 
 /**
  * Lets only live sessions through; anything else gets the "sign in" page (401) and loses its
- * cookie. `req.principal` is set too, so the API's per-key rate limit applies to the dashboard.
+ * cookie; a client past the limit of invalid tokens gets 429 before its cookie is looked up
+ * (lookup-limit.ts). `req.principal` is set too, so the API's per-account rate limit applies to
+ * the dashboard.
  */
-export function requireSession(deps: ApiDeps): RequestHandler {
+export function requireSession(deps: ApiDeps, lookups: TokenLookups): RequestHandler {
   return async (req, res, next) => {
     const token = sessionTokenOf(req);
-    const principal = token ? await authenticateSession(deps.prisma, token) : null;
+    let principal: DashboardPrincipal | null = null;
+    if (token) {
+      // An invalid cookie meets the limiter of requests without valid credentials before PostgreSQL.
+      const found = await lookups.run(req, token, () => authenticateSession(deps.prisma, token), (p) => p !== null, true);
+      if ("retryAfter" in found) return tooManyAttempts(res, found.retryAfter);
+      principal = found.value;
+    }
     if (!token || !principal) {
       if (token) clearSessionCookie(req, res, deps);
       // SameSite=Strict: a link followed from another site arrives without the cookie; one

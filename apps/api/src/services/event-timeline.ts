@@ -1,3 +1,4 @@
+import { payloadPurgeAt, retryDelayFor } from "@mailhooks/delivery-state";
 import type { ApiDeps } from "../deps.js";
 import { notFound } from "../errors.js";
 import { readPayload } from "./events.js";
@@ -35,7 +36,7 @@ export interface ScheduledRetry {
   webhook_id: string;
   /** The retry's number (1 to 3). */
   retry: number;
-  /** When it is due: the failed attempt's end plus its delay (DELIVERY_RETRY_DELAYS_MS). */
+  /** When it is due: the failed attempt's end plus its delay (`retryDelayFor`, DELIVERY_RETRY_DELAYS_MS). */
   due_at: string;
 }
 
@@ -47,13 +48,12 @@ export interface EventTimeline {
   /** The envelope exactly as sent (signed and delivered), or null once purged. */
   payload_bytes: string | null;
   /**
-   * Retention: `purged: false` with the time from which the payload may be removed (the end of
-   * its UTC day plus EVENT_RETENTION_DAYS: payloads go by whole days), or `purged: true`.
+   * Retention: `purged: false` with the time from which the payload may be removed
+   * (`payloadPurgeAt`: the end of its UTC day plus EVENT_RETENTION_DAYS), or `purged: true`.
    */
   payload_expiry: { at: string | null; purged: boolean };
 }
 
-const DAY_MS = 86_400_000;
 const isOk = (status: number | null) => status !== null && status >= 200 && status < 300;
 
 /**
@@ -71,16 +71,15 @@ export async function eventTimeline(deps: ApiDeps, accountId: string, eventId: s
     deps.prisma.destination.findMany({ where: { eventId, accountId, status: "pending" }, select: { id: true, webhookId: true } }),
   ]);
   const attempts = await deps.prisma.delivery.findMany({ where: { eventId, accountId }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] });
-  const delays = deps.config.DELIVERY_RETRY_DELAYS_MS;
   const scheduled: ScheduledRetry[] = [];
   for (const destination of pending) {
     const last = attempts.filter((a) => a.destinationId === destination.id && (a.trigger === "initial" || a.trigger === "retry")).at(-1);
+    if (!last || isOk(last.responseStatus)) continue;
     // A failed attempt with a retry left: the dispatcher's backoff counts from that attempt's end.
-    if (last && !isOk(last.responseStatus) && last.attempt < delays.length) {
-      scheduled.push({ webhook_id: destination.webhookId, retry: last.attempt + 1, due_at: new Date(last.createdAt.getTime() + delays[last.attempt]).toISOString() });
-    }
+    // Attempt 0 is the initial one, so `attempt + 1` attempts were made.
+    const delay = retryDelayFor(deps.config.DELIVERY_RETRY_DELAYS_MS, last.attempt + 1);
+    if (delay >= 0) scheduled.push({ webhook_id: destination.webhookId, retry: last.attempt + 1, due_at: new Date(last.createdAt.getTime() + delay).toISOString() });
   }
-  const dayEnd = (Math.floor(event.createdAt.getTime() / DAY_MS) + 1) * DAY_MS;
   return {
     attempts: attempts.map((a) => ({
       id: a.id,
@@ -98,6 +97,6 @@ export async function eventTimeline(deps: ApiDeps, accountId: string, eventId: s
     pending_replays: replays.map((r) => ({ replay_id: r.id, webhook_id: r.webhookId, destination_url: r.destinationUrl, requested_at: r.createdAt.toISOString() })),
     scheduled_retries: scheduled,
     payload_bytes: payload,
-    payload_expiry: payload === null ? { at: null, purged: true } : { at: new Date(dayEnd + deps.config.EVENT_RETENTION_DAYS * DAY_MS).toISOString(), purged: false },
+    payload_expiry: payload === null ? { at: null, purged: true } : { at: payloadPurgeAt(event.createdAt, deps.config.EVENT_RETENTION_DAYS).toISOString(), purged: false },
   };
 }

@@ -1,9 +1,22 @@
 // Bulk replay in the browser, the spec's way: list the events of the filter (one request), then
 // replay each one separately, PAUSE_MS apart, showing progress; Cancel stops before the next
 // event; the end shows a summary (replayed, expired, failed). Each replay is a POST to the
-// dashboard carrying the session's CSRF token; the server keeps no job.
+// dashboard carrying the session's CSRF token; the server keeps no job. When the service asks
+// to slow down (429) or is unavailable (503), the same event is tried again after its
+// Retry-After (or 1, 2, 4, 8 s), at most RETRIES times; then the run stops, nothing is counted
+// failed for it, and the summary says where it stopped.
 "use strict";
 const PAUSE_MS = 100;
+const RETRIES = 4;
+const MAX_WAIT_S = 60;
+
+/** Seconds of a Retry-After header (a number or an HTTP date), or null. */
+function retryAfterSeconds(res) {
+  const value = res.headers.get("retry-after");
+  if (!value) return null;
+  const seconds = /^\d+$/.test(value.trim()) ? Number(value) : Math.ceil((Date.parse(value) - Date.now()) / 1000);
+  return Number.isFinite(seconds) ? Math.min(MAX_WAIT_S, Math.max(1, seconds)) : null;
+}
 
 document.addEventListener("DOMContentLoaded", () => {
   const root = document.getElementById("bulk-replay");
@@ -17,11 +30,46 @@ document.addEventListener("DOMContentLoaded", () => {
   let cancelled = false;
   start.hidden = false;
 
+  /** Waits `ms`, or less when Cancel is pressed meanwhile. */
+  const sleep = async (ms) => {
+    const until = Date.now() + ms;
+    while (!cancelled && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, Math.min(100, until - Date.now())));
+  };
+
   cancel.addEventListener("click", () => {
     cancelled = true;
     cancel.disabled = true;
     status.textContent = "Cancelling: no further event will be replayed.";
   });
+
+  /** Replays one event: `{answer, res}`, or `{stop}` with the reason to stop the run. */
+  async function replayOne(eventId, index, total) {
+    const body = new URLSearchParams({ event_id: eventId, target_url: root.dataset.targetUrl, webhook_id: root.dataset.webhookId });
+    for (let attempt = 0; ; attempt++) {
+      let res;
+      try {
+        res = await fetch("/dashboard/bulk-replay/replay", { method: "POST", body, headers: { "x-csrf-token": csrf, accept: "application/json" }, credentials: "same-origin" });
+      } catch (error) {
+        // No answer: the replay may or may not have been accepted, so it is not sent again.
+        return { stop: `the dashboard could not be reached (${error.message}); look at event ${eventId} before replaying it again` };
+      }
+      if (res.status === 401) return { stop: "your session has ended: sign in again" };
+      if (res.status === 403) return { stop: "the dashboard refused the request: reload the page" };
+      if (res.status !== 429 && res.status !== 503) {
+        const answer = res.headers.get("content-type")?.includes("json") ? await res.json() : null;
+        return { answer, res };
+      }
+      if (attempt >= RETRIES) {
+        const how = res.status === 429 ? "kept asking to slow down" : "stayed unavailable";
+        return { stop: `the service ${how} (HTTP ${res.status}) through ${RETRIES} retries; try the rest later` };
+      }
+      const wait = retryAfterSeconds(res) ?? 2 ** attempt;
+      const why = res.status === 429 ? "asked to slow down" : "is unavailable";
+      status.textContent = `The service ${why}: waiting ${wait} s before trying event ${index + 1} of ${total} again…`;
+      await sleep(wait * 1000);
+      if (cancelled) return { cancelled: true };
+    }
+  }
 
   start.addEventListener("click", async () => {
     start.hidden = true;
@@ -45,24 +93,18 @@ document.addEventListener("DOMContentLoaded", () => {
     let stoppedBy = null;
     for (const [index, eventId] of ids.entries()) {
       if (cancelled) break;
-      if (index > 0) await new Promise((resolve) => setTimeout(resolve, PAUSE_MS));
+      if (index > 0) await sleep(PAUSE_MS);
       if (cancelled) break;
       status.textContent = `Replaying ${index + 1} of ${ids.length}…`;
-      const body = new URLSearchParams({ event_id: eventId, target_url: root.dataset.targetUrl, webhook_id: root.dataset.webhookId });
-      try {
-        const res = await fetch("/dashboard/bulk-replay/replay", { method: "POST", body, headers: { "x-csrf-token": csrf, accept: "application/json" }, credentials: "same-origin" });
-        if (res.status === 401 || res.status === 403) {
-          stoppedBy = res.status === 401 ? "your session has ended: sign in again" : "the dashboard refused the request: reload the page";
-          break;
-        }
-        const answer = res.headers.get("content-type")?.includes("json") ? await res.json() : null;
-        const outcome = answer?.outcome ?? "failed";
-        counts[outcome] = (counts[outcome] ?? 0) + 1;
-        if (outcome !== "replayed") problems.push(`${eventId}: ${answer?.message ?? `HTTP ${res.status}`}`);
-      } catch (error) {
-        counts.failed++;
-        problems.push(`${eventId}: ${error.message}`);
+      const result = await replayOne(eventId, index, ids.length);
+      if (result.cancelled) break;
+      if (result.stop) {
+        stoppedBy = result.stop;
+        break;
       }
+      const outcome = result.answer?.outcome ?? "failed";
+      counts[outcome] = (counts[outcome] ?? 0) + 1;
+      if (outcome !== "replayed") problems.push(`${eventId}: ${result.answer?.message ?? `HTTP ${result.res.status}`}`);
       progress.value = index + 1;
     }
     cancel.hidden = true;

@@ -7,18 +7,20 @@ import { listQuery } from "../../routes/events.js";
 import { resourceId } from "../../routes/webhooks.js";
 import { listEvents, type EventFilter, type EventListItem } from "../../services/events.js";
 import { replayRequestSchema, requestReplay } from "../../services/replays.js";
-import { listWebhooks } from "../../services/webhooks.js";
-import { byField, field, filterQuery, tryParse } from "../forms.js";
+import { findWebhook, listWebhooks, toWebhookView, type WebhookView } from "../../services/webhooks.js";
+import { byField, field, filterFields, filterQuery, tryParse } from "../forms.js";
 import { render } from "../render.js";
+import { replayRefusalInWords } from "../replay-words.js";
 import { dashboardPrincipal } from "../session.js";
 import { EVENT_FILTERS } from "./events.js";
 
 /**
  * Bulk replay the spec's way ("list them and replay each one separately", 100 ms apart): the
- * page lists the matching events and shows their count; then assets/bulk-replay.js, in the
- * browser, fetches their ids and replays them one request at a time with a 100 ms pause,
- * showing progress, stoppable with Cancel, ending with a summary. The server keeps no job: each
- * replay is the same `requestReplay` as POST /v1/events/{id}/replay (docs/dashboard.md says why).
+ * filter form posts (CSRF-checked) and the page shows the matching events' count and where their
+ * replays will go; then assets/bulk-replay.js, in the browser, fetches their ids and replays them
+ * one request at a time with a 100 ms pause, showing progress, stoppable with Cancel, ending with
+ * a summary. The server keeps no job: each replay is the same `requestReplay` as
+ * POST /v1/events/{id}/replay (docs/dashboard.md says why).
  */
 
 /** The most events one bulk replay from the dashboard lists; beyond it, narrow the filters or use `npm run -s replay`. */
@@ -48,19 +50,46 @@ function replayOptions(source: unknown) {
 export function bulkReplayPages(deps: ApiDeps): Router {
   const router = Router();
 
+  const page = async (req: Request) => {
+    const webhooks = (await listWebhooks(deps, accountOf(req), { limit: 100 })).data;
+    return { title: "Bulk replay", nav: "events", scripts: ["/dashboard/assets/bulk-replay.js"], webhooks };
+  };
+
+  /**
+   * The filter form. A link may carry the filters (Events links here with its own), never where
+   * the replays go: the override URL and the webhook start empty, whatever the query says.
+   */
   router.get("/bulk-replay", async (req, res) => {
     const filters = filterQuery(req, EVENT_FILTERS);
-    const options = replayOptions(req.query);
-    const webhooks = (await listWebhooks(deps, accountOf(req), { limit: 100 })).data;
-    const base = { title: "Bulk replay", nav: "events", scripts: ["/dashboard/assets/bulk-replay.js"], filters: { status: "failed", ...filters }, options, webhooks };
-    if (!field(req.query, "count")) return render(res, "bulk-replay", { ...base, counted: null, errors: {} });
+    render(res, "bulk-replay", { ...(await page(req)), filters: { status: "failed", ...filters }, options: {}, counted: null, destination: null, errors: {} });
+  });
+
+  /**
+   * Counting is a POST (CSRF-checked): only a form of this dashboard sets where a run's replays
+   * go. The run card then says it plainly (destination, signing webhook) before anything starts.
+   */
+  router.post("/bulk-replay", async (req, res) => {
+    const filters = filterFields(req.body, EVENT_FILTERS);
+    const options = replayOptions(req.body);
+    const base = { ...(await page(req)), filters, options };
     const parsed = tryParse(listQuery, filters);
     const checked = tryParse(replayRequestSchema, options);
-    if (!parsed.data || !checked.data) {
-      return render(res, "bulk-replay", { ...base, filters, counted: null, errors: byField([...(parsed.errors ?? []), ...(checked.errors ?? [])]) }, 422);
+    const problems = [...(parsed.errors ?? []), ...(checked.errors ?? [])];
+    let webhook: WebhookView | null = null;
+    if (options.webhook_id) {
+      try {
+        webhook = toWebhookView(await findWebhook(deps, accountOf(req), options.webhook_id));
+      } catch (error) {
+        if (!(error instanceof AppError) || error.code !== "not_found") throw error;
+        problems.push({ path: "webhook_id", message: "is not one of this account's endpoints" });
+      }
+    }
+    if (!parsed.data || problems.length) {
+      return render(res, "bulk-replay", { ...base, counted: null, destination: null, errors: byField(problems) }, 422);
     }
     const { ids, truncated } = await listMatchingIds(deps, accountOf(req), parsed.data, BULK_REPLAY_MAX);
-    render(res, "bulk-replay", { ...base, filters, counted: { count: ids.length, truncated, max: BULK_REPLAY_MAX }, errors: {} });
+    const destination = { target_url: options.target_url ?? null, webhook };
+    render(res, "bulk-replay", { ...base, counted: { count: ids.length, truncated, max: BULK_REPLAY_MAX }, destination, errors: {} });
   });
 
   /** The ids to replay (JSON), listed when the person starts. */
@@ -82,7 +111,7 @@ export function bulkReplayPages(deps: ApiDeps): Router {
       res.json({ event_id: eventId, outcome: "replayed", message: `${accepted.replays.length} replay(s) queued` });
     } catch (error) {
       if (!(error instanceof AppError) || error.code === "unavailable" || error.code === "rate_limited") throw error;
-      res.json({ event_id: eventId, outcome: error.code === "payload_expired" ? "expired" : "failed", message: error.message });
+      res.json({ event_id: eventId, outcome: error.code === "payload_expired" ? "expired" : "failed", message: replayRefusalInWords(error.message) });
     }
   });
 

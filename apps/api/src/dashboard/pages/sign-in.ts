@@ -2,13 +2,16 @@ import { Router } from "express";
 import { endSession, inspectDashboardLink, redeemDashboardLink } from "@mailhooks/access";
 import type { ApiDeps } from "../../deps.js";
 import { sameOriginOnly } from "../csrf.js";
+import { tooManyAttempts, type TokenLookups } from "../lookup-limit.js";
 import { render } from "../render.js";
 import { sessionTokenOf, setSessionCookie } from "../session.js";
 
 /**
  * Signing in and out (CONTRACT.md section 4a). Opening a link shows a page with a `Sign in`
  * button: only the POST redeems it, so a link previewer or a mail scanner that fetches the URL
- * does not use up the one-time link. (Signing out is behind the session: index.ts.)
+ * does not use up the one-time link. (Signing out is behind the session: index.ts.) A link that
+ * is not valid counts against the client's limit of requests without valid credentials
+ * (lookup-limit.ts), checked before the link is looked up.
  */
 
 const REFUSALS: Record<string, string> = {
@@ -18,19 +21,24 @@ const REFUSALS: Record<string, string> = {
   revoked: "The API key that made this link has been revoked. Ask for a new link.",
 };
 
-export function signInPages(deps: ApiDeps): Router {
+export function signInPages(deps: ApiDeps, lookups: TokenLookups): Router {
   const router = Router();
 
   router.get("/sign-in/:token", async (req, res) => {
     const token = String(req.params.token);
-    const state = await inspectDashboardLink(deps.prisma, token);
+    const found = await lookups.run(req, token, () => inspectDashboardLink(deps.prisma, token), (state) => state === "valid");
+    if ("retryAfter" in found) return tooManyAttempts(res, found.retryAfter);
+    const state = found.value;
     res.setHeader("Cache-Control", "no-store");
     if (state !== "valid") return render(res, "sign-in", { title: "Sign in", token: null, refusal: REFUSALS[state] }, state === "unknown" ? 404 : 410);
     render(res, "sign-in", { title: "Sign in", token, refusal: null });
   });
 
   router.post("/sign-in/:token", sameOriginOnly(deps), async (req, res) => {
-    const result = await redeemDashboardLink(deps.prisma, String(req.params.token));
+    const token = String(req.params.token);
+    const found = await lookups.run(req, token, () => redeemDashboardLink(deps.prisma, token), (r) => !("refused" in r));
+    if ("retryAfter" in found) return tooManyAttempts(res, found.retryAfter);
+    const result = found.value;
     res.setHeader("Cache-Control", "no-store");
     if ("refused" in result) return render(res, "sign-in", { title: "Sign in", token: null, refusal: REFUSALS[result.refused] }, result.refused === "unknown" ? 404 : 410);
     // A session this browser had before (another account, say) ends here.
