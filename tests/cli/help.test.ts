@@ -26,7 +26,8 @@ interface Run {
 function run(command: string, args: string[]): Promise<Run> {
   return new Promise((resolve, reject) => {
     // No database, Redis or API is needed to explain oneself: none is reachable here.
-    const env = { ...process.env, NODE_OPTIONS: "", DATABASE_URL: "postgresql://nobody@127.0.0.1:1/none", REDIS_URL: "redis://127.0.0.1:1", API_KEY: "" };
+    const nowhere = "postgresql://nobody@127.0.0.1:1/none";
+    const env = { ...process.env, NODE_OPTIONS: "", DATABASE_URL: nowhere, TEST_DATABASE_URL: nowhere, REDIS_URL: "redis://127.0.0.1:1", API_KEY: "" };
     const child = spawn(command, args, { cwd: root, env });
     let stdout = "";
     let stderr = "";
@@ -47,7 +48,7 @@ function fromSource(script: string): string[] {
 const REQUIRED: Record<string, string[]> = { replay: ["--since", "2026-11-01T00:00:00Z", "--until", "2026-11-02T00:00:00Z"] };
 
 const commands: [label: string, invoke: (args: string[]) => Promise<Run>, required: string[]][] = [
-  ...["keys", "replay", "db:migrate", "demo", "bench"].map((script): [string, (args: string[]) => Promise<Run>, string[]] => [
+  ...["keys", "replay", "db:migrate", "demo", "bench", "test", "build"].map((script): [string, (args: string[]) => Promise<Run>, string[]] => [
     `npm run -s ${script}`,
     (args) => run(npm, ["run", "-s", script, "--", ...args]),
     REQUIRED[script] ?? [],
@@ -65,6 +66,21 @@ describe("command lines", () => {
     expect(scripts.replay).toContain("apps/cli/src/replay.ts");
     expect(scripts["db:migrate"]).toContain("apps/cli/src/migrate.ts");
     expect(scripts.start).toContain("scripts/start-all.mjs");
+    expect(scripts.test).toBe("node scripts/test.mjs");
+    expect(scripts.build).toBe("node scripts/build.mjs");
+  });
+
+  // Both used to start their work first: recreate the test database (failing without
+  // PostgreSQL, unreachable here: see `run`), or hand --help to tsc, which printed its own.
+  test.concurrent.each([
+    ["test", "npm test -- tests/e2e/retry.test.ts", /TEST_DATABASE_URL[\s\S]*REDIS_URL/],
+    ["build", "npm run build", /npm ci/],
+  ])("the %s script's --help gives an example and what it needs, and does nothing else", async (script, example, needs) => {
+    const res = await run(npm, ["run", "-s", script, "--", "--help"]);
+    expect(res.code).toBe(0);
+    expect(res.stdout).toContain(`$ ${example}\n`);
+    expect(res.stdout).toMatch(/\nNeeds:/);
+    expect(res.stdout).toMatch(needs);
   });
 
   describe.each(commands)("%s", (label, invoke, required) => {
@@ -85,6 +101,7 @@ describe("command lines", () => {
     });
   });
 
+  // Seven processes that each load the keys CLI under tsx: a minute or more on a busy 2-core machine.
   test("each keys subcommand explains itself, and a missing subcommand or option is a usage error", async () => {
     const subs = ["create", "revoke", "list", "reencrypt-secrets", "dashboard-link"];
     const runs = await Promise.all(subs.map((sub) => run(npm, ["run", "-s", "keys", "--", sub, "--help"])));
@@ -98,5 +115,5 @@ describe("command lines", () => {
     const missing = await run(npm, ["run", "-s", "keys", "--", "create", "--json"]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain("--account");
-  });
+  }, 180_000);
 });

@@ -1,4 +1,4 @@
-import { verifySignature } from "@mailhooks/signing";
+import { verify } from "@mailhooks/verify";
 import { createHook, emailArrivals, envelopeOf, expectValidation, startHookReceiver } from "../support/hooks.js";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 
@@ -27,7 +27,7 @@ describe("RFC 5322 addresses in published events", () => {
     const arrivals = await hr.receiver.waitFor((all) => emailArrivals(all, "/hooks/addresses").length > 0);
     const delivered = emailArrivals(arrivals, "/hooks/addresses");
     expect(delivered).toHaveLength(1);
-    expect(verifySignature({ secret: hook.secret, timestamp: delivered[0].timestamp, signature: delivered[0].signature, body: delivered[0].body })).toBe(true);
+    expect(verify(hook.secret, { "x-service-timestamp": delivered[0].timestamp, "x-service-signature": delivered[0].signature }, delivered[0].body, { now: new Date(delivered[0].receivedAt) })).toEqual(JSON.parse(delivered[0].body));
 
     const envelope = envelopeOf(delivered[0]);
     expect(envelope.data.from).toBe(from);

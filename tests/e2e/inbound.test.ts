@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { verifySignature } from "@mailhooks/signing";
+import { verify } from "@mailhooks/verify";
 import { startStack, waitUntil, type Account, type Stack } from "../support/stack.js";
 import { apiAs, at, createHook, envelopeOf, expectError, expectValidation, startHookReceiver, type HookReceiver } from "../support/hooks.js";
 
@@ -61,7 +61,7 @@ describe("inbound messages", () => {
     const body = JSON.stringify(detail.body.payload);
     const arrivals = await hr.receiver.waitFor((a) => at(a, hookPath).some((x) => x.body === body));
     const arrival = at(arrivals, hookPath).find((x) => x.body === body)!;
-    expect(verifySignature({ secret, timestamp: arrival.timestamp, signature: arrival.signature, body: arrival.body })).toBe(true);
+    expect(verify(secret, { "x-service-timestamp": arrival.timestamp, "x-service-signature": arrival.signature }, arrival.body, { now: new Date(arrival.receivedAt) })).toEqual(JSON.parse(arrival.body));
     return { created: res.body, detail: detail.body, arrival, envelope: envelopeOf(arrival) };
   }
 

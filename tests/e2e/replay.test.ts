@@ -1,4 +1,4 @@
-import { verifySignature } from "@mailhooks/signing";
+import { verify } from "@mailhooks/verify";
 import type { Arrival } from "@mailhooks/receiver";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 
@@ -41,7 +41,7 @@ describe("replay", () => {
     const [first, , , , replayed] = emailArrivals(arrivals, "/down");
     expect(replayed.body).toBe(first.body);
     expect(replayed.verified).toBe(true);
-    expect(verifySignature({ secret: hook.secret, timestamp: replayed.timestamp, signature: replayed.signature, body: replayed.body })).toBe(true);
+    expect(verify(hook.secret, { "x-service-timestamp": replayed.timestamp, "x-service-signature": replayed.signature }, replayed.body, { now: new Date(replayed.receivedAt) })).toEqual(JSON.parse(replayed.body));
 
     const audit = await waitUntil(() => account.api("GET", `/v1/audit-log?event_id=${eventId}`), (r) => r.body.data.length === 1);
     expect(audit.body.data[0]).toEqual({
@@ -123,7 +123,7 @@ describe("replay", () => {
     expect(override.body.replays).toEqual([{ replay_id: expect.stringMatching(/^rpl_/), webhook_id: hook.id, destination_url: receiver.url("/override") }]);
     const replayed = (await receiver.waitFor((a) => a.some((x) => x.path === "/override"))).find((x) => x.path === "/override")!;
     expect(replayed.verified).toBe(true);
-    expect(verifySignature({ secret: hook.secret, timestamp: replayed.timestamp, signature: replayed.signature, body: replayed.body })).toBe(true);
+    expect(verify(hook.secret, { "x-service-timestamp": replayed.timestamp, "x-service-signature": replayed.signature }, replayed.body, { now: new Date(replayed.receivedAt) })).toEqual(JSON.parse(replayed.body));
     // The deliveries log keeps what the receiver answered (CONTRACT.md section 8: response_body).
     const rows = await waitUntil(() => account.api("GET", `/v1/deliveries?event_id=${eventId}`), (r) => r.body.data.some((d: any) => d.trigger === "replay"));
     const row = rows.body.data.find((d: any) => d.trigger === "replay");

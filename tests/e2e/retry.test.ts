@@ -1,4 +1,5 @@
-import { verifySignature } from "@mailhooks/signing";
+import { verify } from "@mailhooks/verify";
+import { callApi } from "../support/api-call.js";
 import { sampleData, startStack, waitUntil, type Account, type Stack } from "../support/stack.js";
 import { at, closedPort, createHook, deliveryRows, emailArrivals, envelopeOf, eventOf, expectValidation, startHookReceiver } from "../support/hooks.js";
 
@@ -170,7 +171,7 @@ describe("retries and failures", () => {
       expect(a.verified).toBe(false);
       expect(a.status).toBe(401);
       // The signature was right for the webhook's own secret.
-      expect(verifySignature({ secret: hook.secret, timestamp: a.timestamp, signature: a.signature, body: a.body })).toBe(true);
+      expect(verify(hook.secret, { "x-service-timestamp": a.timestamp, "x-service-signature": a.signature }, a.body, { now: new Date(a.receivedAt) })).toEqual(JSON.parse(a.body));
     }
   });
 
@@ -187,7 +188,7 @@ describe("retries and failures", () => {
     expect(envelope.timestamp).toBeLessThanOrEqual(Math.floor(Date.now() / 1000));
     // Exact bytes: compact, keys in this order.
     expect(arrival.body).toBe(JSON.stringify({ event: "webhook.test", timestamp: envelope.timestamp, data: { webhookId: hook.id, url: hook.url } }));
-    expect(verifySignature({ secret: hook.secret, timestamp: arrival.timestamp, signature: arrival.signature, body: arrival.body })).toBe(true);
+    expect(verify(hook.secret, { "x-service-timestamp": arrival.timestamp, "x-service-signature": arrival.signature }, arrival.body, { now: new Date(arrival.receivedAt) })).toEqual(JSON.parse(arrival.body));
 
     const rows = await waitUntil(() => deliveryRows(acct, { webhook_id: hook.id }), (r) => r.length >= 1);
     expect(rows).toHaveLength(1);
@@ -229,11 +230,7 @@ describe("retries and failures", () => {
     expect((await acct.api("DELETE", `/v1/webhooks/${deleted.id}`)).status).toBe(204);
     // Another account's webhook on the same kind gets nothing from this account.
     const otherKey = await stack.newAccountKey();
-    const other = await fetch(`${stack.baseUrl}/v1/webhooks`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${otherKey}`, "content-type": "application/json" },
-      body: JSON.stringify({ url: hr.url("/fan/other-account"), events: ["message.sent"] }),
-    });
+    const other = await callApi(stack.baseUrl, otherKey, "POST", "/v1/webhooks", { url: hr.url("/fan/other-account"), events: ["message.sent"] });
     expect(other.status).toBe(201);
 
     const eventId = await postEvent("message.sent");

@@ -1,4 +1,4 @@
-import { verifySignature } from "@mailhooks/signing";
+import { verify } from "@mailhooks/verify";
 import type { Arrival, Receiver, Reply } from "@mailhooks/receiver";
 import { sampleData, startStack, waitUntil, type Account, type Stack } from "../support/stack.js";
 
@@ -124,7 +124,7 @@ describe("webhooks", () => {
     const arrivals = await hr.receiver.waitFor((a) => emailAt(a, "/p2").length === 1);
     const arrival = emailAt(arrivals, "/p2")[0];
     expect(arrival.verified).toBe(true);
-    expect(verifySignature({ secret: hook.secret, timestamp: arrival.timestamp, signature: arrival.signature, body: arrival.body })).toBe(true);
+    expect(verify(hook.secret, { "x-service-timestamp": arrival.timestamp, "x-service-signature": arrival.signature }, arrival.body, { now: new Date(arrival.receivedAt) })).toEqual(JSON.parse(arrival.body));
     const detail = await waitUntil(() => acct.api("GET", `/v1/events/${eventId}`), (r) => r.body.status === "delivered");
     expect(detail.body.destinations).toEqual([{ webhook_id: hook.id, url: url2, status: "delivered", attempts: 1 }]);
 

@@ -1,6 +1,7 @@
 /**
- * Where the tests find their services. Defaults are CONTRACT.md's, on a database of its own
- * (`webhooks_test`) so that tests never touch the demo's data.
+ * Where the tests find their services. Defaults are CONTRACT.md's, on a database of its own so
+ * that tests never touch the demo's data: `npm test` names one per run (`webhooks_test_<pid>`,
+ * scripts/test.mjs); `webhooks_test` when a test file runs without it.
  */
 export function testDatabaseUrl(): string {
   return process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/webhooks_test";

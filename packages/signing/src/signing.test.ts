@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { signPayload, verifySignature, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "./index.js";
+import { signPayload, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "./index.js";
 
 // Fixed vectors, computed once outside this code with OpenSSL (the shell's locale is UTF-8, so
 // non-ASCII text and secrets go in as UTF-8 bytes):
@@ -16,11 +16,6 @@ const UNICODE_SECRET = "clé_secrète";
 const UNICODE_SECRET_HEX = "260e6ed3b14ac3e16d7cf52710100b9ea2b449f1bedecad25d36b52312b619e7";
 
 const GOOD_SIGNATURE = `sha256=${BODY_HEX}`;
-
-/** A verification input that passes; each rejection test changes exactly one thing. */
-function valid(overrides: Partial<Parameters<typeof verifySignature>[0]> = {}) {
-  return { secret: SECRET, timestamp: TIMESTAMP, signature: GOOD_SIGNATURE, body: BODY, ...overrides };
-}
 
 describe("signPayload", () => {
   it("uses the spec's header names", () => {
@@ -51,60 +46,6 @@ describe("signPayload", () => {
   });
 });
 
-describe("verifySignature", () => {
-  it("accepts the right secret, timestamp, body and signature", () => {
-    expect(verifySignature(valid())).toBe(true);
-    expect(verifySignature(valid({ body: Buffer.from(BODY, "utf8") }))).toBe(true);
-    expect(verifySignature(valid({ body: UNICODE_BODY, signature: `sha256=${UNICODE_BODY_HEX}` }))).toBe(true);
-  });
-
-  it("rejects a body with one byte changed", () => {
-    expect(verifySignature(valid({ body: BODY.replace("sent", "sEnt") }))).toBe(false);
-    // Re-serializing with whitespace changes the bytes, so it must fail too.
-    expect(verifySignature(valid({ body: '{"event": "message.sent"}' }))).toBe(false);
-  });
-
-  it("rejects a changed timestamp", () => {
-    expect(verifySignature(valid({ timestamp: "1700000001" }))).toBe(false);
-  });
-
-  it("rejects a wrong secret", () => {
-    expect(verifySignature(valid({ secret: "whsec_other" }))).toBe(false);
-  });
-
-  it("rejects a missing or malformed header", () => {
-    expect(verifySignature(valid({ signature: undefined }))).toBe(false);
-    expect(verifySignature(valid({ signature: "" }))).toBe(false);
-    expect(verifySignature(valid({ signature: BODY_HEX }))).toBe(false); // no `sha256=` prefix
-    expect(verifySignature(valid({ signature: `sha1=${BODY_HEX}` }))).toBe(false);
-    expect(verifySignature(valid({ signature: `${GOOD_SIGNATURE}00` }))).toBe(false);
-    expect(verifySignature(valid({ signature: GOOD_SIGNATURE.slice(0, -2) }))).toBe(false);
-    expect(verifySignature(valid({ timestamp: undefined }))).toBe(false);
-    expect(verifySignature(valid({ timestamp: "" }))).toBe(false);
-    expect(verifySignature(valid({ timestamp: "17e8" }))).toBe(false);
-  });
-
-  it("rejects uppercase hex (the spec says lowercase)", () => {
-    expect(verifySignature(valid({ signature: `sha256=${BODY_HEX.toUpperCase()}` }))).toBe(false);
-  });
-
-  it("enforces toleranceSeconds around `now` in both directions", () => {
-    const ts = Number(TIMESTAMP);
-    expect(verifySignature(valid({ toleranceSeconds: 300, now: ts + 300 }))).toBe(true);
-    expect(verifySignature(valid({ toleranceSeconds: 300, now: ts - 300 }))).toBe(true);
-    expect(verifySignature(valid({ toleranceSeconds: 300, now: ts + 301 }))).toBe(false);
-    expect(verifySignature(valid({ toleranceSeconds: 300, now: ts - 301 }))).toBe(false);
-  });
-
-  it("checks the tolerance against the current time when `now` is not given", () => {
-    // TIMESTAMP is from 2023; with a one-day window it is far outside.
-    expect(verifySignature(valid({ toleranceSeconds: 86_400 }))).toBe(false);
-    const fresh = String(Math.floor(Date.now() / 1000));
-    const signature = signPayload(SECRET, fresh, BODY);
-    expect(verifySignature(valid({ timestamp: fresh, signature, toleranceSeconds: 60 }))).toBe(true);
-  });
-});
-
 // The receivers' test vectors (packages/verify/test-vectors.json, made with a bare HMAC): what
 // the service signs must be what every receiver library checks.
 interface Vector {
@@ -131,13 +72,5 @@ describe("the receivers' test vectors", () => {
     const timestamp = header(v, TIMESTAMP_HEADER)!;
     const signatures = v.secrets.map((secret) => signPayload(secret, timestamp, body));
     expect(signatures).toContain(header(v, SIGNATURE_HEADER));
-  });
-
-  it.each(vectors.map((v) => [v.name, v] as const))("verifySignature agrees with %s", (_name, v) => {
-    const body = Buffer.from(v.body_base64, "base64");
-    const verified = v.secrets.some((secret) =>
-      verifySignature({ secret, timestamp: header(v, TIMESTAMP_HEADER), signature: header(v, SIGNATURE_HEADER), body, toleranceSeconds: v.tolerance_seconds, now: v.now }),
-    );
-    expect(verified).toBe(correctlySigned(v));
   });
 });

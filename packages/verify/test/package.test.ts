@@ -89,6 +89,12 @@ describe("the packed @mailhooks/verify", () => {
     expect(manifest.dependencies ?? {}).toEqual({});
   });
 
+  it("asks for Node 20 or later, the first whose global crypto.subtle needs no flag (the Web Crypto variant uses it)", async () => {
+    const manifest = JSON.parse(await readFile(path.join(scratch, "app/node_modules/@mailhooks/verify/package.json"), "utf8"));
+    expect(manifest.engines).toEqual({ node: ">=20" });
+    expect(await readFile(path.join(packageDir, "src/web.ts"), "utf8")).toContain("crypto.subtle");
+  });
+
   it.each([
     ["check.mjs", "dist/esm/index.js"],
     ["check.cjs", "dist/cjs/index.js"],

@@ -1,0 +1,262 @@
+import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { format, promisify } from "node:util";
+import getPort from "get-port";
+
+/**
+ * The README's "Verifying a signature" examples (Node, Python, Go) are run as they stand, copied
+ * out of README.md, against every vector of packages/verify/test-vectors.json: each reaches the
+ * vector's outcome (the envelope, or the error code). The Go one runs only where `go` is on the
+ * PATH (Go is not part of this repository's toolchain); elsewhere its test is skipped.
+ */
+
+const require = createRequire(import.meta.url);
+const run = promisify(execFile);
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const vectorsPath = path.join(root, "packages/verify/test-vectors.json");
+
+interface Vector {
+  name: string;
+  secrets: string[];
+  headers: Record<string, string>;
+  body_base64: string;
+  now: number;
+  tolerance_seconds: number;
+  expected: { ok: true; envelope: { event: string; data: Record<string, unknown> } } | { ok: false; error: string };
+}
+const vectors = (JSON.parse(readFileSync(vectorsPath, "utf8")) as { vectors: Vector[] }).vectors;
+
+/** The section's fenced blocks of `language`, in order. */
+function readmeBlocks(language: string): string[] {
+  const readme = readFileSync(path.join(root, "README.md"), "utf8");
+  const start = readme.indexOf("\n### Verifying a signature\n");
+  const end = readme.indexOf("\n## ", start + 1);
+  expect(start).toBeGreaterThan(0);
+  const section = readme.slice(start, end === -1 ? undefined : end);
+  return [...section.matchAll(new RegExp("^```" + language + "\\n([\\s\\S]*?)^```$", "gm"))].map((m) => m[1]);
+}
+
+function onlyBlock(language: string): string {
+  const blocks = readmeBlocks(language);
+  expect(blocks).toHaveLength(1);
+  return blocks[0];
+}
+
+/** `{name, outcome}` JSON lines, as printed by the runners below, by name. */
+function outcomesOf(stdout: string): Map<string, unknown> {
+  return new Map(
+    stdout
+      .trim()
+      .split("\n")
+      .map((line) => {
+        const { name, outcome } = JSON.parse(line) as { name: string; outcome: unknown };
+        return [name, outcome] as const;
+      }),
+  );
+}
+
+function expectEveryOutcome(outcomes: Map<string, unknown>): void {
+  expect(outcomes.size).toBe(vectors.length);
+  for (const vector of vectors) expect({ name: vector.name, outcome: outcomes.get(vector.name) }).toEqual({ name: vector.name, outcome: vector.expected });
+}
+
+// Inside the repository, so that the Node example finds express and @mailhooks/verify.
+const work = path.join(root, ".tmp", "readme-snippets", randomUUID());
+beforeAll(() => mkdirSync(work, { recursive: true }));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+describe("README, Verifying a signature", () => {
+  test("the Python example reaches every test vector's outcome", async () => {
+    const dir = path.join(work, "python");
+    mkdirSync(dir);
+    writeFileSync(path.join(dir, "readme_verify.py"), onlyBlock("python"));
+    writeFileSync(
+      path.join(dir, "run_vectors.py"),
+      [
+        "import base64, json, sys",
+        "from readme_verify import verify",
+        "for v in json.load(open(sys.argv[1], encoding='utf-8'))['vectors']:",
+        "    try:",
+        "        envelope = verify(v['secrets'], v['headers'], base64.b64decode(v['body_base64']), tolerance_seconds=v['tolerance_seconds'], now=v['now'])",
+        "        outcome = {'ok': True, 'envelope': envelope}",
+        "    except ValueError as error:",
+        "        outcome = {'ok': False, 'error': str(error)}",
+        "    print(json.dumps({'name': v['name'], 'outcome': outcome}, ensure_ascii=False))",
+        "",
+      ].join("\n"),
+    );
+    const { stdout } = await run("python3", [path.join(dir, "run_vectors.py"), vectorsPath], { cwd: dir });
+    expectEveryOutcome(outcomesOf(stdout));
+  });
+
+  /**
+   * The Node example is a whole program: it runs under tsx as a user would start it
+   * (WEBHOOK_SECRET, PORT), once per set of secrets of the vectors, with its clock set to the
+   * vectors' `now`, and gets each vector's request. A vector that passes is answered 204 and
+   * logged (`event messageId`); one that fails is answered 401 with its code.
+   */
+  test("the Node (Express) example reaches the outcome of every test vector of the default tolerance", async () => {
+    const dir = path.join(work, "node");
+    mkdirSync(dir);
+    writeFileSync(path.join(dir, "package.json"), '{ "type": "module", "private": true }\n');
+    const program = path.join(dir, "receiver.ts");
+    writeFileSync(program, onlyBlock("ts"));
+    const clock = path.join(dir, "fixed-clock.mjs");
+    writeFileSync(clock, "const fixed = Number(process.env.FIXED_NOW_MS);\nDate.now = () => fixed;\n");
+
+    // The example keeps the default tolerance (300 s): the vectors of another tolerance are not
+    // its case (packages/verify's own tests run them).
+    const runnable = vectors.filter((v) => v.tolerance_seconds === 300);
+    expect(vectors.length - runnable.length).toBeLessThan(3);
+    const groups = new Map<string, Vector[]>();
+    for (const vector of runnable) {
+      const key = JSON.stringify([vector.secrets, vector.now]);
+      groups.set(key, [...(groups.get(key) ?? []), vector]);
+    }
+
+    const outcomes = new Map<string, unknown>();
+    await Promise.all(
+      [...groups.values()].map(async (group) => {
+        const port = await getPort();
+        // One process (tsx as a loader, not its CLI, which would start another), killed at the end.
+        const loaders = ["--import", pathToFileURL(require.resolve("tsx")).href, "--import", pathToFileURL(clock).href];
+        const child = spawn(process.execPath, ["--conditions=source", ...loaders, program], {
+          cwd: dir,
+          env: {
+            ...process.env,
+            NODE_OPTIONS: "",
+            FIXED_NOW_MS: String(group[0].now * 1000),
+            WEBHOOK_SECRET: group[0].secrets.join(","),
+            PORT: String(port),
+          },
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+        try {
+          for (const [name, outcome] of await sendVectors(child, port, group)) outcomes.set(name, outcome);
+        } finally {
+          child.kill();
+        }
+      }),
+    );
+    expect(outcomes.size).toBe(runnable.length);
+    for (const vector of runnable) {
+      const expected = vector.expected.ok
+        ? { status: 204, logged: format(vector.expected.envelope.event, vector.expected.envelope.data.messageId) }
+        : { status: 401, code: vector.expected.error };
+      expect({ name: vector.name, outcome: outcomes.get(vector.name) }).toEqual({ name: vector.name, outcome: expected });
+    }
+  });
+
+  const go = spawnSync("go", ["version"], { encoding: "utf8" });
+  (go.status === 0 ? test : test.skip)("the Go example reaches every test vector's outcome (needs go on the PATH)", async () => {
+    const dir = path.join(work, "go");
+    mkdirSync(dir);
+    writeFileSync(path.join(dir, "go.mod"), "module readmesnippet\n\ngo 1.18\n");
+    const source = onlyBlock("go");
+    expect(source).toMatch(/^package \w+\n/);
+    writeFileSync(path.join(dir, "verify.go"), source.replace(/^package \w+\n/, "package main\n"));
+    writeFileSync(path.join(dir, "main.go"), GO_RUNNER);
+    const { stdout } = await run("go", ["run", ".", vectorsPath], {
+      cwd: dir,
+      env: { ...process.env, GOTOOLCHAIN: "local", GOFLAGS: "-mod=mod", GOWORK: "off" },
+      timeout: 240_000,
+    });
+    expectEveryOutcome(outcomesOf(stdout));
+  }, 300_000);
+});
+
+/** Waits for the example to listen, posts each vector's request, and collects what it answered. */
+async function sendVectors(child: ChildProcess, port: number, group: Vector[]): Promise<Map<string, unknown>> {
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.on("data", (chunk) => (stdout += chunk));
+  child.stderr!.on("data", (chunk) => (stderr += chunk));
+  const url = `http://127.0.0.1:${port}/webhooks`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the example exited with ${child.exitCode}: ${stderr}`);
+    const up = await fetch(url, { method: "GET" }).then(
+      () => true,
+      () => false,
+    );
+    if (up) break;
+    if (Date.now() > deadline) throw new Error(`the example did not listen on ${port}: ${stderr}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+
+  const answers = new Map<string, { status: number; logged?: string; code?: string }>();
+  const passed: string[] = [];
+  for (const vector of group) {
+    const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...vector.headers }, body: Buffer.from(vector.body_base64, "base64") });
+    const text = await res.text();
+    if (res.status === 204) passed.push(vector.name);
+    answers.set(vector.name, res.status === 401 ? { status: 401, code: (JSON.parse(text) as { error: { code: string } }).error.code } : { status: res.status });
+  }
+  // Each request that passed logged one line before its answer; the pipe may still hold the last ones.
+  for (let i = 0; i < 100 && stdout.split("\n").length <= passed.length; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  const lines = stdout.split("\n").filter(Boolean);
+  expect(lines).toHaveLength(passed.length);
+  passed.forEach((name, i) => (answers.get(name)!.logged = lines[i]));
+  return answers;
+}
+
+/** Runs the README's Verify on every vector and prints `{name, outcome}` lines. */
+const GO_RUNNER = `package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+)
+
+type vector struct {
+	Name             string            \`json:"name"\`
+	Secrets          []string          \`json:"secrets"\`
+	Headers          map[string]string \`json:"headers"\`
+	BodyBase64       string            \`json:"body_base64"\`
+	Now              int64             \`json:"now"\`
+	ToleranceSeconds int64             \`json:"tolerance_seconds"\`
+}
+
+func main() {
+	raw, err := os.ReadFile(os.Args[1])
+	if err != nil {
+		panic(err)
+	}
+	var file struct {
+		Vectors []vector \`json:"vectors"\`
+	}
+	if err := json.Unmarshal(raw, &file); err != nil {
+		panic(err)
+	}
+	for _, v := range file.Vectors {
+		header := http.Header{}
+		for name, value := range v.Headers {
+			header.Add(name, value)
+		}
+		body, err := base64.StdEncoding.DecodeString(v.BodyBase64)
+		if err != nil {
+			panic(err)
+		}
+		envelope, err := Verify(v.Secrets, header, body, time.Duration(v.ToleranceSeconds)*time.Second, time.Unix(v.Now, 0))
+		outcome := map[string]any{"ok": err == nil}
+		if err != nil {
+			outcome["error"] = err.Error()
+		} else {
+			outcome["envelope"] = envelope
+		}
+		line, err := json.Marshal(map[string]any{"name": v.Name, "outcome": outcome})
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(string(line))
+	}
+}
+`;
