@@ -204,6 +204,9 @@ async function insert(db: Queryable, queuePrefix: string, prepared: Prepared[], 
       RETURNING id
     ), ${enqueueCte(queuePrefix, sql`SELECT ${JOB_NAMES.delivery}::text, id, jsonb_build_object('destinationId', id) FROM dst`)}
     SELECT id FROM ev`,
+    // Prepared under a name (its text never changes: every value is a parameter): planning this
+    // statement of six CTEs cost some 0.6 ms a time, as much as the rest of its execution.
+    "delivery_state_accept_events",
   );
   return new Set(rows.map((r) => r.id));
 }
