@@ -2,18 +2,13 @@ import { randomBytes } from "node:crypto";
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { createKeyring, parseKeys } from "@mailhooks/secrets";
-import { dispatcherConfigSchema, loadConfig, secretKeysOf } from "@mailhooks/config";
-import { captureLogs, getLogger } from "@mailhooks/logger";
-import { createRedisConnection } from "@mailhooks/queue";
+import { createKeyring } from "@mailhooks/secrets";
+import { captureLogs } from "@mailhooks/logger";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { createHook, emailArrivals, expectError, expectValidation, startHookReceiver } from "../support/hooks.js";
-import { testDatabaseUrl, testRedisUrl } from "../support/env.js";
 import pg from "pg";
 import { scratchDatabase } from "../chaos/support/database.js";
-import { createHttpClient } from "../../apps/dispatcher/src/delivery/http-client.js";
-import { createDispatcherMetrics, type DispatcherMetrics } from "../../apps/dispatcher/src/metrics.js";
-import { createDeliveryWorker } from "../../apps/dispatcher/src/worker.js";
+import { startDeliveryWorker } from "../support/delivery-worker.js";
 
 /**
  * Issue "Secrets, rotation, auto-disable", items 1-3: webhook secrets are encrypted at rest
@@ -165,38 +160,6 @@ describe("secret rotation", () => {
     expectError(await other.api("POST", `/v1/webhooks/${hook.body.id}/secret/rotate`, {}), 404, "not_found");
   });
 });
-
-/**
- * A dispatcher's delivery worker on `stack`'s queue, configured from `env` by the dispatcher's
- * own schema, with metrics of its own that the test reads (the stack runs only the relay).
- */
-function startDeliveryWorker(stack: Stack, env: Record<string, string>): { metrics: DispatcherMetrics; close: () => Promise<void> } {
-  const config = loadConfig(dispatcherConfigSchema, { DATABASE_URL: testDatabaseUrl(), REDIS_URL: testRedisUrl(), ALLOW_PRIVATE_TARGETS: "true", ...env });
-  const connection = createRedisConnection(config.REDIS_URL, "worker", { cluster: config.REDIS_CLUSTER });
-  const { client, agent } = createHttpClient({ timeoutMs: config.DELIVERY_TIMEOUT_MS, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS });
-  const metrics = createDispatcherMetrics();
-  const worker = createDeliveryWorker(
-    {
-      pool: stack.pool,
-      client,
-      allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS,
-      retryDelaysMs: config.DELIVERY_RETRY_DELAYS_MS,
-      logger: getLogger("dispatcher"),
-      metrics,
-      keyring: createKeyring(parseKeys(secretKeysOf(config))),
-      autoDisableAfterMs: config.WEBHOOK_AUTO_DISABLE_AFTER_HOURS * 3_600_000,
-    },
-    { connection, prefix: stack.keyPrefix, concurrency: 16 },
-  );
-  return {
-    metrics,
-    close: async () => {
-      await worker.close();
-      agent.destroy();
-      await connection.quit().catch(() => undefined);
-    },
-  };
-}
 
 describe("auto-disable (WEBHOOK_AUTO_DISABLE_AFTER_HOURS=0.0005, i.e. 1.8 s)", () => {
   const env = { WEBHOOK_AUTO_DISABLE_AFTER_HOURS: "0.0005", DELIVERY_RETRY_DELAYS_MS: "1000,1000,60000" };
