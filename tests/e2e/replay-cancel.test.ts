@@ -1,13 +1,4 @@
 import { verify } from "@mailhooks/verify";
-import { dispatcherConfigSchema, loadConfig, secretKeysOf } from "@mailhooks/config";
-import { getLogger } from "@mailhooks/logger";
-import { createRedisConnection, DeliveryQueue } from "@mailhooks/queue";
-import { createKeyring, parseKeys } from "@mailhooks/secrets";
-import { createHttpClient } from "../../apps/dispatcher/src/delivery/http-client.js";
-import { createDispatcherMetrics } from "../../apps/dispatcher/src/metrics.js";
-import { startRelay } from "../../apps/dispatcher/src/relay.js";
-import { createDeliveryWorker } from "../../apps/dispatcher/src/worker.js";
-import { testDatabaseUrl, testRedisUrl } from "../support/env.js";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { at, createHook, deliveryRows, emailArrivals, startHookReceiver } from "../support/hooks.js";
 
@@ -20,58 +11,12 @@ import { at, createHook, deliveryRows, emailArrivals, startHookReceiver } from "
  */
 const ENV = { DELIVERY_RETRY_DELAYS_MS: "100,100,100", DELIVERY_TIMEOUT_MS: "2000" };
 
-/** A whole dispatcher (outbox relay and delivery worker) for `stack`, started when the test wants it. */
-function startDispatcher(stack: Stack): { close: () => Promise<void> } {
-  const config = loadConfig(dispatcherConfigSchema, {
-    DATABASE_URL: testDatabaseUrl(),
-    REDIS_URL: testRedisUrl(),
-    QUEUE_PREFIX: stack.prefix,
-    ALLOW_PRIVATE_TARGETS: "true",
-    ...ENV,
-  });
-  const cluster = { cluster: config.REDIS_CLUSTER };
-  const workerConnection = createRedisConnection(config.REDIS_URL, "worker", cluster);
-  const relayConnection = createRedisConnection(config.REDIS_URL, "producer", cluster);
-  relayConnection.on("error", () => undefined);
-  const { client, agent } = createHttpClient({ timeoutMs: config.DELIVERY_TIMEOUT_MS, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS });
-  const metrics = createDispatcherMetrics();
-  const logger = getLogger("dispatcher");
-  const worker = createDeliveryWorker(
-    {
-      pool: stack.pool,
-      client,
-      allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS,
-      retryDelaysMs: config.DELIVERY_RETRY_DELAYS_MS,
-      logger,
-      metrics,
-      keyring: createKeyring(parseKeys(secretKeysOf(config))),
-      autoDisableAfterMs: config.WEBHOOK_AUTO_DISABLE_AFTER_HOURS * 3_600_000,
-    },
-    { connection: workerConnection, prefix: stack.keyPrefix, concurrency: 8 },
-  );
-  const queue = new DeliveryQueue(relayConnection, stack.keyPrefix, config.DELIVERY_RETRY_DELAYS_MS);
-  queue.queue.on("error", () => undefined);
-  const relay = startRelay({ pool: stack.pool, databaseUrl: config.DATABASE_URL, queue, queuePrefix: stack.prefix, pollIntervalMs: config.RELAY_POLL_INTERVAL_MS, logger, metrics });
-  return {
-    close: async () => {
-      await relay.close();
-      await worker.close();
-      agent.destroy();
-      await queue.close();
-      await workerConnection.quit().catch(() => undefined);
-      await relayConnection.quit().catch(() => undefined);
-    },
-  };
-}
-
 describe("a replay whose webhook is disabled or deleted before the dispatcher runs it", () => {
   let stack: Stack;
-  let dispatcher: { close: () => Promise<void> } | undefined;
   beforeAll(async () => {
     stack = await startStack({ env: ENV });
   });
   afterAll(async () => {
-    await dispatcher?.close();
     await stack?.close();
   });
 
@@ -99,7 +44,7 @@ describe("a replay whose webhook is disabled or deleted before the dispatcher ru
     expect((await acct.api("DELETE", `/v1/webhooks/${deleted.id}`)).status).toBe(204);
     const arrivedBefore = hr.receiver.arrivals.length;
 
-    dispatcher = startDispatcher(stack);
+    stack.startDispatcher();
     const replayIds = [...own.body.replays, ...override.body.replays].map((r: any) => r.replay_id as string);
     const replays = await waitUntil(
       () => stack.prisma.replay.findMany({ where: { id: { in: replayIds } }, select: { id: true, status: true, destinationUrl: true } }),
@@ -132,7 +77,7 @@ describe("a replay whose webhook is disabled or deleted before the dispatcher ru
   });
 
   test("a replay asked for with a target_url is sent even when that URL is the disabled webhook's own", async () => {
-    dispatcher ??= startDispatcher(stack);
+    stack.startDispatcher();
     const acct = await stack.newAccount();
     const hr = await startHookReceiver(stack);
     const hook = await createHook(acct, hr, "/own", ["message.sent"]);

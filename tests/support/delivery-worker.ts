@@ -1,41 +1,90 @@
-import { dispatcherConfigSchema, loadConfig, secretKeysOf } from "@mailhooks/config";
+import type pg from "pg";
+import { dispatcherConfigSchema, loadConfig, secretKeysOf, type DispatcherConfig } from "@mailhooks/config";
 import { getLogger } from "@mailhooks/logger";
-import { createRedisConnection } from "@mailhooks/queue";
+import { createRedisConnection, DeliveryQueue } from "@mailhooks/queue";
 import { createKeyring, parseKeys } from "@mailhooks/secrets";
 import { createHttpClient } from "../../apps/dispatcher/src/delivery/http-client.js";
 import { createDispatcherMetrics, type DispatcherMetrics } from "../../apps/dispatcher/src/metrics.js";
+import { startRelay } from "../../apps/dispatcher/src/relay.js";
 import { createDeliveryWorker } from "../../apps/dispatcher/src/worker.js";
 import { testDatabaseUrl, testRedisUrl } from "./env.js";
 import type { Stack } from "./stack.js";
 
+export interface InProcessDispatcher {
+  /** The dispatcher's own metrics (a registry of its own), for tests that read them. */
+  metrics: DispatcherMetrics;
+  close: () => Promise<void>;
+}
+
 /**
- * A dispatcher's delivery worker on `stack`'s queue (the stack runs only the relay), configured
- * from `env` by the dispatcher's own schema, with metrics of its own that the test reads.
+ * A dispatcher inside the test process, wired as apps/dispatcher/src/main.ts wires one (without
+ * the maintenance schedulers): the outbox relay, the delivery worker, or both (`parts`).
  */
-export function startDeliveryWorker(stack: Stack, env: Record<string, string>): { metrics: DispatcherMetrics; close: () => Promise<void> } {
-  const config = loadConfig(dispatcherConfigSchema, { DATABASE_URL: testDatabaseUrl(), REDIS_URL: testRedisUrl(), ALLOW_PRIVATE_TARGETS: "true", ...env });
-  const connection = createRedisConnection(config.REDIS_URL, "worker", { cluster: config.REDIS_CLUSTER });
-  const { client, agent } = createHttpClient({ timeoutMs: config.DELIVERY_TIMEOUT_MS, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS });
+export function startInProcessDispatcher(
+  pool: pg.Pool,
+  config: DispatcherConfig,
+  options: { queuePrefix: string; keyPrefix: string; parts: "all" | "relay-only" | "worker-only" },
+): InProcessDispatcher {
+  const cluster = { cluster: config.REDIS_CLUSTER };
   const metrics = createDispatcherMetrics();
-  const worker = createDeliveryWorker(
-    {
-      pool: stack.pool,
-      client,
-      allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS,
-      retryDelaysMs: config.DELIVERY_RETRY_DELAYS_MS,
-      logger: getLogger("dispatcher"),
-      metrics,
-      keyring: createKeyring(parseKeys(secretKeysOf(config))),
-      autoDisableAfterMs: config.WEBHOOK_AUTO_DISABLE_AFTER_HOURS * 3_600_000,
-    },
-    { connection, prefix: stack.keyPrefix, concurrency: 16 },
-  );
-  return {
-    metrics,
-    close: async () => {
+  const logger = getLogger("dispatcher");
+  const closers: (() => Promise<void>)[] = [];
+  if (options.parts !== "relay-only") {
+    const connection = createRedisConnection(config.REDIS_URL, "worker", cluster);
+    const { client, agent } = createHttpClient({ timeoutMs: config.DELIVERY_TIMEOUT_MS, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS });
+    const worker = createDeliveryWorker(
+      {
+        pool,
+        client,
+        allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS,
+        retryDelaysMs: config.DELIVERY_RETRY_DELAYS_MS,
+        logger,
+        metrics,
+        keyring: createKeyring(parseKeys(secretKeysOf(config))),
+        autoDisableAfterMs: config.WEBHOOK_AUTO_DISABLE_AFTER_HOURS * 3_600_000,
+      },
+      {
+        connection,
+        prefix: options.keyPrefix,
+        concurrency: config.DISPATCHER_CONCURRENCY,
+        lockDurationMs: config.DISPATCHER_LOCK_DURATION_MS,
+        stalledIntervalMs: config.DISPATCHER_STALLED_INTERVAL_MS,
+        maxPostpones: config.DISPATCHER_MAX_POSTPONES,
+      },
+    );
+    closers.push(async () => {
       await worker.close();
       agent.destroy();
       await connection.quit().catch(() => undefined);
+    });
+  }
+  if (options.parts !== "worker-only") {
+    const connection = createRedisConnection(config.REDIS_URL, "producer", cluster);
+    connection.on("error", () => undefined);
+    const queue = new DeliveryQueue(connection, options.keyPrefix, config.DELIVERY_RETRY_DELAYS_MS);
+    queue.queue.on("error", () => undefined);
+    const relay = startRelay({ pool, databaseUrl: config.DATABASE_URL, queue, queuePrefix: options.queuePrefix, pollIntervalMs: config.RELAY_POLL_INTERVAL_MS, logger, metrics });
+    // The relay stops first: nothing is relayed to a worker that is already gone.
+    closers.unshift(async () => {
+      await relay.close();
+      await queue.close();
+      await connection.quit().catch(() => undefined);
+    });
+  }
+  return {
+    metrics,
+    close: async () => {
+      for (const close of closers.splice(0)) await close();
     },
   };
+}
+
+/**
+ * A dispatcher's delivery worker on `stack`'s queue (for a stack that runs only the relay),
+ * configured from `env` by the dispatcher's own schema, with metrics of its own that the test
+ * reads.
+ */
+export function startDeliveryWorker(stack: Stack, env: Record<string, string>): InProcessDispatcher {
+  const config = loadConfig(dispatcherConfigSchema, { DATABASE_URL: testDatabaseUrl(), REDIS_URL: testRedisUrl(), ALLOW_PRIVATE_TARGETS: "true", DISPATCHER_CONCURRENCY: "16", ...env });
+  return startInProcessDispatcher(stack.pool, config, { queuePrefix: stack.prefix, keyPrefix: stack.keyPrefix, parts: "worker-only" });
 }

@@ -3,23 +3,20 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Queue, type Worker } from "bullmq";
+import { Queue } from "bullmq";
 import type pg from "pg";
 import { apiConfigSchema, dispatcherConfigSchema, loadConfig, secretKeysOf } from "@mailhooks/config";
 import { createKeyring, parseKeys } from "@mailhooks/secrets";
 import { createDatabase, type PrismaClient } from "@mailhooks/db";
-import { configureLogger, getLogger } from "@mailhooks/logger";
-import { createRedisConnection, DeliveryQueue, QUEUE_NAMES, redisKeyPrefix, type RedisClient } from "@mailhooks/queue";
+import { configureLogger } from "@mailhooks/logger";
+import { createRedisConnection, QUEUE_NAMES, redisKeyPrefix } from "@mailhooks/queue";
 import { startReceiver, type Receiver, type ReceiverOptions } from "@mailhooks/receiver";
 import { createAdminApp } from "../../apps/api/src/admin-app.js";
 import { createApp } from "../../apps/api/src/app.js";
 import { startKeyAccess } from "../../apps/api/src/key-access.js";
 import { createApiKey } from "@mailhooks/access";
-import { createHttpClient } from "../../apps/dispatcher/src/delivery/http-client.js";
-import { createDeliveryWorker } from "../../apps/dispatcher/src/worker.js";
-import { createDispatcherMetrics } from "../../apps/dispatcher/src/metrics.js";
-import { startRelay, type Relay } from "../../apps/dispatcher/src/relay.js";
 import { callApi, type ApiAnswer, type CallOptions } from "./api-call.js";
+import { startInProcessDispatcher, type InProcessDispatcher } from "./delivery-worker.js";
 import { testCertDir, testDatabaseUrl, testRedisUrl } from "./env.js";
 
 /**
@@ -51,6 +48,8 @@ export interface Stack {
   newAccount: () => Promise<Account>;
   startReceiver: (options: Omit<ReceiverOptions, "cert" | "key">) => Promise<Receiver>;
   stopDispatcher: () => Promise<void>;
+  /** Starts the in-process dispatcher again after stopDispatcher (nothing if it runs). */
+  startDispatcher: () => void;
   /**
    * Starts another API instance (a replica) on the same PostgreSQL, Redis and QUEUE_PREFIX, with
    * its own Redis connection and queue, as a second `npm run start:api` behind a load balancer
@@ -131,44 +130,12 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const adminUrl = adminServer ? `http://127.0.0.1:${(adminServer.address() as AddressInfo).port}` : null;
   const replicas: ApiReplica[] = [];
 
-  let worker: Worker | null = null;
-  let relay: Relay | null = null;
-  let relayQueue: DeliveryQueue | null = null;
-  let workerConnection: RedisClient | null = null;
-  let relayConnection: RedisClient | null = null;
-  let agentDestroy = () => {};
-  if (options.dispatcher !== false) {
-    workerConnection = createRedisConnection(dispatcherConfig.REDIS_URL, "worker", cluster);
-    relayConnection = createRedisConnection(dispatcherConfig.REDIS_URL, "producer", cluster);
-    relayConnection.on("error", () => undefined);
-    const { client, agent } = createHttpClient({ timeoutMs: dispatcherConfig.DELIVERY_TIMEOUT_MS, allowPrivateTargets: dispatcherConfig.ALLOW_PRIVATE_TARGETS });
-    agentDestroy = () => agent.destroy();
-    const metrics = createDispatcherMetrics();
-    const logger = getLogger("test-dispatcher");
-    if (options.dispatcher !== "relay-only") worker = createDeliveryWorker(
-      {
-        pool,
-        client,
-        allowPrivateTargets: dispatcherConfig.ALLOW_PRIVATE_TARGETS,
-        retryDelaysMs: dispatcherConfig.DELIVERY_RETRY_DELAYS_MS,
-        logger,
-        metrics,
-        keyring: createKeyring(parseKeys(secretKeysOf(dispatcherConfig))),
-        autoDisableAfterMs: dispatcherConfig.WEBHOOK_AUTO_DISABLE_AFTER_HOURS * 3_600_000,
-      },
-      {
-        connection: workerConnection,
-        prefix: keyPrefix,
-        concurrency: dispatcherConfig.DISPATCHER_CONCURRENCY,
-        lockDurationMs: dispatcherConfig.DISPATCHER_LOCK_DURATION_MS,
-        stalledIntervalMs: dispatcherConfig.DISPATCHER_STALLED_INTERVAL_MS,
-        maxPostpones: dispatcherConfig.DISPATCHER_MAX_POSTPONES,
-      },
-    );
-    relayQueue = new DeliveryQueue(relayConnection, keyPrefix, dispatcherConfig.DELIVERY_RETRY_DELAYS_MS);
-    relayQueue.queue.on("error", () => undefined);
-    relay = startRelay({ pool, databaseUrl: dispatcherConfig.DATABASE_URL, queue: relayQueue, queuePrefix: prefix, pollIntervalMs: dispatcherConfig.RELAY_POLL_INTERVAL_MS, logger, metrics });
-  }
+  let dispatcher: InProcessDispatcher | null = null;
+  const dispatcherParts = options.dispatcher === "relay-only" ? "relay-only" : "all";
+  const startDispatcher = () => {
+    dispatcher ??= startInProcessDispatcher(pool, dispatcherConfig, { queuePrefix: prefix, keyPrefix, parts: dispatcherParts });
+  };
+  if (options.dispatcher !== false) startDispatcher();
 
   const issued = await createApiKey(prisma, `test-account-${randomUUID()}`);
   const receivers: Receiver[] = [];
@@ -180,17 +147,10 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const api = apiWithKey(issued.key);
 
   const stopDispatcher = async () => {
-    await relay?.close();
-    relay = null;
-    if (worker) await worker.close();
-    worker = null;
-    agentDestroy();
-    await relayQueue?.close();
-    relayQueue = null;
-    await workerConnection?.quit().catch(() => undefined);
-    await relayConnection?.quit().catch(() => undefined);
-    workerConnection = relayConnection = null;
+    await dispatcher?.close();
+    dispatcher = null;
   };
+
 
   return {
     baseUrl,
@@ -214,6 +174,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       return receiver;
     },
     stopDispatcher,
+    startDispatcher,
     startApiReplica: async () => {
       const replica = await startApi();
       let closed = false;
