@@ -1,5 +1,6 @@
 import { verify } from "@mailhooks/verify";
 import type { Arrival } from "@mailhooks/receiver";
+import { backdateEvent } from "../support/backdate.js";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 
 /** CONTRACT.md section 7: replay to the original URL or an override, its delivery row and audit entry. */
@@ -135,7 +136,7 @@ describe("replay", () => {
     const { eventId, account } = await failedEvent();
     const { purgeExpiredPayloads } = await import("@mailhooks/delivery-state");
     // The event as if it had come 91 days ago: past the horizon the purge sets.
-    await stack.prisma.$executeRaw`UPDATE events SET created_at = now() - interval '91 days' WHERE id = ${eventId}`;
+    await backdateEvent(stack.pool, eventId, new Date(Date.now() - 91 * 86_400_000));
     expect((await purgeExpiredPayloads(stack.pool, 90)).purgedBefore.getTime()).toBeGreaterThan(Date.now() - 91 * 86_400_000);
     const replay = await account.api("POST", `/v1/events/${eventId}/replay`);
     expect([replay.status, replay.body.error.code]).toEqual([410, "payload_expired"]);

@@ -6,6 +6,7 @@ import { getLogger } from "@mailhooks/logger";
 import { createRedisConnection, DeliveryQueue } from "@mailhooks/queue";
 import { startMaintenance } from "../../apps/dispatcher/src/maintenance.js";
 import { createDispatcherMetrics } from "../../apps/dispatcher/src/metrics.js";
+import { backdateEvent } from "../support/backdate.js";
 import { testRedisUrl } from "../support/env.js";
 import { scratchDatabase, type ScratchDatabase } from "../chaos/support/database.js";
 import { sampleData, startStack, waitUntil, type Account, type Stack } from "../support/stack.js";
@@ -35,9 +36,6 @@ describe("retention", () => {
     return res.body.event_id;
   }
 
-  async function setCreatedAt(acct: Account, eventId: string, at: Date): Promise<void> {
-    expect(await stack.prisma.$executeRaw`UPDATE events SET created_at = ${at} WHERE id = ${eventId} AND account_id = ${acct.accountId}`).toBe(1);
-  }
 
   test("purgeExpiredPayloads drops the day partitions past the window: payloads gone, metadata, deliveries and audit entries kept", async () => {
     const acct = await stack.newAccount();
@@ -66,10 +64,7 @@ describe("retention", () => {
     // partition), one newer event 29 days ago.
     const now = new Date();
     await ensurePayloadPartitions(stack.pool, now, 14, new Date(now.getTime() - 40 * DAY));
-    const moveTo = async (id: string, at: Date) => {
-      await stack.pool.query("UPDATE event_payloads SET created_at = $2 WHERE event_id = $1", [id, at]);
-      await setCreatedAt(acct, id, at);
-    };
+    const moveTo = (id: string, at: Date) => backdateEvent(stack.pool, id, at, acct.accountId);
     const oldDay = new Date(now.getTime() - 31 * DAY);
     for (let i = 0; i < old.length; i++) await moveTo(old[i], new Date(oldDay.getTime() - i));
     await moveTo(newer[0], new Date(now.getTime() - 29 * DAY));
@@ -186,9 +181,7 @@ describe("retention on a database of its own", () => {
       const eventId = await postEvent(acct);
       // An event (and its payload) from 100 days ago, with a 90-day window.
       const old = new Date(Date.now() - 100 * DAY);
-      await ensurePayloadPartitions(stack.pool, new Date(), 14, old);
-      await stack.pool.query("UPDATE event_payloads SET created_at = $2 WHERE event_id = $1", [eventId, old]);
-      await stack.pool.query("UPDATE events SET created_at = $2 WHERE id = $1", [eventId, old]);
+      await backdateEvent(stack.pool, eventId, old);
       expect((await acct.api("GET", `/v1/events/${eventId}`)).body.payload_retained).toBe(true);
 
       const deliveries = new DeliveryQueue(connect(), prefix, [1000, 1000, 1000]);
