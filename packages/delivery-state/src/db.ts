@@ -20,13 +20,19 @@ export async function run<R extends pg.QueryResultRow = pg.QueryResultRow>(db: Q
 /** SQLSTATEs after which the whole transaction can simply run again: deadlock, serialization. */
 const RETRYABLE = new Set(["40P01", "40001"]);
 
+/** Settings of one transaction (`SET LOCAL`), by name: whole numbers only (ms for timeouts). */
+export type TransactionSettings = Partial<Record<"idle_in_transaction_session_timeout" | "statement_timeout", number>>;
+
 /**
  * Runs `fn` in a transaction on one pooled connection: COMMIT when it resolves, ROLLBACK when it
  * throws. A deadlock between two transactions (e.g. two webhooks cancelled at once, sharing
- * events) runs the loser again, up to three times in all.
+ * events) runs the loser again, up to three times in all. `settings` are set with the BEGIN, in
+ * the same round trip.
  * @throws whatever `fn` or PostgreSQL threw
  */
-export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>, settings: TransactionSettings = {}): Promise<T> {
+  // No parameters in a multi-statement query: only whole numbers are written into it.
+  const begin = ["BEGIN", ...Object.entries(settings).map(([name, value]) => `SET LOCAL ${name} = ${Math.trunc(Number(value))}`)].join("; ");
   for (let attempt = 1; ; attempt++) {
     const client = await pool.connect();
     let broken: Error | undefined;
@@ -36,7 +42,7 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient
     const onError = (error: Error) => (broken = error);
     client.on("error", onError);
     try {
-      await client.query("BEGIN");
+      await client.query(begin);
       const result = await fn(client);
       await client.query("COMMIT");
       return result;

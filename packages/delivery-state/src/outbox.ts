@@ -66,13 +66,14 @@ export interface RelayGuard {
 const WORK_KINDS = new Set<string>(["delivery", "replay", "test-delivery"] satisfies WorkKind[]);
 
 /**
- * Moves up to `limit` outbox rows of `queuePrefix` into the queue: claims them with
- * `FOR UPDATE SKIP LOCKED` (any number of relays share the work, each row goes to one), calls
- * `push` (which must add them to BullMQ with their job ids and return the rows it could not),
- * ends the work of the rejected rows `failed` without an attempt (it could never run; queueing
- * it again would fail again), then deletes every claimed row and commits, all in one
- * transaction. When `push` throws (Redis away), nothing is deleted and the rows wait for the
- * next run. Returns how many rows were claimed, and the rejected ones.
+ * Moves up to `limit` outbox rows of `queuePrefix` into the queue, in one transaction: claims
+ * them with `FOR UPDATE SKIP LOCKED` (any number of relays share the work, each row goes to one)
+ * and deletes them in the same statement, calls `push` (which must add them to BullMQ with their
+ * job ids and return the rows it could not), ends the work of the rejected rows `failed` without
+ * an attempt (it could never run; queueing it again would fail again), and commits. When `push`
+ * throws (Redis away), the transaction rolls back: the rows are back for the next run. Two round
+ * trips precede `push` (BEGIN with the guard's settings; the claim), one follows it (COMMIT).
+ * Returns how many rows were claimed, and the rejected ones.
  */
 export async function relayOutbox(
   pool: pg.Pool,
@@ -81,23 +82,28 @@ export async function relayOutbox(
   push: (rows: OutboxRow[]) => Promise<RejectedRow[]>,
   guard: RelayGuard = {},
 ): Promise<{ claimed: number; rejected: RejectedRow[] }> {
-  return inTransaction(pool, async (client) => {
-    const { rows } = await run<{ id: string; job_name: OutboxJobName; job_id: string; data: Record<string, unknown> }>(
-      client,
-      sql`SELECT id, job_name, job_id, data FROM outbox WHERE queue_prefix = ${queuePrefix} ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
-    );
-    if (rows.length === 0) return { claimed: 0, rejected: [] };
-    if (guard.lockTimeoutMs) {
-      const ms = String(Math.ceil(guard.lockTimeoutMs));
-      await run(client, sql`SELECT set_config('idle_in_transaction_session_timeout', ${ms}, true), set_config('statement_timeout', ${ms}, true)`);
-    }
-    const rejected = await push(rows.map((r) => ({ id: r.id, jobName: r.job_name, jobId: r.job_id, data: r.data })));
-    for (const { row } of rejected) {
-      if (WORK_KINDS.has(row.jobName)) await failWithoutAttempt(client, row.jobName as WorkKind, row.jobId);
-    }
-    await run(client, sql`DELETE FROM outbox WHERE id = ANY(${rows.map((r) => r.id)}::bigint[])`);
-    return { claimed: rows.length, rejected };
-  });
+  const ms = guard.lockTimeoutMs ? Math.ceil(guard.lockTimeoutMs) : undefined;
+  return inTransaction(
+    pool,
+    async (client) => {
+      const { rows } = await run<{ id: string; job_name: OutboxJobName; job_id: string; data: Record<string, unknown> }>(
+        client,
+        sql`DELETE FROM outbox WHERE id IN (
+              SELECT id FROM outbox WHERE queue_prefix = ${queuePrefix} ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+            RETURNING id, job_name, job_id, data`,
+        "delivery_state_claim_outbox",
+      );
+      if (rows.length === 0) return { claimed: 0, rejected: [] };
+      // RETURNING has no order; jobs are added oldest first (ids are a bigint sequence).
+      rows.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
+      const rejected = await push(rows.map((r) => ({ id: r.id, jobName: r.job_name, jobId: r.job_id, data: r.data })));
+      for (const { row } of rejected) {
+        if (WORK_KINDS.has(row.jobName)) await failWithoutAttempt(client, row.jobName as WorkKind, row.jobId);
+      }
+      return { claimed: rows.length, rejected };
+    },
+    ms ? { idle_in_transaction_session_timeout: ms, statement_timeout: ms } : {},
+  );
 }
 
 /** Outbox rows of `queuePrefix` not yet relayed (for /readyz and metrics). */
