@@ -26,6 +26,8 @@ export interface Sizes {
   /** Events of the fan-out phase (5 webhooks each). */
   fanoutEvents: number;
   pacedMs: number;
+  /** Events/s of the paced phase; undefined: half the burst's median rate (the target's rate). */
+  pacedRate?: number;
   retries: number;
 }
 
@@ -55,9 +57,10 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
     // autocannon needs at least one request per connection (32), and fan-out sends N / 5.
     .option("--events <N>", "events of the burst (default 5000, quick 2000); ingest, floor and fan-out scale with it (the batch phase: 30000 events, quick 10000)", integerAtLeast(200))
     .option("--reps <N>", "repetitions of each phase (default 3, quick 1)", integerAtLeast(1))
+    .option("--paced-rate <N>", "run the paced phase at N events/s instead of half the burst rate (to compare commits, or machines, at one rate)", integerAtLeast(1))
     .action(() => undefined)
     .parse(argv, { from: "user" })
-    .opts<{ quick?: boolean; grown?: boolean; reseed?: boolean; seedEvents: number; events?: number; reps?: number }>();
+    .opts<{ quick?: boolean; grown?: boolean; reseed?: boolean; seedEvents: number; events?: number; reps?: number; pacedRate?: number }>();
   const quick = options.quick ?? false;
   const burst = options.events ?? (quick ? 2_000 : 5_000);
   const sizes: Sizes = {
@@ -69,6 +72,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
     floor: burst,
     fanoutEvents: Math.round(burst / 5),
     pacedMs: quick ? 5_000 : 15_000,
+    pacedRate: options.pacedRate,
     retries: quick ? 50 : 200,
   };
   return { quick, grown: options.grown ?? false, reseed: options.reseed ?? false, seedEvents: options.seedEvents, sizes };

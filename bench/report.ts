@@ -64,7 +64,9 @@ export interface Target {
   value: string;
 }
 
-export function targets(h: Headline, extra: Target[] = []): Target[] {
+/** The targets of "Fast and flat"; `pacedRateChosen`: the paced phase ran at a rate given with
+ * --paced-rate, not at half the burst rate the target names (the line says so). */
+export function targets(h: Headline, extra: Target[] = [], pacedRateChosen?: number): Target[] {
   const t = (name: string, met: boolean, value: string): Target => ({ name, met, value });
   return [
     t("ingest >= 2,000 events/s", h.ingest_events_per_s >= 2_000, `${h.ingest_events_per_s}/s`),
@@ -72,7 +74,11 @@ export function targets(h: Headline, extra: Target[] = []): Target[] {
     t("batch ingest >= 15,000 events/s", h.batch_ingest_events_per_s >= 15_000, `${h.batch_ingest_events_per_s}/s`),
     t("burst >= 0.9 x floor (stretch 1.0)", h.burst_to_floor_ratio >= 0.9, `${h.burst_to_floor_ratio} x`),
     t("fan-out >= 0.9 x floor (stretch 1.0)", h.fanout_to_floor_ratio >= 0.9, `${h.fanout_to_floor_ratio} x`),
-    t("paced p99 <= 50 ms", h.paced_p99_ms <= 50, `${h.paced_p99_ms} ms`),
+    t(
+      pacedRateChosen === undefined ? "paced p99 <= 50 ms" : `paced p99 <= 50 ms (at ${pacedRateChosen}/s as asked, not half the burst)`,
+      h.paced_p99_ms <= 50,
+      `${h.paced_p99_ms} ms`,
+    ),
     t("retries within 250 ms at p99", h.retry_late_p99_ms <= 250, `${h.retry_late_p99_ms} ms`),
     t("API RSS <= 150 MB under the burst", h.peak_rss_mb_api <= 150, `${h.peak_rss_mb_api} MB`),
     t("dispatcher RSS <= 150 MB under the burst", h.peak_rss_mb_dispatcher <= 150, `${h.peak_rss_mb_dispatcher} MB`),

@@ -110,7 +110,7 @@ async function main() {
   }
 
   const burstMedian = figure(samples.burst.map((s) => s.rate)).median;
-  const pacedRate = Math.max(10, Math.round(burstMedian / 2));
+  const pacedRate = sizes.pacedRate ?? Math.max(10, Math.round(burstMedian / 2));
   const pacedSamples: Awaited<ReturnType<typeof phase.paced>>[] = [];
   const retrySamples: Awaited<ReturnType<typeof phase.retryTiming>>[] = [];
   for (let rep = 0; rep < sizes.reps; rep++) {
@@ -177,7 +177,7 @@ async function main() {
     ...(explain ? [listQueriesTarget(explain)] : []),
     ...(purge ? [{ name: "grown: retention purge of 1M payloads < 1 s", met: purge.purgeMs < 1_000 && purge.payloadsLeft === 0 && purge.metadataKept, value: `${Math.round(purge.purgeMs)} ms (${purge.payloads} payloads)` }] : []),
   ];
-  const allTargets = targets(h, grownTargets);
+  const allTargets = targets(h, grownTargets, sizes.pacedRate);
 
   printTable(f, h, { mode: MODE, reps: sizes.reps, sizes: { ...sizes }, pacedRate, connections: CONCURRENCY }, crossCheck);
   if (seed) printRows("grown database", seedRows(seed));
