@@ -4,6 +4,7 @@ import { BullMQAdapter } from "@bull-board/api/bullMQAdapter";
 import { ExpressAdapter } from "@bull-board/express";
 import type { Queue } from "bullmq";
 import type { RequestHandler, Router } from "express";
+import { clientKeyOf } from "./auth.js";
 import type { FailureLimiter } from "./failure-limiter.js";
 
 /**
@@ -16,12 +17,13 @@ const digest = (value: string) => createHash("sha256").update(value, "utf8").dig
 
 /**
  * Basic auth compared in constant time (on digests, so lengths never leak either). An address
- * past its allowance of failed attempts gets 429 without its credentials being looked at.
+ * past its allowance of failed attempts gets 429 without its credentials being looked at; IPv6
+ * addresses are counted per /64 (clientKeyOf), or one host could try with each of its 2^64.
  */
 export function basicAuth(username: string, password: string, failures: FailureLimiter): RequestHandler {
   const expected = digest(`${username}:${password}`);
   return async (req, res, next) => {
-    const address = req.ip ?? req.socket.remoteAddress ?? "unknown";
+    const address = clientKeyOf(req.ip ?? req.socket.remoteAddress ?? "unknown");
     const offered = req.headers.authorization !== undefined;
     // A request without credentials is how a browser asks for the login prompt: not an attempt.
     const wait = offered ? await failures.reserve(address) : 0;
