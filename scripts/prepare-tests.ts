@@ -1,7 +1,8 @@
 /**
  * Run by scripts/test.mjs before jest: makes the HTTPS receivers' certificate in the folder given
- * as the only argument, and (re)creates the test database from prisma/migrations, so every run
- * starts from exactly what `npm run db:migrate` builds.
+ * as the only argument, and (re)creates the test database (TEST_DATABASE_URL) from
+ * prisma/migrations, so every run starts from exactly what `npm run db:migrate` builds. With
+ * `--drop` instead, after jest: drops that database (the run's own).
  */
 import pg from "pg";
 import { ensureLocalCertificate } from "@mailhooks/receiver";
@@ -10,10 +11,11 @@ import { testDatabaseUrl } from "../tests/support/env.js";
 
 const certDir = process.argv[2];
 if (!certDir) {
-  console.error("usage: prepare-tests CERT_DIR");
+  console.error("usage: prepare-tests CERT_DIR | --drop");
   process.exit(2);
 }
-await ensureLocalCertificate(certDir);
+const drop = certDir === "--drop";
+if (!drop) await ensureLocalCertificate(certDir);
 
 const url = testDatabaseUrl();
 const admin = new URL(url);
@@ -23,4 +25,4 @@ const client = new pg.Client({ connectionString: admin.toString() });
 await client.connect();
 await client.query(`DROP DATABASE IF EXISTS "${name.replaceAll('"', '""')}" WITH (FORCE)`);
 await client.end();
-await migrate(url, MIGRATIONS_DIR);
+if (!drop) await migrate(url, MIGRATIONS_DIR);

@@ -17,8 +17,8 @@ const certDir = path.join(root, ".tmp", "certs");
 const USAGE = `Usage: npm test [-- [jest options] [test path patterns]]
 
 Runs the test suite with jest. First it makes the HTTPS receivers' certificate
-(.tmp/certs) and drops and recreates the test database from prisma/migrations;
-then it passes every argument to jest (its options: npx jest --help).
+(.tmp/certs) and creates the test database from prisma/migrations; then it passes
+every argument to jest (its options: npx jest --help).
 
 Options:
   -h, --help  show this help and exit
@@ -29,8 +29,9 @@ Examples:
   $ npm test -- tests/cli packages/verify -t "unknown option"
 
 Needs:
-  PostgreSQL    TEST_DATABASE_URL (default: postgresql://postgres@127.0.0.1:5432/webhooks_test);
-                that database is dropped and recreated on every run
+  PostgreSQL    TEST_DATABASE_URL (default: a database of this run's own,
+                postgresql://postgres@127.0.0.1:5432/webhooks_test_<pid>, dropped at
+                the end); a database it names is dropped and recreated on every run
   Redis         REDIS_URL (default: redis://127.0.0.1:6379)
   python3       on the PATH (the Python receivers' tests)
   chromium      /usr/bin/chromium (the dashboard's browser tests)
@@ -78,15 +79,26 @@ function isUnknownOption({ names, letters }) {
   };
 }
 
-const made = spawnSync(process.execPath, [require.resolve("tsx/cli"), "--conditions=source", path.join(root, "scripts", "prepare-tests.ts"), certDir], { stdio: "inherit" });
+// A database of this run's own unless one is named: two runs on one machine (a developer's and
+// a helper's, or CI's) must never drop each other's data.
+const ownDatabase = process.env.TEST_DATABASE_URL === undefined;
+const databaseUrl = process.env.TEST_DATABASE_URL ?? `postgresql://postgres@127.0.0.1:5432/webhooks_test_${process.pid}`;
+const prepare = (...extra) =>
+  spawnSync(process.execPath, [require.resolve("tsx/cli"), "--conditions=source", path.join(root, "scripts", "prepare-tests.ts"), ...extra], {
+    stdio: "inherit",
+    env: { ...process.env, TEST_DATABASE_URL: databaseUrl },
+  });
+const made = prepare(certDir);
 if (made.status !== 0) process.exit(made.status ?? 1);
 
 const env = {
   ...process.env,
+  TEST_DATABASE_URL: databaseUrl,
   NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --experimental-vm-modules --no-warnings=ExperimentalWarning`.trim(),
   NODE_EXTRA_CA_CERTS: path.join(certDir, "localhost.crt"),
   TEST_CERT_DIR: certDir,
 };
 const jest = require.resolve("jest/bin/jest");
 const result = spawnSync(process.execPath, [jest, ...args], { stdio: "inherit", env, cwd: root });
+if (ownDatabase) prepare("--drop");
 process.exit(result.status ?? 1);

@@ -1,0 +1,37 @@
+import { spawnSync } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { testDatabaseUrl } from "../support/env.js";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+/**
+ * `npm test` makes a database of its own per run (README, "Commands"): a second run on the same
+ * machine (a developer's beside CI's, or a helper's) must not drop the database this run is
+ * using. It once dropped and recreated one shared `webhooks_test`, which emptied a running
+ * suite's tables under it (the browser test lost its replays mid-way).
+ */
+describe("npm test's database", () => {
+  it("a second run leaves this run's database alone and drops its own at the end", async () => {
+    const pool = new pg.Pool({ connectionString: testDatabaseUrl(), max: 1 });
+    try {
+      await pool.query("CREATE TABLE IF NOT EXISTS test_database_marker (id int)");
+      await pool.query("INSERT INTO test_database_marker VALUES (1)");
+
+      // Another run, as a person starts it: no TEST_DATABASE_URL. `--listTests` prepares
+      // everything (certificate, database), lists the files and ends without running them.
+      const env: NodeJS.ProcessEnv = { ...process.env };
+      delete env.TEST_DATABASE_URL;
+      const other = spawnSync(process.execPath, [path.join(ROOT, "scripts/test.mjs"), "--listTests"], { cwd: ROOT, env, encoding: "utf8", timeout: 120_000 });
+      expect({ status: other.status, stderr: other.status === 0 ? "" : other.stderr }).toEqual({ status: 0, stderr: "" });
+
+      expect((await pool.query("SELECT count(*)::int AS n FROM test_database_marker")).rows[0].n).toBe(1);
+      const leftovers = await pool.query("SELECT datname FROM pg_database WHERE datname = $1", [`webhooks_test_${other.pid}`]);
+      expect(leftovers.rows).toEqual([]);
+    } finally {
+      await pool.query("DROP TABLE IF EXISTS test_database_marker").catch(() => undefined);
+      await pool.end();
+    }
+  });
+});
