@@ -1,15 +1,17 @@
 import { createHash } from "node:crypto";
-import { rateLimit } from "express-rate-limit";
+import { MemoryStore, rateLimit, type ClientRateLimitInfo, type IncrementResponse, type Options, type Store } from "express-rate-limit";
 import { RedisStore, type RedisReply } from "rate-limit-redis";
 import type { RequestHandler } from "express";
+import { isInfrastructureError } from "@mailhooks/infrastructure-errors";
 import type { RedisClient } from "@mailhooks/queue";
 import { AppError } from "../errors.js";
 
 /**
  * Per-account rate limit (RATE_LIMIT_PER_MINUTE, after authentication) shared by every API
  * replica through Redis (one fixed one-minute window per account, whatever key it uses). Over
- * the limit: 429 `rate_limited` with `Retry-After` in seconds. While Redis is unreachable the
- * limiter lets requests through (accepting needs only PostgreSQL).
+ * the limit: 429 `rate_limited` with `Retry-After` in seconds. While Redis is unreachable each
+ * process counts on its own, in memory (accepting needs only PostgreSQL, and an outage must not
+ * lift the limit), as the failed-authentication limiter does.
  */
 export function rateLimitPerAccount(redis: RedisClient, prefix: string, perMinute: number): RequestHandler {
   if (perMinute === 0) return (_req, _res, next) => next();
@@ -18,18 +20,71 @@ export function rateLimitPerAccount(redis: RedisClient, prefix: string, perMinut
     limit: perMinute,
     standardHeaders: "draft-7",
     legacyHeaders: false,
+    // The store falls back to memory itself; an error that still reaches the limiter (a bug)
+    // lets the request through rather than refusing work PostgreSQL could accept.
     passOnStoreError: true,
     keyGenerator: (req) => req.principal?.accountId ?? "anonymous",
-    store: new RedisStore({
-      prefix: `${prefix}:ratelimit:`,
-      sendCommand: scriptsByText(redis),
-    }),
+    store: new RedisOrMemoryStore(new RedisStore({ prefix: `${prefix}:ratelimit:`, sendCommand: scriptsByText(redis) }), redis),
     handler: (req, _res, next) => {
       const resetTime = (req as { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;
       const retryAfter = resetTime ? Math.max(1, Math.ceil((resetTime.getTime() - Date.now()) / 1000)) : 60;
       next(new AppError("rate_limited", `too many requests for this account; retry in ${retryAfter} s`, undefined, { "Retry-After": String(retryAfter) }));
     },
   });
+}
+
+/**
+ * Counts in Redis while it is connected, else in this process's memory: an outage neither lifts
+ * the limit nor fills the log (express-rate-limit writes every store error to console.error,
+ * past the service's logger). An error that is not an outage is the limiter's to handle.
+ */
+class RedisOrMemoryStore implements Store {
+  readonly localKeys = false;
+  readonly prefix: string;
+  private readonly memory = new MemoryStore();
+
+  constructor(
+    private readonly shared: RedisStore,
+    private readonly redis: RedisClient,
+  ) {
+    this.prefix = shared.prefix;
+  }
+
+  init(options: Options): void {
+    this.memory.init(options);
+    void this.shared.init?.(options);
+  }
+
+  private async either<T>(viaRedis: () => Promise<T>, viaMemory: () => T | Promise<T>): Promise<T> {
+    if (this.redis.status === "ready") {
+      try {
+        return await viaRedis();
+      } catch (error) {
+        if (!isInfrastructureError(error)) throw error;
+      }
+    }
+    return viaMemory();
+  }
+
+  increment(key: string): Promise<IncrementResponse> {
+    return this.either(() => this.shared.increment(key), () => this.memory.increment(key));
+  }
+
+  get(key: string): Promise<ClientRateLimitInfo | undefined> {
+    return this.either(() => this.shared.get(key), () => this.memory.get(key));
+  }
+
+  decrement(key: string): Promise<void> {
+    return this.either(() => this.shared.decrement(key), () => this.memory.decrement(key));
+  }
+
+  resetKey(key: string): Promise<void> {
+    return this.either(() => this.shared.resetKey(key), () => this.memory.resetKey(key));
+  }
+
+  shutdown(): void {
+    void this.memory.shutdown();
+  }
 }
 
 /**
