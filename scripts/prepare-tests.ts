@@ -17,6 +17,19 @@ if (!certDir) {
 const drop = certDir === "--drop";
 if (!drop) await ensureLocalCertificate(certDir);
 
+/** The name scripts/test.mjs gives a run's own database. */
+const OWN = /^webhooks_test_\d+$/;
+
+/** Whether process `pid` runs on this machine (a reused pid only keeps a leftover longer). */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
 const url = testDatabaseUrl();
 const admin = new URL(url);
 const name = decodeURIComponent(admin.pathname.slice(1));
@@ -24,5 +37,13 @@ admin.pathname = "/postgres";
 const client = new pg.Client({ connectionString: admin.toString() });
 await client.connect();
 await client.query(`DROP DATABASE IF EXISTS "${name.replaceAll('"', '""')}" WITH (FORCE)`);
+if (!drop && OWN.test(name)) {
+  // Runs of `npm test` that were killed never dropped their databases (nor their tests'
+  // scratch ones, `<name>_<suffix>`): those whose process is gone go now.
+  const { rows } = await client.query<{ datname: string }>("SELECT datname FROM pg_database WHERE datname ~ '^webhooks_test_[0-9]+(_.*)?$'");
+  for (const { datname } of rows) {
+    if (!isAlive(Number(/^webhooks_test_(\d+)/.exec(datname)![1]))) await client.query(`DROP DATABASE IF EXISTS "${datname.replaceAll('"', '""')}" WITH (FORCE)`);
+  }
+}
 await client.end();
 if (!drop) await migrate(url, MIGRATIONS_DIR);
