@@ -1,12 +1,11 @@
 import type pg from "pg";
-import { dispatcherConfigSchema, loadConfig, secretKeysOf, type DispatcherConfig } from "@mailhooks/config";
+import { dispatcherConfigSchema, loadConfig, type DispatcherConfig } from "@mailhooks/config";
 import { getLogger } from "@mailhooks/logger";
 import { createRedisConnection, DeliveryQueue } from "@mailhooks/queue";
-import { createKeyring, parseKeys } from "@mailhooks/secrets";
 import { createHttpClient } from "../../apps/dispatcher/src/delivery/http-client.js";
 import { createDispatcherMetrics, type DispatcherMetrics } from "../../apps/dispatcher/src/metrics.js";
 import { startRelay } from "../../apps/dispatcher/src/relay.js";
-import { createDeliveryWorker } from "../../apps/dispatcher/src/worker.js";
+import { createConfiguredDeliveryWorker } from "../../apps/dispatcher/src/worker.js";
 import { testDatabaseUrl, testRedisUrl } from "./env.js";
 import type { Stack } from "./stack.js";
 
@@ -32,26 +31,7 @@ export function startInProcessDispatcher(
   if (options.parts !== "relay-only") {
     const connection = createRedisConnection(config.REDIS_URL, "worker", cluster);
     const { client, agent } = createHttpClient({ timeoutMs: config.DELIVERY_TIMEOUT_MS, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS });
-    const worker = createDeliveryWorker(
-      {
-        pool,
-        client,
-        allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS,
-        retryDelaysMs: config.DELIVERY_RETRY_DELAYS_MS,
-        logger,
-        metrics,
-        keyring: createKeyring(parseKeys(secretKeysOf(config))),
-        autoDisableAfterMs: config.WEBHOOK_AUTO_DISABLE_AFTER_HOURS * 3_600_000,
-      },
-      {
-        connection,
-        prefix: options.keyPrefix,
-        concurrency: config.DISPATCHER_CONCURRENCY,
-        lockDurationMs: config.DISPATCHER_LOCK_DURATION_MS,
-        stalledIntervalMs: config.DISPATCHER_STALLED_INTERVAL_MS,
-        maxPostpones: config.DISPATCHER_MAX_POSTPONES,
-      },
-    );
+    const worker = createConfiguredDeliveryWorker(config, { pool, client, logger, metrics, connection, prefix: options.keyPrefix });
     closers.push(async () => {
       await worker.close();
       agent.destroy();

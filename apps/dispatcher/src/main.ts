@@ -3,8 +3,7 @@
  * envelopes. Any number may run against one PostgreSQL and one Redis. SIGTERM lets in-flight
  * attempts finish, then exits 0.
  */
-import { dispatcherConfigSchema, loadConfig, secretKeysOf, usesInsecureDevelopmentKey, type DispatcherConfig } from "@mailhooks/config";
-import { createKeyring, parseKeys } from "@mailhooks/secrets";
+import { dispatcherConfigSchema, loadConfig, usesInsecureDevelopmentKey, type DispatcherConfig } from "@mailhooks/config";
 import { createDatabase } from "@mailhooks/db";
 import { configureLogger, getLogger } from "@mailhooks/logger";
 import { createCommand } from "@mailhooks/command-line";
@@ -14,7 +13,7 @@ import { createHttpClient } from "./delivery/http-client.js";
 import { startMaintenance } from "./maintenance.js";
 import { createDispatcherMetrics, serveMetrics } from "./metrics.js";
 import { startRelay } from "./relay.js";
-import { createDeliveryWorker } from "./worker.js";
+import { createConfiguredDeliveryWorker } from "./worker.js";
 
 // --help and usage errors are answered before anything starts (CONTRACT.md section 1).
 createCommand({
@@ -53,26 +52,7 @@ const relayQueue = new DeliveryQueue(relayConnection, keyPrefix, config.DELIVERY
 relayQueue.queue.on("error", () => undefined);
 const metrics = createDispatcherMetrics(deliveryQueue.queue);
 const metricsServer = await serveMetrics(metrics.registry, config.METRICS_PORT);
-const worker = createDeliveryWorker(
-  {
-    pool: db.pool,
-    client,
-    allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS,
-    retryDelaysMs: config.DELIVERY_RETRY_DELAYS_MS,
-    logger,
-    metrics,
-    keyring: createKeyring(parseKeys(secretKeysOf(config))),
-    autoDisableAfterMs: config.WEBHOOK_AUTO_DISABLE_AFTER_HOURS * 3_600_000,
-  },
-  {
-    connection,
-    prefix: keyPrefix,
-    concurrency: config.DISPATCHER_CONCURRENCY,
-    lockDurationMs: config.DISPATCHER_LOCK_DURATION_MS,
-    stalledIntervalMs: config.DISPATCHER_STALLED_INTERVAL_MS,
-    maxPostpones: config.DISPATCHER_MAX_POSTPONES,
-  },
-);
+const worker = createConfiguredDeliveryWorker(config, { pool: db.pool, client, logger, metrics, connection, prefix: keyPrefix });
 const relay = startRelay({
   pool: db.pool,
   databaseUrl: config.DATABASE_URL,

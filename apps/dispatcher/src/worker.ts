@@ -2,7 +2,8 @@ import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
 import { ZodError } from "zod";
 import { failWithoutAttempt, retryDelayFor, type WorkKind } from "@mailhooks/delivery-state";
 import { isInfrastructureError } from "@mailhooks/infrastructure-errors";
-import { SecretDecryptionError } from "@mailhooks/secrets";
+import { secretKeysOf, type DispatcherConfig } from "@mailhooks/config";
+import { createKeyring, parseKeys, SecretDecryptionError } from "@mailhooks/secrets";
 import { deliveryJob, JOB_NAMES, QUEUE_NAMES, replayJob, testDeliveryJob, DELIVERY_BACKOFF_TYPE, type RedisClient } from "@mailhooks/queue";
 import { RetryableDeliveryError } from "./delivery/retry-policy.js";
 import { createAttemptStore, deliverDestination, type DeliveryContext } from "./jobs/deliver-destination.js";
@@ -141,4 +142,36 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
     if (job && /stalled more than allowable limit/i.test(error.message)) void giveUp(job, "stalled", error);
   });
   return worker;
+}
+
+/**
+ * The delivery worker of a dispatcher configured by `config` (apps/dispatcher/src/main.ts, and
+ * the tests' in-process dispatchers): which settings feed the deliveries (retry delays, private
+ * targets, secret keys, auto-disable) and the worker (concurrency, lock, stalled checks,
+ * postpones) is written here once.
+ */
+export function createConfiguredDeliveryWorker(
+  config: DispatcherConfig,
+  wiring: Pick<DeliveryContext, "pool" | "client" | "logger" | "metrics"> & Pick<DeliveryWorkerOptions, "connection" | "prefix">,
+): Worker {
+  return createDeliveryWorker(
+    {
+      pool: wiring.pool,
+      client: wiring.client,
+      logger: wiring.logger,
+      metrics: wiring.metrics,
+      allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS,
+      retryDelaysMs: config.DELIVERY_RETRY_DELAYS_MS,
+      keyring: createKeyring(parseKeys(secretKeysOf(config))),
+      autoDisableAfterMs: config.WEBHOOK_AUTO_DISABLE_AFTER_HOURS * 3_600_000,
+    },
+    {
+      connection: wiring.connection,
+      prefix: wiring.prefix,
+      concurrency: config.DISPATCHER_CONCURRENCY,
+      lockDurationMs: config.DISPATCHER_LOCK_DURATION_MS,
+      stalledIntervalMs: config.DISPATCHER_STALLED_INTERVAL_MS,
+      maxPostpones: config.DISPATCHER_MAX_POSTPONES,
+    },
+  );
 }
