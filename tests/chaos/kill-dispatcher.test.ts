@@ -5,7 +5,7 @@ import { verify } from "@mailhooks/verify";
 import { testRedisUrl } from "../support/env.js";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { createHook, deliveryRows, emailArrivals, startHookReceiver } from "../support/hooks.js";
-import { killAll, removeMaintenanceQueue, startDispatcher, waitForExit } from "./support/processes.js";
+import { endChaosFile, startDispatcher, waitForExit } from "./support/processes.js";
 
 /**
  * Issue 4, item 7: a dispatcher killed with SIGKILL in the middle of a delivery loses nothing.
@@ -32,13 +32,7 @@ describe("a dispatcher killed mid-delivery", () => {
     connection = createRedisConnection(testRedisUrl(), "worker");
     deliveries = new Queue(QUEUE_NAMES.deliveries, { connection, prefix: stack.prefix });
   });
-  afterAll(async () => {
-    await killAll();
-    if (stack) await removeMaintenanceQueue(stack.prefix);
-    await deliveries?.close();
-    await connection?.quit().catch(() => undefined);
-    await stack?.close();
-  });
+  afterAll(() => endChaosFile(stack, () => deliveries?.close(), () => connection?.quit().catch(() => undefined)));
 
   test("its in-flight delivery is taken over by another running dispatcher and delivered", async () => {
     const acct = await stack.newAccount();

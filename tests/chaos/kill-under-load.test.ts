@@ -1,7 +1,7 @@
 import { callApi } from "../support/api-call.js";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { createHook, emailArrivals, startHookReceiver } from "../support/hooks.js";
-import { freePort, killAll, removeMaintenanceQueue, startApiProcess, startDispatcher, waitForExit, waitForOutput } from "./support/processes.js";
+import { endChaosFile, freePort, startApiProcess, startDispatcher, waitForExit, waitForOutput } from "./support/processes.js";
 
 /**
  * Issue "Accepted means delivered", item 6: SIGKILL of a dispatcher under load, and of an API in
@@ -23,11 +23,7 @@ describe("SIGKILL under load", () => {
   beforeAll(async () => {
     stack = await startStack({ dispatcher: false });
   });
-  afterAll(async () => {
-    await killAll();
-    if (stack) await removeMaintenanceQueue(stack.prefix);
-    await stack?.close();
-  });
+  afterAll(() => endChaosFile(stack));
 
   test(`a dispatcher killed after ~30 of ${EVENTS} deliveries to a ${RECEIVER_DELAY_MS} ms receiver: all arrive within the bound, three runs`, async () => {
     const acct = await stack.newAccount();

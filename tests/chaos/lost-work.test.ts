@@ -7,7 +7,7 @@ import { sweepLostWork } from "../../apps/dispatcher/src/jobs/sweep-lost-work.js
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { createHook, deliveryRows, emailArrivals, eventOf, startHookReceiver } from "../support/hooks.js";
 import { testRedisUrl } from "../support/env.js";
-import { killAll, removeMaintenanceQueue, startDispatcher } from "./support/processes.js";
+import { endChaosFile, startDispatcher } from "./support/processes.js";
 
 /**
  * Issue "Accepted means delivered", items 1 and 8: work whose job Redis lost after acceptance
@@ -30,13 +30,7 @@ describe("work whose job Redis lost", () => {
     redis = createRedisConnection(testRedisUrl(), "worker");
     deliveries = new Queue(QUEUE_NAMES.deliveries, { connection: redis, prefix: stack.prefix });
   });
-  afterAll(async () => {
-    await killAll();
-    if (stack) await removeMaintenanceQueue(stack.prefix);
-    await deliveries?.close();
-    await redis?.quit().catch(() => undefined);
-    await stack?.close();
-  });
+  afterAll(() => endChaosFile(stack, () => deliveries?.close(), () => redis?.quit().catch(() => undefined)));
 
   test("a test delivery, a destination and a replay lost with their jobs are each delivered once", async () => {
     const hr = await startHookReceiver(stack);

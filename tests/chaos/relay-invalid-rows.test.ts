@@ -1,6 +1,6 @@
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { at, createHook, deliveryRows, emailArrivals, startHookReceiver } from "../support/hooks.js";
-import { freePort, killAll, removeMaintenanceQueue, startDispatcher, waitForOutput } from "./support/processes.js";
+import { endChaosFile, freePort, startDispatcher, waitForOutput } from "./support/processes.js";
 
 /**
  * An outbox row that no worker could run (data its job's schema refuses, an unknown job name: a
@@ -16,11 +16,7 @@ describe("an invalid outbox row", () => {
   beforeAll(async () => {
     stack = await startStack({ dispatcher: false });
   });
-  afterAll(async () => {
-    await killAll();
-    if (stack) await removeMaintenanceQueue(stack.prefix);
-    await stack?.close();
-  });
+  afterAll(() => endChaosFile(stack));
 
   test("ends its work failed, logged with the row id and counted, and never sends", async () => {
     const hr = await startHookReceiver(stack);

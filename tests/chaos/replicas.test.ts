@@ -1,7 +1,7 @@
 import { callApi } from "../support/api-call.js";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { createHook, startHookReceiver } from "../support/hooks.js";
-import { freePort, killAll, removeMaintenanceQueue, startApiProcess, startDispatcher, waitForOutput } from "./support/processes.js";
+import { endChaosFile, freePort, startApiProcess, startDispatcher, waitForOutput } from "./support/processes.js";
 
 /**
  * Replicas share the work (issues "Accepted means delivered" and "Fast and flat"): two API
@@ -22,11 +22,7 @@ describe("two APIs and two dispatchers", () => {
   beforeAll(async () => {
     stack = await startStack({ dispatcher: false });
   });
-  afterAll(async () => {
-    await killAll();
-    if (stack) await removeMaintenanceQueue(stack.prefix);
-    await stack?.close();
-  });
+  afterAll(() => endChaosFile(stack));
 
   test(`${EVENTS} events: relayed once, delivered once each, none lost`, async () => {
     const acct = await stack.newAccount();

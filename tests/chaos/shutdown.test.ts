@@ -1,7 +1,7 @@
 import http from "node:http";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { createHook, deliveryRows, emailArrivals, startHookReceiver } from "../support/hooks.js";
-import { freePort, killAll, removeMaintenanceQueue, startApiProcess, startDispatcher, waitForExit, waitForOutput } from "./support/processes.js";
+import { endChaosFile, freePort, startApiProcess, startDispatcher, waitForExit, waitForOutput } from "./support/processes.js";
 
 /**
  * Issue 4, item 9: SIGTERM drains in-flight work within a bound and exits 0.
@@ -20,11 +20,7 @@ describe("graceful shutdown", () => {
   beforeAll(async () => {
     stack = await startStack({ dispatcher: false });
   });
-  afterAll(async () => {
-    await killAll();
-    if (stack) await removeMaintenanceQueue(stack.prefix);
-    await stack?.close();
-  });
+  afterAll(() => endChaosFile(stack));
 
   test("SIGTERM lets the dispatcher finish and record its in-flight attempt, then exit 0", async () => {
     const acct = await stack.newAccount();

@@ -7,7 +7,7 @@ import { POISONED_MARK } from "../../apps/dispatcher/src/worker.js";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { createHook, emailArrivals, startHookReceiver } from "../support/hooks.js";
 import { testRedisUrl } from "../support/env.js";
-import { killAll, removeMaintenanceQueue, startDispatcher } from "./support/processes.js";
+import { endChaosFile, startDispatcher } from "./support/processes.js";
 
 /**
  * The sweeper (apps/dispatcher/src/jobs/sweep-lost-work.ts) against real PostgreSQL and Redis:
@@ -29,13 +29,7 @@ describe("the sweeper", () => {
     redis = createRedisConnection(testRedisUrl(), "worker") as Redis;
     queue = new DeliveryQueue(redis, stack.prefix, RETRY_DELAYS);
   });
-  afterAll(async () => {
-    await killAll();
-    if (stack) await removeMaintenanceQueue(stack.prefix);
-    await queue?.close();
-    await redis?.quit().catch(() => undefined);
-    await stack?.close();
-  });
+  afterAll(() => endChaosFile(stack, () => queue?.close(), () => redis?.quit().catch(() => undefined)));
 
   const sweep = (extra: Partial<Parameters<typeof sweepLostWork>[0]> = {}) =>
     sweepLostWork({ pool: stack.pool, redis, queue, queuePrefix: stack.prefix, retryDelaysMs: RETRY_DELAYS, afterMs: 0, ...extra });
@@ -123,13 +117,7 @@ describe("a sweep run walks batch after batch within its budget", () => {
     redis = createRedisConnection(testRedisUrl(), "worker") as Redis;
     deliveries = new Queue(QUEUE_NAMES.deliveries, { connection: redis, prefix: stack.prefix });
   });
-  afterAll(async () => {
-    await killAll();
-    if (stack) await removeMaintenanceQueue(stack.prefix);
-    await deliveries?.close();
-    await redis?.quit().catch(() => undefined);
-    await stack?.close();
-  });
+  afterAll(() => endChaosFile(stack, () => deliveries?.close(), () => redis?.quit().catch(() => undefined)));
 
   test("a dispatcher's first sweep queues 13 lost destinations with batches of 5, not only the first batch", async () => {
     const hr = await startHookReceiver(stack);

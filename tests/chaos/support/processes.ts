@@ -193,5 +193,18 @@ export async function removeMaintenanceQueue(prefix: string, redisUrl = testRedi
   }
 }
 
+/**
+ * The end of a chaos test file: every process it started killed first (nothing writes while the
+ * rest goes), the maintenance queue its dispatchers made removed, then `closers` in order (a
+ * queue before its Redis connection) and the stack last. Each may be absent: a beforeAll that
+ * failed half-way leaves some unset.
+ */
+export async function endChaosFile(stack: { prefix: string; close: () => Promise<void> } | undefined, ...closers: (() => Promise<unknown> | undefined)[]): Promise<void> {
+  await killAll();
+  if (stack) await removeMaintenanceQueue(stack.prefix);
+  for (const close of closers) await close();
+  await stack?.close();
+}
+
 /** A free TCP port on loopback (get-port). */
 export const freePort = (): Promise<number> => getPort({ host: "127.0.0.1" });
