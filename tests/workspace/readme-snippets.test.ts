@@ -6,6 +6,7 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { format, promisify } from "node:util";
 import getPort from "get-port";
+import { bodyOf, loadVectors, VECTORS_PATH, type TestVector } from "../../packages/verify/scripts/vectors.js";
 
 /**
  * The README's "Verifying a signature" examples (Node, Python, Go) are run as they stand, copied
@@ -17,18 +18,9 @@ import getPort from "get-port";
 const require = createRequire(import.meta.url);
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const vectorsPath = path.join(root, "packages/verify/test-vectors.json");
+const vectorsPath = fileURLToPath(VECTORS_PATH);
 
-interface Vector {
-  name: string;
-  secrets: string[];
-  headers: Record<string, string>;
-  body_base64: string;
-  now: number;
-  tolerance_seconds: number;
-  expected: { ok: true; envelope: { event: string; data: Record<string, unknown> } } | { ok: false; error: string };
-}
-const vectors = (JSON.parse(readFileSync(vectorsPath, "utf8")) as { vectors: Vector[] }).vectors;
+const vectors = loadVectors();
 
 /** The section's fenced blocks of `language`, in order. */
 function readmeBlocks(language: string): string[] {
@@ -112,7 +104,7 @@ describe("README, Verifying a signature", () => {
     // its case (packages/verify's own tests run them).
     const runnable = vectors.filter((v) => v.tolerance_seconds === 300);
     expect(vectors.length - runnable.length).toBeLessThan(3);
-    const groups = new Map<string, Vector[]>();
+    const groups = new Map<string, TestVector[]>();
     for (const vector of runnable) {
       const key = JSON.stringify([vector.secrets, vector.now]);
       groups.set(key, [...(groups.get(key) ?? []), vector]);
@@ -170,7 +162,7 @@ describe("README, Verifying a signature", () => {
 });
 
 /** Waits for the example to listen, posts each vector's request, and collects what it answered. */
-async function sendVectors(child: ChildProcess, port: number, group: Vector[]): Promise<Map<string, unknown>> {
+async function sendVectors(child: ChildProcess, port: number, group: TestVector[]): Promise<Map<string, unknown>> {
   let stdout = "";
   let stderr = "";
   child.stdout!.on("data", (chunk) => (stdout += chunk));
@@ -191,7 +183,7 @@ async function sendVectors(child: ChildProcess, port: number, group: Vector[]): 
   const answers = new Map<string, { status: number; logged?: string; code?: string }>();
   const passed: string[] = [];
   for (const vector of group) {
-    const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...vector.headers }, body: Buffer.from(vector.body_base64, "base64") });
+    const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...vector.headers }, body: bodyOf(vector) });
     const text = await res.text();
     if (res.status === 204) passed.push(vector.name);
     answers.set(vector.name, res.status === 401 ? { status: 401, code: (JSON.parse(text) as { error: { code: string } }).error.code } : { status: res.status });
