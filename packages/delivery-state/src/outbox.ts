@@ -22,20 +22,28 @@ export interface OutboxEntry {
   /** The destination, replay or test delivery id: a second add of the same id is a no-op. */
   jobId: string;
   data: Record<string, unknown>;
+  /** The webhook and the account the work is for: the relay shares capacity among them. */
+  webhookId: string;
+  accountId: string;
 }
 
-export interface OutboxRow extends OutboxEntry {
+/** A claimed outbox row; rows written before their owner was recorded have none. */
+export interface OutboxRow extends Omit<OutboxEntry, "webhookId" | "accountId"> {
   id: string;
+  webhookId: string | null;
+  accountId: string | null;
 }
 
 /**
- * The CTE body inserting `entries` (a SELECT or VALUES yielding job_name, job_id, data):
- * `ob AS (...)`, returning one row per job. A trigger (`outbox_notify`) wakes the relays.
+ * The CTE body inserting `entries` (a SELECT or VALUES yielding job_name, job_id, data,
+ * webhook_id, account_id): `ob AS (...)`, returning one row per job. A trigger (`outbox_notify`)
+ * wakes the relays.
  */
 export function enqueueCte(queuePrefix: string, entries: Sql): Sql {
   return sql`ob AS (
-      INSERT INTO outbox (queue_prefix, job_name, job_id, data)
-      SELECT ${queuePrefix}, e.job_name, e.job_id, e.data FROM (${entries}) AS e(job_name, job_id, data)
+      INSERT INTO outbox (queue_prefix, job_name, job_id, data, webhook_id, account_id)
+      SELECT ${queuePrefix}, e.job_name, e.job_id, e.data, e.webhook_id, e.account_id
+        FROM (${entries}) AS e(job_name, job_id, data, webhook_id, account_id)
       RETURNING 1
     )`;
 }
@@ -43,7 +51,7 @@ export function enqueueCte(queuePrefix: string, entries: Sql): Sql {
 /** Inserts `entries` in one statement of its own (inside the caller's transaction). */
 export async function enqueue(db: Pick<pg.PoolClient, "query">, queuePrefix: string, entries: OutboxEntry[]): Promise<void> {
   if (entries.length === 0) return;
-  const rows = join(entries.map((e) => sql`(${e.jobName}, ${e.jobId}, ${JSON.stringify(e.data)}::jsonb)`));
+  const rows = join(entries.map((e) => sql`(${e.jobName}, ${e.jobId}, ${JSON.stringify(e.data)}::jsonb, ${e.webhookId}::text, ${e.accountId}::text)`));
   await run(db, sql`WITH ${enqueueCte(queuePrefix, sql`VALUES ${rows}`)} SELECT count(*) FROM ob`);
 }
 
@@ -86,17 +94,17 @@ export async function relayOutbox(
   return inTransaction(
     pool,
     async (client) => {
-      const { rows } = await run<{ id: string; job_name: OutboxJobName; job_id: string; data: Record<string, unknown> }>(
+      const { rows } = await run<{ id: string; job_name: OutboxJobName; job_id: string; data: Record<string, unknown>; webhook_id: string | null; account_id: string | null }>(
         client,
         sql`DELETE FROM outbox WHERE id IN (
               SELECT id FROM outbox WHERE queue_prefix = ${queuePrefix} ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED)
-            RETURNING id, job_name, job_id, data`,
-        "delivery_state_claim_outbox",
+            RETURNING id, job_name, job_id, data, webhook_id, account_id`,
+        "delivery_state_claim_outbox_v2",
       );
       if (rows.length === 0) return { claimed: 0, rejected: [] };
       // RETURNING has no order; jobs are added oldest first (ids are a bigint sequence).
       rows.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
-      const rejected = await push(rows.map((r) => ({ id: r.id, jobName: r.job_name, jobId: r.job_id, data: r.data })));
+      const rejected = await push(rows.map((r) => ({ id: r.id, jobName: r.job_name, jobId: r.job_id, data: r.data, webhookId: r.webhook_id, accountId: r.account_id })));
       for (const { row } of rejected) {
         if (WORK_KINDS.has(row.jobName)) await failWithoutAttempt(client, row.jobName as WorkKind, row.jobId);
       }

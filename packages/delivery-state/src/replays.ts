@@ -45,8 +45,8 @@ export async function acceptReplays(
                     ${replays.map((r) => r.destinationId)}::text[], ${replays.map((r) => r.destinationUrl)}::text[],
                     ${replays.map((r) => r.toOwnUrl)}::boolean[], ${replays.map((r) => r.hasTargetUrl)}::boolean[])
              AS t(id, webhook_id, destination_id, destination_url, to_own_url, has_target_url)
-      RETURNING id
-    ), ${enqueueCte(input.queuePrefix, sql`SELECT ${JOB_NAMES.replay}::text, id, jsonb_build_object('replayId', id) FROM r`)}
+      RETURNING id, webhook_id, account_id
+    ), ${enqueueCte(input.queuePrefix, sql`SELECT ${JOB_NAMES.replay}::text, id, jsonb_build_object('replayId', id), webhook_id, account_id FROM r`)}
     SELECT count(*) FROM ob`,
   );
   return replays.map((r) => ({ replayId: r.id, webhookId: r.webhookId, destinationUrl: r.destinationUrl }));

@@ -65,8 +65,9 @@ export async function requeueWork(pool: pg.Pool, kind: WorkKind, queuePrefix: st
     pool,
     sql`WITH ${enqueueCte(
       queuePrefix,
-      sql`SELECT ${kind}::text, u.id, u.data FROM unnest(${jobs.map((j) => j.id)}::text[], ${jobs.map((j) => JSON.stringify(j.data))}::jsonb[]) AS u(id, data)
-           WHERE EXISTS (SELECT 1 FROM ${TABLES[kind]} w WHERE w.id = u.id AND w.status = 'pending')`,
+      sql`SELECT ${kind}::text, u.id, u.data, w.webhook_id, w.account_id
+            FROM unnest(${jobs.map((j) => j.id)}::text[], ${jobs.map((j) => JSON.stringify(j.data))}::jsonb[]) AS u(id, data)
+            JOIN ${TABLES[kind]} w ON w.id = u.id AND w.status = 'pending'`,
     )} SELECT count(*)::int AS n FROM ob`,
   );
   return rows[0]?.n ?? 0;

@@ -74,7 +74,7 @@ async function addTestDelivery(client: pg.PoolClient, accountId: string, webhook
     sql`INSERT INTO test_deliveries (id, account_id, webhook_id, queue_prefix, created_at, updated_at)
         VALUES (${id}, ${accountId}, ${webhookId}, ${queuePrefix}, ${now}, ${now})`,
   );
-  await enqueue(client, queuePrefix, [{ jobName: JOB_NAMES.testDelivery, jobId: id, data: { testDeliveryId: id } }]);
+  await enqueue(client, queuePrefix, [{ jobName: JOB_NAMES.testDelivery, jobId: id, data: { testDeliveryId: id }, webhookId, accountId }]);
   return id;
 }
 
