@@ -54,9 +54,10 @@ relayQueue.queue.on("error", () => undefined);
 const metrics = createDispatcherMetrics(deliveryQueue.queue);
 const metricsServer = await serveMetrics(metrics.registry, config.METRICS_PORT);
 const worker = createConfiguredDeliveryWorker(config, { pool: db.pool, client, logger, metrics, connection, prefix: keyPrefix, queuePrefix: config.QUEUE_PREFIX });
-// The scheduler's gauges read its state: the outbox and leases in PostgreSQL, the turns in Redis.
+// The scheduler's state as the relay (slow webhooks) and the gauges read it, over the relay's
+// connection, which fails fast while Redis is away.
 const schedulerState = createAdmissionControl({
-  redis: connection,
+  redis: relayConnection,
   keyPrefix,
   localConcurrency: config.DISPATCHER_CONCURRENCY,
   slowAttemptMs: config.DISPATCHER_SLOW_ATTEMPT_MS,
@@ -76,6 +77,7 @@ const relay = startRelay({
   queuePrefix: config.QUEUE_PREFIX,
   pollIntervalMs: config.RELAY_POLL_INTERVAL_MS,
   webhookJobLimit: config.DISPATCHER_WEBHOOK_JOB_LIMIT,
+  slowWebhooks: () => schedulerState.slowWebhooks(),
   logger: getLogger("relay"),
   metrics,
 });

@@ -40,6 +40,8 @@ export interface RelayOptions {
   batchSize?: number;
   /** Jobs one webhook may hold in the queue (DISPATCHER_WEBHOOK_JOB_LIMIT); the rest waits in the outbox. */
   webhookJobLimit?: number;
+  /** The webhooks the scheduler marked slow now (they get a smaller job limit); none when absent. */
+  slowWebhooks?: () => Promise<string[]>;
   /** How long adding a batch to Redis may take before it is rolled back, in ms. */
   pushTimeoutMs?: number;
   /** How long a claimed batch may hold its row locks before PostgreSQL ends the transaction, in ms
@@ -103,7 +105,8 @@ export function startRelay(options: RelayOptions): Relay {
       pending = false;
       try {
         for (;;) {
-          const { claimed, rejected } = await relayOutbox(options.pool, options.queuePrefix, batchSize, push, { lockTimeoutMs }, options.webhookJobLimit);
+          const slow = options.slowWebhooks ? await options.slowWebhooks().catch(() => []) : [];
+          const { claimed, rejected } = await relayOutbox(options.pool, options.queuePrefix, batchSize, push, { lockTimeoutMs }, options.webhookJobLimit, slow);
           for (const { row, reason } of rejected) {
             options.logger.error("outbox row cannot be queued; its work ended failed", { outboxId: row.id, jobName: row.jobName, jobId: row.jobId, error: reason });
             options.metrics.jobsFailed.inc({ job: row.jobName, reason: "invalid_outbox_row" });

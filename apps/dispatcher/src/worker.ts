@@ -1,4 +1,4 @@
-import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
+import { DelayedError, Job, UnrecoverableError, Worker } from "bullmq";
 import { ZodError } from "zod";
 import { createBatcher, failWithoutAttempt, releaseLeases, retryDelayFor, type WorkKind } from "@mailhooks/delivery-state";
 import { isInfrastructureError } from "@mailhooks/infrastructure-errors";
@@ -242,6 +242,7 @@ export function createConfiguredDeliveryWorker(
       scheduler,
     },
   );
+  scheduler.wakeHeldJobs((jobId) => Job.fromId(worker, jobId).then((job) => job?.promote()));
   worker.on("closing", () => scheduler.stop());
   return worker;
 }
@@ -257,9 +258,11 @@ const HEARTBEAT_MS = 2_000;
 function startWorkerScheduler(
   config: DispatcherConfig,
   wiring: Pick<DeliveryContext, "pool" | "logger" | "metrics"> & Pick<DeliveryWorkerOptions, "connection" | "prefix"> & { queuePrefix: string },
-): WorkerScheduler & { stop: () => void } {
+): WorkerScheduler & { stop: () => void; wakeHeldJobs: (promote: (jobId: string) => Promise<void>) => void } {
   const { pool, logger, metrics, connection } = wiring;
+  let promote: ((jobId: string) => Promise<void>) | undefined;
   const admission = createAdmissionControl({
+    promote: (jobId) => promote?.(jobId) ?? Promise.resolve(),
     redis: connection,
     keyPrefix: wiring.prefix,
     localConcurrency: config.DISPATCHER_CONCURRENCY,
@@ -291,6 +294,7 @@ function startWorkerScheduler(
     rateLimits: createRateLimits(pool),
     releaseLease: (workId) =>
       void releases.submit(workId).catch((error: Error) => logger.warn("could not release a lease; the lease keeper will", { workId, error: error.message })),
+    wakeHeldJobs: (wake) => (promote = wake),
     stop: () => {
       clearInterval(heartbeat);
       void keeper.close();

@@ -79,6 +79,15 @@ const WORK_KINDS = new Set<string>(["delivery", "replay", "test-delivery"] satis
 export const DEFAULT_WEBHOOK_JOB_LIMIT = 128;
 
 /**
+ * The job limit of a webhook the scheduler marked slow: an eighth of the limit, at least 4. Its
+ * attempts take a dispatcher slot for up to the deadline and it gets only its fair share of
+ * them, so more jobs in Redis would only wait there (and ask again and again).
+ */
+export function slowWebhookJobLimit(jobLimit: number): number {
+  return Math.max(4, Math.ceil(jobLimit / 8));
+}
+
+/**
  * The fair claim (CONTRACT.md section 6; docs/scheduler.md). The webhooks with rows waiting are
  * found by a loose index scan (one probe per webhook, however many rows wait); each may have up
  * to `jobLimit` minus the jobs it holds already (its leases); of those, rows are taken in turns
@@ -86,7 +95,7 @@ export const DEFAULT_WEBHOOK_JOB_LIMIT = 128;
  * in the same statement. Rows written before outbox rows named their webhook are taken as
  * before, oldest first.
  */
-const CLAIM = (queuePrefix: string, limit: number, jobLimit: number) => sql`
+const CLAIM = (queuePrefix: string, limit: number, jobLimit: number, slow: string[], slowJobLimit: number) => sql`
     WITH RECURSIVE hooks AS (
       (SELECT o.webhook_id FROM outbox o WHERE o.queue_prefix = ${queuePrefix} AND o.webhook_id IS NOT NULL ORDER BY o.webhook_id LIMIT 1)
       UNION ALL
@@ -101,7 +110,9 @@ const CLAIM = (queuePrefix: string, limit: number, jobLimit: number) => sql`
       SELECT c.id, (r.held + row_number() OVER (PARTITION BY r.webhook_id ORDER BY c.id))::int AS position
         FROM room r CROSS JOIN LATERAL (
           SELECT o.id FROM outbox o WHERE o.queue_prefix = ${queuePrefix} AND o.webhook_id = r.webhook_id
-           ORDER BY o.id LIMIT greatest(0, ${jobLimit}::int - r.held) FOR UPDATE SKIP LOCKED) c
+           ORDER BY o.id
+           LIMIT greatest(0, (CASE WHEN r.webhook_id = ANY(${slow}::text[]) THEN ${slowJobLimit}::int ELSE ${jobLimit}::int END) - r.held)
+           FOR UPDATE SKIP LOCKED) c
       UNION ALL
       SELECT c.id, 1 FROM (SELECT o.id FROM outbox o WHERE o.queue_prefix = ${queuePrefix} AND o.webhook_id IS NULL
                             ORDER BY o.id LIMIT ${limit}::int FOR UPDATE SKIP LOCKED) c
@@ -138,6 +149,7 @@ export async function relayOutbox(
   push: (rows: OutboxRow[]) => Promise<RejectedRow[]>,
   guard: RelayGuard = {},
   jobLimit = DEFAULT_WEBHOOK_JOB_LIMIT,
+  slowWebhooks: string[] = [],
 ): Promise<{ claimed: number; rejected: RejectedRow[] }> {
   const ms = guard.lockTimeoutMs ? Math.ceil(guard.lockTimeoutMs) : undefined;
   return inTransaction(
@@ -151,7 +163,7 @@ export async function relayOutbox(
         webhook_id: string | null;
         account_id: string | null;
         position: number;
-      }>(client, CLAIM(queuePrefix, limit, jobLimit), "delivery_state_claim_outbox_fair");
+      }>(client, CLAIM(queuePrefix, limit, jobLimit, slowWebhooks, slowWebhookJobLimit(jobLimit)), "delivery_state_claim_outbox_fair");
       if (rows.length === 0) return { claimed: 0, rejected: [] };
       // RETURNING has no order: jobs are added in turns (position), oldest first within a turn.
       rows.sort((a, b) => a.position - b.position || (BigInt(a.id) < BigInt(b.id) ? -1 : 1));

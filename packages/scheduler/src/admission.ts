@@ -7,16 +7,20 @@ import type { RedisClient } from "@mailhooks/queue";
  * (keys under the deployment's prefix, one hash slot on a Cluster), and each step is one Lua
  * script, so that two dispatchers never both take the last share.
  *
- * The rule, with C the slots of all live dispatchers and R = max(1, C/8) a reserve:
+ * The rule, with C the slots of all live dispatchers, R = max(1, C/8) a reserve, and N the
+ * webhooks with attempts running:
  * - a webhook takes a slot while fewer than C - R attempts run in all (work-conserving: alone, a
- *   webhook may use all of them), or while its account runs fewer than C / (accounts running)
- *   and it runs fewer than its account's share / (the account's webhooks running) (its fair
- *   share, at least one): so a webhook, or an account, that has not had its share yet always
- *   finds one, in the reserve if need be;
- * - a webhook marked slow (an attempt of it lasted longer than `slowAttemptMs`: a receiver that
- *   hangs until the deadline) gets only its fair share, and never the reserve, until one of its
- *   attempts is quick again. This bounds what hanging receivers hold: together at most C - R
- *   slots, each at most its fair share, and their retries come back under the same rule;
+ *   webhook may use that much), or, in the reserve, while it runs fewer than C / (N + 1) (a
+ *   newcomer's share): so a webhook that has had little always finds a slot at once, however many
+ *   slots others hold;
+ * - and in the reserve only while its account's quick attempts (not yet `slowAttemptMs` old) are
+ *   fewer than C / (accounts running + 1): an account whose many new webhooks all hang cannot
+ *   take the reserve from the others in the first seconds;
+ * - a webhook is slow while an attempt of it runs longer than `slowAttemptMs`, or after one took
+ *   longer (a receiver that hangs until the deadline, or answers slowly); a slow webhook gets only its fair share (C / accounts running, divided among the
+ *   account's running webhooks, at least one), never the reserve, until one of its attempts is
+ *   quick again. This bounds what hanging receivers hold: together at most C - R slots, each at
+ *   most its fair share once it is known slow, and their retries come back under the same rule;
  * - a webhook with a `rate_limit` r is admitted at most once per 1.05 / r s (GCRA): the job whose
  *   turn is not yet due is given a reserved time and waits until then (no attempt is used).
  * A job held back waits in the queue's delayed set without using an attempt and comes back at the
@@ -39,6 +43,11 @@ export interface AdmissionOptions {
   /** How long a webhook stays slow without a quick attempt, in ms. */
   slowMemoryMs?: number;
   /**
+   * Moves a held job (by id) out of the delayed set at once, when a slot of its webhook frees
+   * (BullMQ's promote). Without it, held jobs of slow webhooks ask again at their hold's end.
+   */
+  promote?: (jobId: string) => Promise<void>;
+  /**
    * Attempts older than this, in ms, no longer count (their dispatcher died mid-attempt): more
    * than the longest attempt (DELIVERY_TIMEOUT_MS plus the body read and the database write).
    */
@@ -51,16 +60,20 @@ export function rateIntervalMs(rateLimit: number): number {
 }
 
 const ADMIT = `
-local active, accounts, slowKey, capKey, rateKey, slotKey, limitedKey, reservedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local active, accounts, slowKey, capKey, rateKey, slotKey, limitedKey, reservedKey, hooks = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local now, member, W, A = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4]
-local maxAge, localCap, interval, holdMs, whPrefix = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
+local maxAge, localCap, interval, holdMs, whPrefix, slowHoldMs, slowMs = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11])
 
+-- Per account and per webhook, the attempts running, by start time (started:a:<A>, started:w:<W>).
 local function forget(m)
   if redis.call('ZREM', active, m) == 1 then
     local _, _, w, a = string.find(m, '^[^|]*|([^|]*)|([^|]*)$')
     if a then
       if redis.call('HINCRBY', accounts, a, -1) <= 0 then redis.call('HDEL', accounts, a) end
       if redis.call('HINCRBY', whPrefix .. a, w, -1) <= 0 then redis.call('HDEL', whPrefix .. a, w) end
+      if redis.call('HINCRBY', hooks, w, -1) <= 0 then redis.call('HDEL', hooks, w) end
+      redis.call('ZREM', whPrefix .. 'started:a:' .. a, m)
+      redis.call('ZREM', whPrefix .. 'started:w:' .. w, m)
     end
   end
 end
@@ -81,19 +94,36 @@ local nAcc = redis.call('HLEN', accounts)
 if activeA == 0 then nAcc = nAcc + 1 end
 local nWh = redis.call('HLEN', whKey)
 if activeW == 0 then nWh = nWh + 1 end
+-- The webhooks running now, this one included if it runs: a newcomer's share is C / (N + 1).
+local running = redis.call('HLEN', hooks)
 local reserve = math.max(1, math.floor(capacity / 8))
 local fairA = capacity / nAcc
 local fairW = math.max(1, fairA / nWh)
-local belowShare = activeA < fairA and activeW < fairW
-local slow = redis.call('ZSCORE', slowKey, W) ~= false
+-- Slow: marked so by an attempt that ended after slowMs, or an attempt of it running longer now.
+local oldest = redis.call('ZRANGE', whPrefix .. 'started:w:' .. W, 0, 0, 'WITHSCORES')
+local slow = (oldest[2] ~= nil and tonumber(oldest[2]) < now - slowMs) or redis.call('ZSCORE', slowKey, W) ~= false
+-- The account's attempts that are not (yet) slow: only those keep its other webhooks from the reserve.
+local quickA = redis.call('ZCOUNT', whPrefix .. 'started:a:' .. A, now - slowMs, '+inf')
 local admit
-if slow then admit = belowShare and total < capacity - reserve
-else admit = total < capacity - reserve or belowShare end
+if slow then admit = total < capacity - reserve and activeA < fairA and activeW < fairW
+else
+  admit = total < capacity - reserve
+    or (activeW < math.max(1, capacity / (running + 1)) and quickA < math.max(1, capacity / (nAcc + 1)))
+end
 if not admit then
   -- A reserved turn that cannot be taken now is given up: turns are never used late, so that
   -- two attempts never come closer than the interval.
   redis.call('DEL', slotKey)
   redis.call('ZREM', reservedKey, member)
+  if slow then
+    -- Woken by the end of one of its webhook's attempts (RELEASE), or at the latest then.
+    local heldKey = whPrefix .. 'held:' .. W
+    local jobId = string.match(member, '^[^|]*')
+    redis.call('LREM', heldKey, 0, jobId)
+    redis.call('RPUSH', heldKey, jobId)
+    redis.call('PEXPIRE', heldKey, 600000)
+    return {0, 'share', now + slowHoldMs}
+  end
   return {0, 'share', now + holdMs}
 end
 
@@ -120,18 +150,25 @@ end
 redis.call('ZADD', active, now, member)
 redis.call('HINCRBY', accounts, A, 1)
 redis.call('HINCRBY', whKey, W, 1)
+redis.call('HINCRBY', hooks, W, 1)
+redis.call('ZADD', whPrefix .. 'started:a:' .. A, now, member)
+redis.call('ZADD', whPrefix .. 'started:w:' .. W, now, member)
 return {1}
 `;
 
 const RELEASE = `
-local active, accounts, slowKey = KEYS[1], KEYS[2], KEYS[3]
+local active, accounts, slowKey, hooks = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local member, W, A, slowUntil, whPrefix = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
 if redis.call('ZREM', active, member) == 1 then
   if redis.call('HINCRBY', accounts, A, -1) <= 0 then redis.call('HDEL', accounts, A) end
   if redis.call('HINCRBY', whPrefix .. A, W, -1) <= 0 then redis.call('HDEL', whPrefix .. A, W) end
+  if redis.call('HINCRBY', hooks, W, -1) <= 0 then redis.call('HDEL', hooks, W) end
+  redis.call('ZREM', whPrefix .. 'started:a:' .. A, member)
+  redis.call('ZREM', whPrefix .. 'started:w:' .. W, member)
 end
 if slowUntil > 0 then redis.call('ZADD', slowKey, slowUntil, W) else redis.call('ZREM', slowKey, W) end
-return 1
+-- A slot of this webhook is free: the job of it held back longest may ask again now.
+return redis.call('LPOP', whPrefix .. 'held:' .. W, 2) or {}
 `;
 
 const HEARTBEAT = `
@@ -151,7 +188,7 @@ return sum
 
 type Scripted = RedisClient & {
   schedulerAdmit(...args: (string | number)[]): Promise<[number, string?, number?]>;
-  schedulerRelease(...args: (string | number)[]): Promise<number>;
+  schedulerRelease(...args: (string | number)[]): Promise<string[]>;
   schedulerHeartbeat(...args: (string | number)[]): Promise<number>;
 };
 
@@ -178,22 +215,30 @@ export interface AdmissionControl {
   admit(input: { jobId: string; webhookId: string; accountId: string; holds: number; rateLimit: number | null }): Promise<Admission>;
   /** The attempt of an admitted job ended after `durationMs`: its slot is free again. */
   release(input: { jobId: string; webhookId: string; accountId: string; durationMs: number }): Promise<void>;
+  /** The webhooks marked slow now (the relay gives them a smaller job limit). */
+  slowWebhooks(): Promise<string[]>;
   /** Tells the others that this dispatcher (`id`) lives with its slots, for `ttlMs`. */
   heartbeat(id: string, ttlMs: number): Promise<number>;
   state(): Promise<AdmissionState>;
 }
 
-/** How long a job held back for its share waits before it asks again, in ms: 100 ms doubling to 2 s (5 s when slow). */
-export function holdDelayMs(holds: number): number {
-  return Math.min(2_000, 100 * 2 ** Math.min(5, Math.max(0, holds)));
+/**
+ * How long a job held back for its share waits before it asks again, in ms: 50 ms doubling to
+ * 1 s; for a slow webhook's job 500 ms doubling to 5 s, but the end of any attempt of its
+ * webhook wakes the two held longest at once (`promote`): its slots free at the pace of its
+ * receiver, and asking more often would only cost the dispatchers.
+ */
+export function holdDelayMs(holds: number, slow = false): number {
+  const n = Math.min(6, Math.max(0, holds));
+  return slow ? Math.min(5_000, 500 * 2 ** n) : Math.min(1_000, 50 * 2 ** n);
 }
 
 export function createAdmissionControl(options: AdmissionOptions): AdmissionControl {
   const redis = options.redis as Scripted;
   const k = (name: string) => `${options.keyPrefix}:sched:${name}`;
   if (typeof redis.schedulerAdmit !== "function") {
-    redis.defineCommand("schedulerAdmit", { numberOfKeys: 8, lua: ADMIT });
-    redis.defineCommand("schedulerRelease", { numberOfKeys: 3, lua: RELEASE });
+    redis.defineCommand("schedulerAdmit", { numberOfKeys: 9, lua: ADMIT });
+    redis.defineCommand("schedulerRelease", { numberOfKeys: 4, lua: RELEASE });
     redis.defineCommand("schedulerHeartbeat", { numberOfKeys: 3, lua: HEARTBEAT });
   }
   const slowMemoryMs = options.slowMemoryMs ?? 600_000;
@@ -210,6 +255,7 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
         k(`turn:${input.jobId}`),
         k("rate-limited"),
         k("reserved"),
+        k("hooks"),
         now,
         memberOf(input),
         input.webhookId,
@@ -219,16 +265,23 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
         input.rateLimit ? rateIntervalMs(input.rateLimit) : 0,
         holdDelayMs(input.holds),
         k("webhooks:"),
+        holdDelayMs(input.holds, true),
+        options.slowAttemptMs,
       );
       if (admitted === 1) return { admitted: true };
       return { admitted: false, reason: reason as HoldReason, retryAt: Number(retryAt) };
     },
     async release(input) {
       const slowUntil = input.durationMs > options.slowAttemptMs ? Date.now() + slowMemoryMs : 0;
-      await redis.schedulerRelease(k("active"), k("accounts"), k("slow"), memberOf(input), input.webhookId, input.accountId, slowUntil, k("webhooks:"));
+      const woken = await redis.schedulerRelease(k("active"), k("accounts"), k("slow"), k("hooks"), memberOf(input), input.webhookId, input.accountId, slowUntil, k("webhooks:"));
+      // A held job that is no longer delayed (it asked again meanwhile) cannot be promoted.
+      for (const jobId of woken ?? []) await options.promote?.(jobId).catch(() => undefined);
     },
     heartbeat(id, ttlMs) {
       return redis.schedulerHeartbeat(k("workers"), k("capacities"), k("capacity-sum"), Date.now(), id, options.localConcurrency, ttlMs);
+    },
+    async slowWebhooks() {
+      return redis.zrangebyscore(k("slow"), Date.now(), "+inf");
     },
     async state() {
       const now = Date.now();
