@@ -169,4 +169,24 @@ describe("DDL on event_payloads behind a long reader", () => {
     expect(await ensurePayloadPartitions(stack.pool, far, 0, far)).toBe(1);
     expect(await partitionState(dayName(far))).toMatchObject({ exists: true, attached: true });
   });
+
+  test("ingest that must make a partition behind such a lock answers 503 (retry later) within the lock_timeout, then 201 once it is gone", async () => {
+    const acct = await stack.newAccount();
+    const today = dayName(new Date());
+    const detached = `${today}_detached_${randomUUID().slice(0, 8)}`;
+    await stack.pool.query(`ALTER TABLE event_payloads DETACH PARTITION "${today}"`);
+    await stack.pool.query(`ALTER TABLE "${today}" RENAME TO "${detached}"`);
+    try {
+      const holder = await holdLock("SHARE UPDATE EXCLUSIVE");
+      const started = performance.now();
+      const refused = await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
+      expect([refused.status, refused.body.error?.code]).toEqual([503, "unavailable"]);
+      expect(performance.now() - started).toBeLessThan(HOLD_MS / 4);
+      await holder.release();
+      expect((await postEvent(acct)).status).toBe(201);
+    } finally {
+      await stack.pool.query(`INSERT INTO event_payloads SELECT * FROM "${detached}" ON CONFLICT DO NOTHING`);
+      await stack.pool.query(`DROP TABLE "${detached}"`);
+    }
+  });
 });
