@@ -1,3 +1,4 @@
+import { READABLE_ENVELOPE_MAX_BYTES } from "../../apps/api/src/dashboard/pages/events.js";
 import { TIMELINE_ATTEMPTS } from "../../apps/api/src/services/event-timeline.js";
 import { signIn } from "../dashboard/support.js";
 import { sampleData, startStack, type Stack } from "../support/stack.js";
@@ -73,6 +74,27 @@ describe("reads of an event with many delivery rows", () => {
     // The link leads to the event's rows in the deliveries log.
     const log = await session.get(`/dashboard/deliveries?event_id=${eventId}`);
     expect(log.status).toBe(200);
+  });
+
+  test("the event page indents an envelope up to READABLE_ENVELOPE_MAX_BYTES only; a larger one is shown as sent, without a parse", async () => {
+    const account = await stack.newAccount();
+    const posted = await account.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
+    const eventId: string = posted.body.event_id;
+    const session = await signIn(stack, account);
+    const readableBlock = '<pre class="code" tabindex="0"><code>';
+    expect((await session.get(`/dashboard/events/${eventId}`)).text).toContain(readableBlock);
+
+    // A raw message's envelope may reach 10 MiB; this one is just over the bound.
+    const stored = (await stack.prisma.eventPayload.findFirstOrThrow({ where: { eventId } })).payload;
+    const large = stored.replace(/"subject":"[^"]*"/, `"subject":"${"s".repeat(READABLE_ENVELOPE_MAX_BYTES)}"`);
+    await stack.pool.query("UPDATE event_payloads SET payload = $2 WHERE event_id = $1", [eventId, large]);
+    const page = await session.get(`/dashboard/events/${eventId}`);
+    expect(page.text).not.toContain(readableBlock);
+    expect(page.text).toContain(`larger than ${READABLE_ENVELOPE_MAX_BYTES / 1024} KiB: it is shown as sent only`);
+    expect(page.text).toContain(`${Buffer.byteLength(large)} bytes, compact JSON`);
+    const raw = /<code id="raw-bytes">([^<]*)<\/code>/.exec(page.text)![1];
+    const unescaped = raw.replaceAll("&quot;", '"').replaceAll("&lt;", "<").replaceAll("&gt;", ">").replaceAll("&#39;", "'").replaceAll("&amp;", "&");
+    expect(unescaped === large).toBe(true); // (not toBe: a failure would print 256 KiB twice)
   });
 
   test("GET /v1/events/{id} answers the payload with the stored envelope's very bytes", async () => {

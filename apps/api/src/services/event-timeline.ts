@@ -85,13 +85,24 @@ interface AttemptRow {
   created_at: Date;
 }
 
+export interface TimelineOptions {
+  /** How many of the newest attempts to return (TIMELINE_ATTEMPTS). */
+  shown?: number;
+  /**
+   * The event's delivery rows when the caller counted them already: the sum of its
+   * destinations' `attempts` (every delivery row of an event has its destination, replays
+   * included). Counted here otherwise.
+   */
+  attemptsTotal?: number;
+}
+
 /**
  * The timeline of one event of the account. Read after the event itself, its newest attempts and
  * total include every attempt that led to the status the event was read with.
- * @param shown how many of the newest attempts to return (TIMELINE_ATTEMPTS)
  * @throws AppError not_found
  */
-export async function eventTimeline(deps: ApiDeps, accountId: string, eventId: string, shown = TIMELINE_ATTEMPTS): Promise<EventTimeline> {
+export async function eventTimeline(deps: ApiDeps, accountId: string, eventId: string, options: TimelineOptions = {}): Promise<EventTimeline> {
+  const shown = options.shown ?? TIMELINE_ATTEMPTS;
   const event = await deps.prisma.event.findFirst({ where: { id: eventId, accountId }, select: { id: true } });
   if (!event) throw notFound("event");
   // What is pending is read before the attempts, not beside them: an attempt ends pending work
@@ -108,14 +119,17 @@ export async function eventTimeline(deps: ApiDeps, accountId: string, eventId: s
          FROM deliveries WHERE event_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`,
       [eventId, shown],
     ),
-    deps.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM deliveries WHERE event_id = $1", [eventId]),
-    // Each pending destination's latest initial or retry attempt (a few rows each, whatever its replays).
+    options.attemptsTotal !== undefined
+      ? Promise.resolve({ rows: [{ n: options.attemptsTotal }] })
+      : deps.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM deliveries WHERE event_id = $1", [eventId]),
+    // Each pending destination's latest initial or retry attempt: one entry of the partial
+    // unique index deliveries_destination_attempt_key each, whatever the number of its replays.
     pending.length === 0
       ? Promise.resolve({ rows: [] as { destination_id: string; attempt: number; response_status: number | null; created_at: Date }[] })
       : deps.pool.query<{ destination_id: string; attempt: number; response_status: number | null; created_at: Date }>(
           `SELECT DISTINCT ON (destination_id) destination_id, attempt, response_status, created_at
              FROM deliveries WHERE destination_id = ANY($1::text[]) AND trigger IN ('initial', 'retry')
-            ORDER BY destination_id, attempt DESC, created_at DESC`,
+            ORDER BY destination_id, attempt DESC`,
           [pending.map((d) => d.id)],
         ),
   ]);
@@ -143,7 +157,7 @@ export async function eventTimeline(deps: ApiDeps, accountId: string, eventId: s
       created_at: a.created_at.toISOString(),
       ok: isOk(a.response_status),
     })),
-    // Rows written between the two reads are counted: never fewer than shown.
+    // Rows written after the count may be among those shown: never fewer than shown.
     attempts_total: Math.max(total.rows[0]?.n ?? 0, newest.rows.length),
     pending_replays: replays.map((r) => ({ replay_id: r.id, webhook_id: r.webhookId, destination_url: r.destinationUrl, requested_at: r.createdAt.toISOString() })),
     scheduled_retries: scheduled,

@@ -37,6 +37,9 @@ export const EVENT_FILTERS = ["inbox_id", "event_type", "status", "since", "unti
 
 const accountOf = (req: Request) => dashboardPrincipal(req).accountId;
 
+/** Every delivery row of an event, counted once already by its destinations' `attempts`. */
+const attemptsOf = (event: { destinations: { attempts: number }[] }) => event.destinations.reduce((sum, d) => sum + d.attempts, 0);
+
 export function eventPages(deps: ApiDeps): Router {
   const router = Router();
 
@@ -56,7 +59,7 @@ export function eventPages(deps: ApiDeps): Router {
     const id = parseOrThrow(resourceId, req.params.id, "id");
     const { event, payload } = await readEventDetail(deps, accountOf(req), id);
     // After the event: its timeline then counts every attempt behind the status read.
-    const timeline = await eventTimeline(deps, accountOf(req), id);
+    const timeline = await eventTimeline(deps, accountOf(req), id, { attemptsTotal: attemptsOf(event) });
     const replayed = Number(field(req.query, "replayed")) || 0;
     render(
       res,
@@ -79,7 +82,7 @@ export function eventPages(deps: ApiDeps): Router {
   router.get("/events/:id/activity", async (req, res) => {
     const id = parseOrThrow(resourceId, req.params.id, "id");
     const { event } = await readEventDetail(deps, accountOf(req), id, { payload: false });
-    const timeline = await eventTimeline(deps, accountOf(req), id);
+    const timeline = await eventTimeline(deps, accountOf(req), id, { attemptsTotal: attemptsOf(event) });
     render(res, "events/activity", { event, timeline });
   });
 
