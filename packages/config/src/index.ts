@@ -90,6 +90,8 @@ const shared = {
   ALLOW_PRIVATE_TARGETS: bool.default(false),
   /** Size of the PostgreSQL connection pool of this process. */
   DATABASE_POOL_SIZE: z.coerce.number().int().positive().max(200).default(10),
+  /** PostgreSQL statement_timeout of every pooled connection, in ms (0: the server's own, none by default). */
+  DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).default(30_000),
   /** winston level. */
   LOG_LEVEL: z.enum(["error", "warn", "info", "http", "verbose", "debug", "silly"]).default("info"),
   /** `json` in production, `pretty` for people. */

@@ -7,7 +7,7 @@ import { principalOf } from "../http/auth.js";
 import { requireJson } from "../http/body.js";
 import { hasNoNul, NO_NUL_MESSAGE, parseOrThrow } from "../http/validate.js";
 import { isoTimestamp, paginationShape, timeWindowShape } from "../http/pagination.js";
-import { getEvent, hashBody, ingestEvent, ingestEvents, listEvents, type IdempotencyInput, type NewEvent } from "../services/events.js";
+import { eventDetailJson, hashBody, ingestEvent, ingestEvents, listEvents, readEventDetail, type IdempotencyInput, type NewEvent } from "../services/events.js";
 import { replayRequestSchema, requestReplay } from "../services/replays.js";
 import { resourceId } from "./webhooks.js";
 
@@ -144,7 +144,9 @@ export function eventsRouter(deps: ApiDeps): Router {
   });
 
   router.get("/:id", async (req, res) => {
-    res.json(await getEvent(deps, principalOf(req).accountId, parseOrThrow(resourceId, req.params.id, "id")));
+    const detail = await readEventDetail(deps, principalOf(req).accountId, parseOrThrow(resourceId, req.params.id, "id"));
+    // The JSON text is built around the stored envelope, which is never parsed (eventDetailJson).
+    res.type("json").send(eventDetailJson(detail));
   });
 
   return router;
