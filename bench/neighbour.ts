@@ -51,8 +51,11 @@ const BATCH = 500;
  * run's arrivals, the relay) ends the wait and reports what it found. */
 const TEST_EVENTS_TIMEOUT_MS = 60_000;
 const QUIET_ARRIVAL_TIMEOUT_MS = 60_000;
-const RELAY_WAIT_MS = 60_000;
+const RELAY_WAIT_MS = 30_000;
+/** The relay has run once the outbox shrank by less than RELAY_STILL_SHARE of the backlog over
+ * RELAY_STILL_MS: a relay that holds rows back and lets a few go as attempts end is done too. */
 const RELAY_STILL_MS = 2_000;
+const RELAY_STILL_SHARE = 0.02;
 /** Paced traffic before the quiet run, not measured, in ms. */
 const WARM_UP_MS = 2_000;
 
@@ -239,13 +242,14 @@ export async function neighbours(b: Bench, sizes: NeighbourSizes): Promise<Neigh
     }
     // The relay moves the outbox into Redis (all of it, or as much as it lets wait there).
     const relayStart = Date.now();
+    const seen: { at: number; left: number }[] = [];
     let outboxLeft = Infinity;
-    let stillSince = Date.now();
     while (Date.now() - relayStart < RELAY_WAIT_MS) {
       const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox WHERE queue_prefix = $1`, [queuePrefix]);
-      if (rows[0].n < outboxLeft) stillSince = Date.now();
       outboxLeft = rows[0].n;
-      if (outboxLeft === 0 || Date.now() - stillSince >= RELAY_STILL_MS) break;
+      seen.push({ at: Date.now(), left: outboxLeft });
+      const earlier = seen.findLast((s) => s.at <= Date.now() - RELAY_STILL_MS);
+      if (outboxLeft === 0 || (earlier && earlier.left - outboxLeft < RELAY_STILL_SHARE * queued)) break;
       await new Promise((r) => setTimeout(r, 250));
     }
     const relayWaitMs = Date.now() - relayStart;

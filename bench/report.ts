@@ -150,6 +150,7 @@ export function printTable(
     ],
     [`neighbours: deliveries not arrived ${n.loaded.arrivalCapMs / 1000} s after the loaded run's last request`, `${n.loaded.missing} of ${n.loaded.sent}`],
     ["neighbours: backlog, pending deliveries to the hanging webhooks", `${n.backlog} (${n.queued} queued, ${n.outboxLeft} left in the outbox)`],
+    ["neighbours: attempts the hanging receiver held until the deadline", String(n.hangingAttempts)],
     [
       "neighbours: Redis used_memory before / after the backlog, MB; bytes per waiting delivery",
       `${(n.redisUsedMemoryBefore / 2 ** 20).toFixed(1)} / ${(n.redisUsedMemoryAfter / 2 ** 20).toFixed(1)}; ${Math.round(n.redisBytesPerWaitingDelivery)}`,
