@@ -286,6 +286,8 @@ export async function neighbours(b: Bench, sizes: NeighbourSizes): Promise<Neigh
     redis.client.disconnect();
     await stopChild(redis.child, 5_000);
     hanging.close();
+    // Rows a relay held back would outlive the run in a database that is kept (--grown).
+    await db.query(`DELETE FROM outbox WHERE queue_prefix = $1`, [queuePrefix]);
     await db.end();
     await rm(redis.dir, { recursive: true, force: true });
     log(`neighbours: hanging webhooks disabled, the phase's processes stopped (${Date.now() - cleanupStart} ms)`);
