@@ -1,7 +1,8 @@
 /**
  * The results of a run: bench/results/latest.json (CONTRACT.md section 10: the headline keys are
- * top-level numbers, medians) and the table on stdout, with the targets of the issue "Fast and
- * flat" met or missed, and, for --grown, each figure beside the empty database's.
+ * top-level numbers, medians) and the table on stdout, with the targets of the issues "Fast and
+ * flat" and "No endpoint waits for another" met or missed, and, for --grown, each figure beside
+ * the empty database's.
  */
 import type { NeighbourResult } from "./neighbour.js";
 import { formatFigure, type Figure } from "./stats.js";
@@ -75,9 +76,9 @@ export interface Target {
 /** ">= " before a percentile that is a missing delivery's wait so far (a lower bound). */
 const atLeast = (lowerBound: boolean | undefined) => (lowerBound ? ">= " : "");
 
-/** The targets of "Fast and flat" and of "No endpoint waits for another"; `pacedRateChosen`: the paced phase ran at a rate given with
- * --paced-rate, not at half the burst rate the target names (the line says so); `neighbour`: the neighbour
- * phase's result, whose lower bounds the line marks. */
+/** The targets of "Fast and flat" and of "No endpoint waits for another"; `pacedRateChosen`: the
+ * paced phase ran at a rate given with --paced-rate, not at half the burst rate the target names
+ * (the line says so); `neighbour`: the neighbour phase's result, whose lower bounds the line marks. */
 export function targets(h: Headline, extra: Target[] = [], pacedRateChosen?: number, neighbour?: NeighbourResult): Target[] {
   const t = (name: string, met: boolean, value: string): Target => ({ name, met, value });
   return [

@@ -4,8 +4,8 @@
  * database (empty, or the seeded grown one), starts the built API and one dispatcher as real
  * processes, the bare Express route, the receiver (this process) and the load generator (its own
  * process), runs every throughput phase once per repetition (interleaved, so that a change of
- * machine load touches all of them alike), then the latency phases, and writes one table and
- * bench/results/latest.json. bench/README.md explains each figure.
+ * machine load touches all of them alike), then the latency phases, then the neighbour phase (on
+ * processes of its own: bench/neighbour.ts), and writes one table and bench/results/latest.json. bench/README.md explains each figure.
  */
 import { execSync, spawnSync } from "node:child_process";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
