@@ -17,6 +17,9 @@ export interface FastifyRequestLike {
   webhook?: WebhookEvent | null;
 }
 
+/** A request that passed the plugin: `request.webhook` is the verified event `{id, event, timestamp, data}`. */
+export type VerifiedRequest<Req = FastifyRequestLike> = Req & { webhook: WebhookEvent };
+
 export interface FastifyReplyLike {
   code(statusCode: number): FastifyReplyLike;
   send(payload?: unknown): FastifyReplyLike;
