@@ -156,7 +156,7 @@ export function buildVectorFile(): TestVectorFile {
       "X-Service-Event-Id (the event's id, the key to de-duplicate on) is not signed: it changes no outcome here, " +
       "but a receiver that de-duplicates refuses a request without it (missing_header).",
     checks_in_order: [
-      "missing_header: X-Service-Timestamp or X-Service-Signature absent or empty",
+      "missing_header: X-Service-Timestamp or X-Service-Signature absent or empty (for a receiver that de-duplicates, X-Service-Event-Id too)",
       "invalid_timestamp: X-Service-Timestamp is not 1 to 12 ASCII digits",
       "timestamp_out_of_tolerance: |now - timestamp| > tolerance_seconds",
       "invalid_signature: not 'sha256=' + 64 lowercase hex digits, or no secret gives that HMAC",
