@@ -18,6 +18,10 @@ import { openApiRouter } from "./openapi/router.js";
 import { inboundRouter } from "./routes/inbound.js";
 import { webhooksRouter } from "./routes/webhooks.js";
 
+/** Where app.ts mounts its routers: the route labels of the metrics are made of these. */
+const V1_MOUNTS = ["/webhooks", "/events", "/inboxes", "/deliveries", "/audit-log", "/dashboard-links"] as const;
+const MOUNTS = ["/v1", ...V1_MOUNTS.map((mount) => `/v1${mount}`), "/dashboard"];
+
 /**
  * The Express application of the public API on PORT; `deps` are built by main.ts or by a test.
  * The operators' board is not here: see admin-app.ts (ADMIN_HOST:ADMIN_PORT).
@@ -31,7 +35,7 @@ export function createApp(given: Parameters<typeof completeDeps>[0]): Express {
   app.set("etag", false);
   app.set("trust proxy", deps.config.TRUST_PROXY);
   app.use(helmet());
-  const metrics = createApiMetrics(deps.queue, deps.keys);
+  const metrics = createApiMetrics(deps.queue, deps.keys, MOUNTS);
   app.use(metrics.middleware);
   app.use(healthRouter(deps));
   app.use(metrics.router);
