@@ -10,7 +10,10 @@ import { authenticateKey, isWellFormedKey, type Principal } from "./api-keys.js"
  * caller passes those notifications to `forget`, which drops the key (and every negative entry,
  * since a new key is about to exist), so a revocation ends a cached key within the notification's
  * delay; `ttlMs` only bounds staleness if a notification is missed, and the listener empties the
- * whole cache each time it (re)connects.
+ * whole cache each time it (re)connects. A lookup still in flight when `forget` runs may have read
+ * the key before the change committed: its answer is returned but never cached (each `forget`
+ * starts a new generation, and only a lookup begun in the current one may write the caches), so a
+ * revocation is immediate whatever lookups are under way.
  */
 export interface KeyAuthenticator {
   /** The principal of a key authenticated before and still cached: no I/O. */
@@ -63,6 +66,8 @@ export function createKeyAuthenticator(prisma: PrismaClient, options: KeyCacheOp
   const recent = bounded<{ keyId: string; until: number }>(options.maxEntries ?? 10_000);
   const negative = bounded<number>(options.maxEntries ?? 10_000);
   let lookups = 0;
+  /** Bumped by every forget(): a lookup begun in an older generation caches nothing. */
+  let generation = 0;
 
   const cachedByDigest = (hash: string) => {
     const hit = positive.map.get(hash);
@@ -87,7 +92,9 @@ export function createKeyAuthenticator(prisma: PrismaClient, options: KeyCacheOp
       if (unknownUntil !== undefined && unknownUntil > Date.now()) return null;
       lookups++;
       options.onLookup?.();
+      const begun = generation;
       const principal = await authenticateKey(prisma, presented);
+      if (begun !== generation) return principal;
       if (principal) {
         negative.map.delete(hash);
         positive.set(hash, { principal, until: Date.now() + ttlMs });
@@ -99,6 +106,7 @@ export function createKeyAuthenticator(prisma: PrismaClient, options: KeyCacheOp
       return principal;
     },
     forget(keyId) {
+      generation++;
       negative.map.clear();
       if (keyId === undefined) return positive.map.clear();
       for (const [hash, entry] of positive.map) if (entry.principal.apiKeyId === keyId) positive.map.delete(hash);
