@@ -102,6 +102,9 @@ export const apiConfigSchema = z.object({
   PORT: port.default(3000),
   /** Requests one API key may make per minute, across all API replicas (0: no limit). */
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(6_000),
+  /** How long one command of the rate limiters may wait for Redis, in ms; past it they count in
+   * memory for 5 s (a hung Redis must not add ioredis's 5 s command timeout to each request). */
+  RATE_LIMIT_REDIS_TIMEOUT_MS: z.coerce.number().int().min(1).max(5_000).default(250),
   /** Live webhooks one account may have. */
   MAX_WEBHOOKS_PER_ACCOUNT: z.coerce.number().int().positive().default(100),
   /** HTTP basic credentials of the queue board at /admin/queues; unset: not mounted. */

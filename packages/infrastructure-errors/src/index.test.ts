@@ -6,6 +6,7 @@ describe("isInfrastructureError (503 unavailable)", () => {
     ["a raw query on a closed connection", new Error("Invalid `prisma.$queryRaw()` invocation:\n\nRaw query failed. Code: `N/A`. Message: `Server has closed the connection.`")],
     ["a model query while the server is away", Object.assign(new Error("Can't reach database server"), { code: "P1001" })],
     ["Redis away", new Error("Stream isn't writeable and enableOfflineQueue options is false")],
+    ["Redis frozen (ioredis's commandTimeout)", new Error("Command timed out")],
     ["a cause chain", Object.assign(new Error("wrapped"), { cause: Object.assign(new Error("x"), { code: "ECONNRESET" }) })],
   ])("%s", (_name, error) => {
     expect(isInfrastructureError(error)).toBe(true);

@@ -2,18 +2,20 @@ import { createHash } from "node:crypto";
 import { MemoryStore, rateLimit, type ClientRateLimitInfo, type IncrementResponse, type Options, type Store } from "express-rate-limit";
 import { RedisStore, type RedisReply } from "rate-limit-redis";
 import type { RequestHandler } from "express";
-import { isInfrastructureError } from "@mailhooks/infrastructure-errors";
 import type { RedisClient } from "@mailhooks/queue";
 import { AppError } from "../errors.js";
+import { redisOrMemory, type RedisOrMemory } from "./redis-or-memory.js";
 
 /**
  * Per-account rate limit (RATE_LIMIT_PER_MINUTE, after authentication) shared by every API
  * replica through Redis (one fixed one-minute window per account, whatever key it uses). Over
  * the limit: 429 `rate_limited` with `Retry-After` in seconds. While Redis is unreachable each
  * process counts on its own, in memory (accepting needs only PostgreSQL, and an outage must not
- * lift the limit), as the failed-authentication limiter does.
+ * lift the limit), as the failed-authentication limiter does; likewise while Redis hangs: each
+ * of the limiter's commands may take `redisTimeoutMs` (RATE_LIMIT_REDIS_TIMEOUT_MS), and one that
+ * times out sends the counting to memory for a while (see redis-or-memory.ts).
  */
-export function rateLimitPerAccount(redis: RedisClient, prefix: string, perMinute: number): RequestHandler {
+export function rateLimitPerAccount(redis: RedisClient, prefix: string, perMinute: number, redisTimeoutMs: number): RequestHandler {
   if (perMinute === 0) return (_req, _res, next) => next();
   return rateLimit({
     windowMs: 60_000,
@@ -24,7 +26,7 @@ export function rateLimitPerAccount(redis: RedisClient, prefix: string, perMinut
     // lets the request through rather than refusing work PostgreSQL could accept.
     passOnStoreError: true,
     keyGenerator: (req) => req.principal?.accountId ?? "anonymous",
-    store: new RedisOrMemoryStore(new RedisStore({ prefix: `${prefix}:ratelimit:`, sendCommand: scriptsByText(redis) }), redis),
+    store: new RedisOrMemoryStore(new RedisStore({ prefix: `${prefix}:ratelimit:`, sendCommand: scriptsByText(redis) }), redisOrMemory(redis, { timeoutMs: redisTimeoutMs })),
     handler: (req, _res, next) => {
       const resetTime = (req as { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;
       const retryAfter = resetTime ? Math.max(1, Math.ceil((resetTime.getTime() - Date.now()) / 1000)) : 60;
@@ -34,8 +36,8 @@ export function rateLimitPerAccount(redis: RedisClient, prefix: string, perMinut
 }
 
 /**
- * Counts in Redis while it is connected, else in this process's memory: an outage neither lifts
- * the limit nor fills the log (express-rate-limit writes every store error to console.error,
+ * Counts in Redis while it is connected and answers in time, else in this process's memory: an
+ * outage neither lifts the limit, nor holds each request, nor fills the log (express-rate-limit writes every store error to console.error,
  * past the service's logger). An error that is not an outage is the limiter's to handle.
  */
 class RedisOrMemoryStore implements Store {
@@ -45,7 +47,7 @@ class RedisOrMemoryStore implements Store {
 
   constructor(
     private readonly shared: RedisStore,
-    private readonly redis: RedisClient,
+    private readonly where: RedisOrMemory,
   ) {
     this.prefix = shared.prefix;
   }
@@ -55,15 +57,8 @@ class RedisOrMemoryStore implements Store {
     void this.shared.init?.(options);
   }
 
-  private async either<T>(viaRedis: () => Promise<T>, viaMemory: () => T | Promise<T>): Promise<T> {
-    if (this.redis.status === "ready") {
-      try {
-        return await viaRedis();
-      } catch (error) {
-        if (!isInfrastructureError(error)) throw error;
-      }
-    }
-    return viaMemory();
+  private either<T>(viaRedis: () => Promise<T>, viaMemory: () => T | Promise<T>): Promise<T> {
+    return this.where.run(viaRedis, viaMemory);
   }
 
   increment(key: string): Promise<IncrementResponse> {
