@@ -1,6 +1,7 @@
 import { createRequire } from "node:module";
 import express, { Router } from "express";
 import { endSession } from "@mailhooks/access";
+import { usesInsecureDevelopmentKey } from "@mailhooks/config";
 import { redisKeyPrefix } from "@mailhooks/queue";
 import type { ApiDeps } from "../deps.js";
 import type { FailureLimiter } from "../http/failure-limiter.js";
@@ -35,6 +36,12 @@ export function dashboardRouter(deps: ApiDeps, failures: FailureLimiter | null):
   const lookups = tokenLookups(failures);
   const router = Router();
   router.use(dashboardHeaders);
+  // Every page says so while webhook secrets are encrypted with the public development key.
+  const insecureDevelopmentKey = usesInsecureDevelopmentKey(deps.config);
+  router.use((_req, res, next) => {
+    res.locals.insecureDevelopmentKey = insecureDevelopmentKey;
+    next();
+  });
   router.get("/assets/htmx.min.js", (_req, res) => res.sendFile(HTMX_FILE, { maxAge: "1h" }));
   router.use("/assets", express.static(ASSETS_DIR, { index: false, maxAge: "1h", fallthrough: false }));
   router.use(express.urlencoded({ extended: false, limit: "64kb", parameterLimit: 100 }));
