@@ -1,4 +1,5 @@
 import { createRequire } from "node:module";
+import path from "node:path";
 import express, { Router } from "express";
 import { endSession } from "@mailhooks/access";
 import { usesInsecureDevelopmentKey } from "@mailhooks/config";
@@ -29,6 +30,22 @@ import { clearSessionCookie, requireSession } from "./session.js";
 const HTMX_FILE = createRequire(import.meta.url).resolve("htmx.org/dist/htmx.min.js");
 
 /**
+ * The dashboard's files, mounted at /dashboard/assets: its own (ASSETS_DIR) and htmx from
+ * node_modules; the folders are found by module resolution unless given (a test).
+ */
+export function dashboardAssets(options: { assetsDir?: string; htmxFile?: string } = {}): Router {
+  const htmxFile = options.htmxFile ?? HTMX_FILE;
+  const router = Router();
+  // `root` + name: the dotfiles rule applies to what the request names, not to the install folder
+  // (a project under `~/.cache/...`); express.static takes its folder as `root` already.
+  router.get("/htmx.min.js", (_req, res, next) =>
+    res.sendFile(path.basename(htmxFile), { root: path.dirname(htmxFile), maxAge: "1h" }, (error) => error && next(error)),
+  );
+  router.use(express.static(options.assetsDir ?? ASSETS_DIR, { index: false, maxAge: "1h", fallthrough: false }));
+  return router;
+}
+
+/**
  * `failures`: the API's limiter of requests without valid credentials (app.ts), which invalid
  * sign-in links and session cookies meet too; null when UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE is 0.
  */
@@ -42,8 +59,7 @@ export function dashboardRouter(deps: ApiDeps, failures: FailureLimiter | null):
     res.locals.insecureDevelopmentKey = insecureDevelopmentKey;
     next();
   });
-  router.get("/assets/htmx.min.js", (_req, res) => res.sendFile(HTMX_FILE, { maxAge: "1h" }));
-  router.use("/assets", express.static(ASSETS_DIR, { index: false, maxAge: "1h", fallthrough: false }));
+  router.use("/assets", dashboardAssets());
   router.use(express.urlencoded({ extended: false, limit: "64kb", parameterLimit: 100 }));
   router.use(signInPages(deps, lookups));
 
