@@ -35,6 +35,11 @@ export function createApp(given: Parameters<typeof completeDeps>[0]): Express {
   app.set("etag", false);
   app.set("trust proxy", deps.config.TRUST_PROXY);
   app.use(helmet());
+  const bodyIdleTimeoutMs = deps.config.HTTP_BODY_IDLE_TIMEOUT_MS;
+  app.use((_req, res, next) => {
+    res.locals.bodyIdleTimeoutMs = bodyIdleTimeoutMs;
+    next();
+  });
   const metrics = createApiMetrics(deps.queue, deps.keys, MOUNTS);
   app.use(metrics.middleware);
   app.use(healthRouter(deps));
