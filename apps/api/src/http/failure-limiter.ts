@@ -74,7 +74,11 @@ export function createFailureLimiter(options: FailureLimiterOptions): FailureLim
 
   const counts = async (address: string, now: number, delta: number): Promise<[number, number]> => {
     const window = windowOf(now);
-    return where.run(
+    // Memory counts every attempt of this process, Redis those of every replica: the higher of
+    // each wins, so that switching between them (a Redis too slow under load, then in time again)
+    // never starts the count afresh.
+    const local = memory(address, window, delta);
+    const shared = await where.run(
       async () => {
         const replies = await options
           .redis!.multi()
@@ -84,8 +88,9 @@ export function createFailureLimiter(options: FailureLimiterOptions): FailureLim
           .exec();
         return [Number(replies?.[0]?.[1] ?? 0), Number(replies?.[2]?.[1] ?? 0)] as [number, number];
       },
-      () => memory(address, window, delta),
+      () => null,
     );
+    return shared ? [Math.max(shared[0], local[0]), Math.max(shared[1], local[1])] : local;
   };
 
   return {

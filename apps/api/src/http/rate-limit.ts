@@ -36,8 +36,8 @@ export function rateLimitPerAccount(redis: RedisClient, prefix: string, perMinut
 }
 
 /**
- * Counts in Redis while it is connected and answers in time, else in this process's memory: an
- * outage neither lifts the limit, nor holds each request, nor fills the log (express-rate-limit writes every store error to console.error,
+ * Counts in Redis while it is connected and answers in time, and always in this process's memory
+ * (see increment): an outage neither lifts the limit, nor holds each request, nor fills the log (express-rate-limit writes every store error to console.error,
  * past the service's logger). An error that is not an outage is the limiter's to handle.
  */
 class RedisOrMemoryStore implements Store {
@@ -57,24 +57,32 @@ class RedisOrMemoryStore implements Store {
     void this.shared.init?.(options);
   }
 
-  private either<T>(viaRedis: () => Promise<T>, viaMemory: () => T | Promise<T>): Promise<T> {
-    return this.where.run(viaRedis, viaMemory);
+  /**
+   * This process counts every request in memory too, and answers the higher of the two counts:
+   * Redis's covers every replica, memory's every request of this one, including those counted
+   * while Redis was skipped. Otherwise each switch between them (a Redis that answers slowly
+   * under load, then in time again) would start the count afresh and let the limit through again.
+   */
+  async increment(key: string): Promise<IncrementResponse> {
+    const local = await this.memory.increment(key);
+    const shared = await this.where.run(() => this.shared.increment(key), () => undefined);
+    return shared && shared.totalHits >= local.totalHits ? shared : local;
   }
 
-  increment(key: string): Promise<IncrementResponse> {
-    return this.either(() => this.shared.increment(key), () => this.memory.increment(key));
+  async get(key: string): Promise<ClientRateLimitInfo | undefined> {
+    const local = await this.memory.get(key);
+    const shared = await this.where.run(() => this.shared.get(key), () => undefined);
+    return shared && shared.totalHits >= (local?.totalHits ?? 0) ? shared : local;
   }
 
-  get(key: string): Promise<ClientRateLimitInfo | undefined> {
-    return this.either(() => this.shared.get(key), () => this.memory.get(key));
+  async decrement(key: string): Promise<void> {
+    await this.memory.decrement(key);
+    await this.where.run(() => this.shared.decrement(key), () => undefined);
   }
 
-  decrement(key: string): Promise<void> {
-    return this.either(() => this.shared.decrement(key), () => this.memory.decrement(key));
-  }
-
-  resetKey(key: string): Promise<void> {
-    return this.either(() => this.shared.resetKey(key), () => this.memory.resetKey(key));
+  async resetKey(key: string): Promise<void> {
+    await this.memory.resetKey(key);
+    await this.where.run(() => this.shared.resetKey(key), () => undefined);
   }
 
   shutdown(): void {
