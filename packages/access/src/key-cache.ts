@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { PrismaClient } from "@mailhooks/db";
-import { authenticateKey, isWellFormedKey, type Principal } from "./api-keys.js";
+import { authenticateKey, isWellFormedKey, keyPrefixOf, type Principal } from "./api-keys.js";
 
 /**
  * Authentication without a PostgreSQL query per request. A key that authenticated is kept for
@@ -21,6 +21,18 @@ export interface KeyAuthenticator {
   /** True for a key that authenticated within the last day and was not revoked since (its
    * cache entry may have expired): such a key is not an anonymous guess. No I/O. */
   knownValid(presented: string): boolean;
+  /**
+   * True when `presented` carries the prefix of a live key (as told by `livePrefixes`) that no
+   * wrong secret was presented with in the last minute: likely a real key this process has not
+   * authenticated yet, looked up without meeting the limit of failed authentications. A guess
+   * with a live key's prefix fails once, and the prefix is then not trusted for a minute. No I/O.
+   */
+  plausible(presented: string): boolean;
+  /** The prefixes of the live keys (startKeyAccess loads them, most recently used first; at most
+   * MAX_LIVE_PREFIXES are kept); replaces what was known. */
+  livePrefixes(prefixes: Iterable<string>): void;
+  /** One key's prefix became live (created) or not (revoked). */
+  livePrefix(prefix: string, live: boolean): void;
   /** The principal of `presented`, from the caches or from PostgreSQL; null for a key that is
    * malformed, unknown or revoked. */
   authenticate(presented: string): Promise<Principal | null>;
@@ -43,6 +55,10 @@ export interface KeyCacheOptions {
 
 /** How long a key that authenticated is known as a real key (not an anonymous guess). */
 const RECENT_MS = 86_400_000;
+/** How long a live prefix presented with a wrong secret is not trusted (see `plausible`). */
+const SUSPECT_MS = 60_000;
+/** Live prefixes kept at most (about 3 MiB of heap); past it the first known go first. */
+export const MAX_LIVE_PREFIXES = 100_000;
 
 const digest = (key: string) => createHash("sha256").update(key, "utf8").digest("hex");
 
@@ -66,6 +82,8 @@ export function createKeyAuthenticator(prisma: PrismaClient, options: KeyCacheOp
   const recent = bounded<{ keyId: string; until: number }>(options.maxEntries ?? 10_000);
   const negative = bounded<number>(options.maxEntries ?? 10_000);
   let lookups = 0;
+  let live = new Set<string>();
+  const suspect = bounded<number>(options.maxEntries ?? 10_000);
   /** Bumped by every forget(): a lookup begun in an older generation caches nothing. */
   let generation = 0;
 
@@ -83,6 +101,21 @@ export function createKeyAuthenticator(prisma: PrismaClient, options: KeyCacheOp
       const entry = recent.map.get(digest(presented));
       return entry !== undefined && entry.until > Date.now();
     },
+    plausible(presented) {
+      const prefix = keyPrefixOf(presented);
+      if (prefix === null || !live.has(prefix)) return false;
+      return (suspect.map.get(prefix) ?? 0) <= Date.now();
+    },
+    livePrefixes(prefixes) {
+      live = new Set();
+      for (const prefix of prefixes) if (live.size < MAX_LIVE_PREFIXES) live.add(prefix);
+    },
+    livePrefix(prefix, isLive) {
+      live.delete(prefix);
+      if (!isLive) return;
+      live.add(prefix);
+      if (live.size > MAX_LIVE_PREFIXES) live.delete(live.values().next().value!);
+    },
     async authenticate(presented) {
       if (!isWellFormedKey(presented)) return null;
       const hash = digest(presented);
@@ -94,6 +127,8 @@ export function createKeyAuthenticator(prisma: PrismaClient, options: KeyCacheOp
       options.onLookup?.();
       const begun = generation;
       const principal = await authenticateKey(prisma, presented);
+      const prefix = keyPrefixOf(presented)!;
+      if (!principal && live.has(prefix)) suspect.set(prefix, Date.now() + SUSPECT_MS);
       if (begun !== generation) return principal;
       if (principal) {
         negative.map.delete(hash);
