@@ -7,6 +7,7 @@ describe("isInfrastructureError (503 unavailable)", () => {
     ["a model query while the server is away", Object.assign(new Error("Can't reach database server"), { code: "P1001" })],
     ["Redis away", new Error("Stream isn't writeable and enableOfflineQueue options is false")],
     ["a statement timeout through Prisma", new Error("Raw query failed. Code: `57014`. Message: `canceling statement due to statement timeout`")],
+    ["Redis frozen (ioredis's commandTimeout)", new Error("Command timed out")],
     ["a cause chain", Object.assign(new Error("wrapped"), { cause: Object.assign(new Error("x"), { code: "ECONNRESET" }) })],
   ])("%s", (_name, error) => {
     expect(isInfrastructureError(error)).toBe(true);
