@@ -5,6 +5,12 @@ import { captureLogs } from "@mailhooks/logger";
 import { sampleData, startStack, type Account, type Stack } from "../support/stack.js";
 import { expectError, expectValidation } from "../support/hooks.js";
 import { testDatabaseUrl } from "../support/env.js";
+import { scratchDatabase } from "../chaos/support/database.js";
+import pg from "pg";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
 /**
  * A webhook's options (CONTRACT.md section 4): `rate_limit`, `inbox_ids` and `headers` set at
@@ -255,5 +261,36 @@ describe("POST /v1/webhooks with an Idempotency-Key", () => {
     const later = await acct.api("POST", "/v1/webhooks", { ...body, events: ["message.opened"] }, { "Idempotency-Key": key });
     expect(later.status).toBe(201);
     expect(later.body.id).not.toBe(first.body.id);
+  });
+});
+
+describe("`keys reencrypt-secrets` and headers", () => {
+  test("moves the encrypted headers to the first key too", async () => {
+    // A database of its own: the command walks every webhook of the database it is given.
+    const db = await scratchDatabase("reencrypt-headers");
+    const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+    try {
+      const old = createKeyring([KEY]);
+      const headers = JSON.stringify({ Authorization: "Bearer moved" });
+      await pool.query("INSERT INTO accounts (id, name) VALUES ('acct_x', 'x')");
+      await pool.query("INSERT INTO webhooks (id, account_id, url, events, secret, headers) VALUES ('wh_h', 'acct_x', 'https://example.com/h', '{message.sent}', $1, $2)", [
+        old.encrypt("whsec_s"),
+        old.encrypt(headers),
+      ]);
+      const key2 = randomBytes(32);
+      const run = spawnSync(process.execPath, ["--import", "tsx", "--conditions=source", path.join(ROOT, "apps/cli/src/keys.ts"), "reencrypt-secrets", "--json"], {
+        cwd: ROOT,
+        env: { ...process.env, NODE_OPTIONS: "", DATABASE_URL: db.url, SECRET_ENCRYPTION_KEYS: `${key2.toString("base64")},${KEY.toString("base64")}` },
+        encoding: "utf8",
+      });
+      const ring = createKeyring([key2, KEY]);
+      expect(JSON.parse(run.stdout)).toEqual({ reencrypted: 1, unreadable: 0, key_id: ring.primaryKeyId });
+      const [row] = (await pool.query("SELECT secret, headers FROM webhooks WHERE id = 'wh_h'")).rows;
+      expect(ring.isCurrent(row.headers) && ring.isCurrent(row.secret)).toBe(true);
+      expect(createKeyring([key2]).decrypt(row.headers)).toBe(headers);
+    } finally {
+      await pool.end();
+      await db.drop();
+    }
   });
 });
