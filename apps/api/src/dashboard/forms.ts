@@ -24,7 +24,7 @@ export function asOptionalInteger(text: string): number | string | null {
   return /^\d{1,9}$/.test(text) ? Number(text) : text;
 }
 
-/** A text area of one item per line (commas also separate): the non-empty items, or null when none. */
+/** A list typed in one field, items separated by commas (or lines): the non-empty items, or null when none. */
 export function asLines(text: string): string[] | null {
   const items = text
     .split(/[\r\n,]+/)

@@ -54,7 +54,7 @@ const valuesOf = (w: WebhookView): FormValues => ({
   url: w.url,
   events: w.events,
   rate_limit: w.rate_limit === null ? "" : String(w.rate_limit),
-  inbox_ids: (w.inbox_ids ?? []).join("\n"),
+  inbox_ids: (w.inbox_ids ?? []).join(", "),
   header_names: [],
 });
 
