@@ -97,6 +97,13 @@ export async function registerWebhook(pool: pg.Pool, input: RegisterWebhookInput
             FROM accounts a WHERE a.id = ${input.accountId} FOR UPDATE`,
     );
     const now = new Date();
+    // Expired keys of the account go here (creations are few, and the account's row is locked):
+    // the table never outgrows the last day's creations.
+    await run(
+      client,
+      sql`DELETE FROM webhook_idempotency_keys
+           WHERE account_id = ${input.accountId} AND created_at < ${now}::timestamptz - make_interval(hours => ${IDEMPOTENCY_WINDOW_HOURS})`,
+    );
     if (input.idempotency) {
       const earlier = await webhookOfKey(client, input.accountId, input.idempotency, now);
       if (earlier) return { webhook: earlier, repeated: true };
