@@ -67,11 +67,10 @@ function formInput(body: unknown) {
   const fields = (body ?? {}) as Record<string, unknown>;
   const names = asList(fields.header_name).map((n) => n.trim());
   const values = asList(fields.header_value);
-  const added: Record<string, string> = {};
-  names.forEach((name, i) => {
-    const value = values[i] ?? "";
-    if (name !== "" || value !== "") added[name] = value;
-  });
+  // fromEntries, not assignment: a row named `__proto__` stays a key, for the schema to refuse.
+  const added: Record<string, string> = Object.fromEntries(
+    names.map((name, i) => [name, values[i] ?? ""] as const).filter(([name, value]) => name !== "" || value !== ""),
+  );
   return {
     shown: {
       url: field(body, "url"),
@@ -90,6 +89,7 @@ function formInput(body: unknown) {
     removed: asList(fields.remove_headers),
   };
 }
+
 export function webhookPages(deps: ApiDeps): Router {
   const router = Router();
 
