@@ -76,19 +76,26 @@ function request(accountId: string, events: EventInput[]): Request {
 /**
  * The events of one or more requests with their envelope bytes and destinations: one per enabled
  * webhook of their account subscribed to their kind and, when scoped, to their inbox. One query
- * for all their accounts, narrowed in SQL to the webhooks that can match one of them (an index
- * scan of the account's enabled webhooks; docs/indexes.md), matched exactly here.
+ * for all their accounts, narrowed in SQL to the webhooks that can match one of them by index
+ * (docs/indexes.md), matched exactly here.
  */
 async function prepare(db: Queryable, requests: Request[]): Promise<Prepared[][]> {
   const accounts = [...new Set(requests.map((r) => r.accountId))];
   const kinds = [...new Set(requests.flatMap((r) => r.events.map((e) => e.eventType)))];
   const inboxes = [...new Set(requests.flatMap((r) => r.events.map((e) => e.data.inboxId)))];
+  // Two index lookups (migration 20261126030000): the account's webhooks of every inbox, and
+  // those scoped to one of the statement's inboxes; an OR of the two would read every webhook of
+  // the account.
   const { rows: hooks } = await run<{ id: string; account_id: string; events: string[]; inbox_ids: string[] | null }>(
     db,
     sql`SELECT id, account_id, events, inbox_ids FROM webhooks
-         WHERE account_id = ANY(${accounts}::text[]) AND status = 'enabled' AND deleted_at IS NULL
-           AND events && ${kinds}::text[] AND (inbox_ids IS NULL OR inbox_ids && ${inboxes}::text[])
-         ORDER BY id`,
+         WHERE account_id = ANY(${accounts}::text[]) AND inbox_ids IS NULL AND status = 'enabled' AND deleted_at IS NULL
+           AND events && ${kinds}::text[]
+        UNION ALL
+        SELECT id, account_id, events, inbox_ids FROM webhooks
+         WHERE inbox_ids && ${inboxes}::text[] AND account_id = ANY(${accounts}::text[]) AND status = 'enabled' AND deleted_at IS NULL
+           AND events && ${kinds}::text[]
+        ORDER BY id`,
   );
   const subscribed = (hook: (typeof hooks)[number], accountId: string, input: EventInput) =>
     hook.account_id === accountId && hook.events.includes(input.eventType) && (hook.inbox_ids === null || hook.inbox_ids.includes(input.data.inboxId));
