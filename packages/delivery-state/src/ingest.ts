@@ -83,9 +83,8 @@ async function prepare(db: Queryable, requests: Request[]): Promise<Prepared[][]
   const accounts = [...new Set(requests.map((r) => r.accountId))];
   const kinds = [...new Set(requests.flatMap((r) => r.events.map((e) => e.eventType)))];
   const inboxes = [...new Set(requests.flatMap((r) => r.events.map((e) => e.data.inboxId)))];
-  // Two index lookups (migration 20261126030000): the account's webhooks of every inbox, and
-  // those scoped to one of the statement's inboxes; an OR of the two would read every webhook of
-  // the account.
+  // Two index lookups (migration 20261126030000): webhooks of every inbox, and those scoped to one
+  // of the statement's inboxes (an OR of the two would read every webhook of the account).
   const { rows: hooks } = await run<{ id: string; account_id: string; events: string[]; inbox_ids: string[] | null }>(
     db,
     sql`SELECT id, account_id, events, inbox_ids FROM webhooks
@@ -115,8 +114,8 @@ async function withPartitions<T>(pool: pg.Pool, store: () => Promise<T>): Promis
   try {
     return await store();
   } catch (error) {
-    // The maintenance job makes partitions two weeks ahead; if it has not run, make them now,
-    // for the day of the database's clock (the one that stamps created_at).
+    // The maintenance job makes partitions two weeks ahead; if it has not run, make them now, for
+    // the day of the clock that stamps created_at: the database's.
     if (!isMissingPartition(error)) throw error;
     const { rows } = await run<{ now: Date }>(pool, sql`SELECT now() AS now`);
     await ensurePayloadPartitions(pool, rows[0].now);
