@@ -29,6 +29,13 @@ export interface Sizes {
   /** Events/s of the paced phase; undefined: half the burst's median rate (the target's rate). */
   pacedRate?: number;
   retries: number;
+  /** The neighbour phase: events/s of its paced runs over the 20 healthy webhooks (at most: a
+   * quarter of the burst's median rate when that is less), for how long (ms) each, the deliveries queued to its hanging webhooks, and how long after its loaded run's
+   * last request the arrivals are waited for before the rest count as missing (ms). */
+  neighbourRate: number;
+  neighbourMs: number;
+  neighbourBacklog: number;
+  neighbourArrivalCapMs: number;
 }
 
 /** A commander argument parser for an integer of at least `min`. */
@@ -42,7 +49,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
   const options = createCommand({
     name: "npm run bench --",
     description:
-      "The benchmark (CONTRACT.md section 10), one run: the bare Express route (calibration), ingest, batch ingest, the floor of the stack with got and undici, burst end to end, fan-out, paced latency, retry timing and peak memory, each phase repeated (3 times, quick 1), with the load generator in its own process. Builds the workspaces first (tsc -b), runs the built API and dispatcher, prints a table and writes bench/results/latest.json. --grown runs the same on a seeded database of 5 million events, EXPLAINs the list queries and times the retention purge. bench/README.md explains every figure.",
+      "The benchmark (CONTRACT.md section 10), one run: the bare Express route (calibration), ingest, batch ingest, the floor of the stack with got and undici, burst end to end, fan-out, paced latency, retry timing, peak memory, each phase repeated (3 times, quick 1), then once healthy webhooks paced beside hanging ones that hold a backlog (the neighbour phase, on processes and a redis-server of its own), with the load generator in its own process. Builds the workspaces first (tsc -b), runs the built API and dispatcher, prints a table and writes bench/results/latest.json. --grown runs the same on a seeded database of 5 million events, EXPLAINs the list queries and times the retention purge. bench/README.md explains every figure.",
     examples: ["npm run bench", "npm run bench -- --quick", "npm run bench -- --grown", "BENCH_PROFILE=1 npm run bench -- --quick && npm run bench:profile-summary"],
     moreEnvironment: {
       BENCH_DATABASE_URL: "default: postgresql://postgres@127.0.0.1:5432/webhooks_bench (--grown: the database webhooks_bench_grown on the same server)",
@@ -57,10 +64,11 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
     // autocannon needs at least one request per connection (32), and fan-out sends N / 5.
     .option("--events <N>", "events of the burst (default 5000, quick 2000); ingest, floor and fan-out scale with it (the batch phase: 30000 events, quick 10000)", integerAtLeast(200))
     .option("--reps <N>", "repetitions of each phase (default 3, quick 1)", integerAtLeast(1))
+    .option("--neighbour-backlog <N>", "deliveries queued to the neighbour phase's hanging webhooks (default 10000)", integerAtLeast(100))
     .option("--paced-rate <N>", "run the paced phase at N events/s instead of half the burst rate (to compare commits, or machines, at one rate)", integerAtLeast(1))
     .action(() => undefined)
     .parse(argv, { from: "user" })
-    .opts<{ quick?: boolean; grown?: boolean; reseed?: boolean; seedEvents: number; events?: number; reps?: number; pacedRate?: number }>();
+    .opts<{ quick?: boolean; grown?: boolean; reseed?: boolean; seedEvents: number; events?: number; reps?: number; pacedRate?: number; neighbourBacklog?: number }>();
   const quick = options.quick ?? false;
   const burst = options.events ?? (quick ? 2_000 : 5_000);
   const sizes: Sizes = {
@@ -74,6 +82,10 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
     pacedMs: quick ? 5_000 : 15_000,
     pacedRate: options.pacedRate,
     retries: quick ? 50 : 200,
+    neighbourRate: 100,
+    neighbourMs: quick ? 5_000 : 10_000,
+    neighbourBacklog: options.neighbourBacklog ?? 10_000,
+    neighbourArrivalCapMs: quick ? 10_000 : 15_000,
   };
   return { quick, grown: options.grown ?? false, reseed: options.reseed ?? false, seedEvents: options.seedEvents, sizes };
 }

@@ -29,3 +29,14 @@ export function eventBody(kind: string, runId: string, index: number, startMs: n
 export function batchBody(kind: string, runId: string, index: number, size: number, startMs: number): string {
   return JSON.stringify({ events: Array.from({ length: size }, (_, i) => eventItem(benchMessageId(kind, runId, index + i, startMs))) });
 }
+
+/** A message.delivered event: the kind only the neighbour phase's hanging webhooks take. */
+export function deliveredEventItem(messageId: string) {
+  const { data } = eventItem(messageId);
+  return { event_type: "message.delivered", data: { ...data, status: "delivered", deliveredAt: new Date().toISOString() } };
+}
+
+/** The body of POST /v1/events/batch of `size` message.delivered events from `index` on. */
+export function deliveredBatchBody(runId: string, index: number, size: number, startMs: number): string {
+  return JSON.stringify({ events: Array.from({ length: size }, (_, i) => deliveredEventItem(benchMessageId("hang", runId, index + i, startMs))) });
+}

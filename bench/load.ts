@@ -21,6 +21,9 @@ export interface LoadRequest {
   /** Full URL of the route, e.g. http://127.0.0.1:3000/v1/events. */
   url: string;
   apiKey?: string;
+  /** Paced: request i is sent with apiKeys[i % apiKeys.length] (instead of apiKey), so one
+   * schedule spreads over several accounts. */
+  apiKeys?: string[];
   /** Closed: number of requests. */
   requests?: number;
   /** Paced: requests per second and for how long, in ms. */
@@ -46,17 +49,19 @@ export interface LoadResult {
   latencyMs: { p50: number; p99: number };
   /** CPU the load process used during the run, as a share of one core (0..1). */
   cpuShare: number;
+  /** Paced: when request i started (the start its messageId carries), by index. */
+  startsMs?: number[];
 }
 
-function bodyFor(request: LoadRequest, index: number): string {
-  const start = now();
+function bodyFor(request: LoadRequest, index: number, start = now()): string {
   return request.eventsPerRequest === 1
     ? eventBody(request.kind, request.runId, index, start)
     : batchBody(request.kind, request.runId, index * request.eventsPerRequest, request.eventsPerRequest, start);
 }
 
-function headersFor(request: LoadRequest): Record<string, string> {
-  return { "content-type": "application/json", ...(request.apiKey ? { authorization: `Bearer ${request.apiKey}` } : {}) };
+function headersFor(request: LoadRequest, index = 0): Record<string, string> {
+  const key = request.apiKeys?.length ? request.apiKeys[index % request.apiKeys.length] : request.apiKey;
+  return { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) };
 }
 
 async function closed(request: LoadRequest): Promise<LoadResult> {
@@ -111,15 +116,16 @@ async function paced(request: LoadRequest): Promise<LoadResult> {
   const total = Math.floor(((request.durationMs ?? 10_000) / 1000) * request.rate!);
   const intervalMs = 1000 / request.rate!;
   const latencies: number[] = [];
+  const startsMs: number[] = new Array(total);
   let failures = 0;
   let firstFailure: string | undefined;
   let lastEnd = 0;
   const cpu = process.cpuUsage();
   const firstStart = now();
   const send = async (i: number) => {
-    const started = now();
+    const started = (startsMs[i] = now());
     try {
-      const { statusCode, body } = await pool.request({ method: "POST", path: url.pathname, headers: headersFor(request), body: bodyFor(request, i) });
+      const { statusCode, body } = await pool.request({ method: "POST", path: url.pathname, headers: headersFor(request, i), body: bodyFor(request, i, started) });
       await body.dump();
       if (statusCode < 200 || statusCode > 299) {
         failures++;
@@ -144,7 +150,7 @@ async function paced(request: LoadRequest): Promise<LoadResult> {
   await pool.close();
   latencies.sort((a, b) => a - b);
   const at = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))];
-  return { firstStart, lastEnd, requests: total, failures, firstFailure, latencyMs: { p50: at(50), p99: at(99) }, cpuShare: (used.user + used.system) / 1000 / wall };
+  return { firstStart, lastEnd, requests: total, failures, firstFailure, latencyMs: { p50: at(50), p99: at(99) }, cpuShare: (used.user + used.system) / 1000 / wall, startsMs };
 }
 
 // One process serves the whole run: each message is one load, answered with its id.

@@ -42,15 +42,41 @@ export function profileFlags(root: string, kind: string): string[] {
   return ["--cpu-prof", `--cpu-prof-dir=${path.join(root, ".tmp/profiles")}`, `--cpu-prof-name=${kind}.${at}.${process.pid}.cpuprofile`];
 }
 
-/** Starts a long-lived child; its unexpected exit fails the run. */
+/** Starts a long-lived Node child; its unexpected exit fails the run. */
 export function startChild(name: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; ipc?: boolean }): ChildProcess {
-  const child = spawn(process.execPath, args, { cwd: options.cwd, env: options.env, stdio: ["ignore", "inherit", "inherit", ...(options.ipc ? (["ipc"] as const) : [])] });
+  return startProgram(name, process.execPath, args, options);
+}
+
+/** Children that stopChild is stopping: their exit is expected, not a failure. */
+const stoppedOnPurpose = new WeakSet<ChildProcess>();
+
+/** Starts a long-lived child running `command` (e.g. redis-server); its unexpected exit fails the run. */
+export function startProgram(name: string, command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; ipc?: boolean }): ChildProcess {
+  const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ["ignore", "inherit", "inherit", ...(options.ipc ? (["ipc"] as const) : [])] });
   children.add(child);
+  child.on("error", (error) => {
+    if (!stopping && !stoppedOnPurpose.has(child)) fail(`${name} could not start (${error.message})`);
+  });
   child.on("exit", (code, signal) => {
     children.delete(child);
-    if (!stopping) fail(`${name} exited unexpectedly (${code ?? signal})`);
+    if (!stopping && !stoppedOnPurpose.has(child)) fail(`${name} exited unexpectedly (${code ?? signal})`);
   });
   return child;
+}
+
+/**
+ * Stops one child before the end of the run: SIGTERM (a dispatcher lets its attempts in flight
+ * finish), then SIGKILL if it has not exited within `graceMs`. Resolves once it has exited.
+ */
+export async function stopChild(child: ChildProcess, graceMs = 15_000): Promise<void> {
+  stoppedOnPurpose.add(child);
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGCONT");
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+  await exited;
+  clearTimeout(timer);
 }
 
 /** Stops the long-lived children with SIGTERM and waits for them (CPU profiles are written on exit). */

@@ -13,6 +13,8 @@ import { MESSAGE_ID, now } from "./bodies.js";
 export interface RunArrivals {
   /** Distinct messageIds that arrived at least once. */
   distinct: number;
+  /** The indices (in their run) of those messageIds. */
+  indices: Set<number>;
   /** 2xx answers (a fan-out event counts once per webhook). */
   ok: number;
   /** Arrival time of the latest first arrival / 2xx answer. */
@@ -50,7 +52,7 @@ export async function startBenchReceiver(cert: { cert: string; key: string }, re
   let otherOk = 0;
   const runOf = (runId: string) => {
     let r = runs.get(runId);
-    if (!r) runs.set(runId, (r = { distinct: 0, ok: 0, lastFirstAt: 0, lastOkAt: 0, latenciesMs: [], retryLatenessMs: [] }));
+    if (!r) runs.set(runId, (r = { distinct: 0, indices: new Set(), ok: 0, lastFirstAt: 0, lastOkAt: 0, latenciesMs: [], retryLatenessMs: [] }));
     return r;
   };
   // Seen messageIds per run, to count first arrivals (fan-out delivers one messageId 5 times).
@@ -67,13 +69,14 @@ export async function startBenchReceiver(cert: { cert: string; key: string }, re
         res.writeHead(200, { "content-type": "application/json" }).end("{}");
         return;
       }
-      const [, kind, runId, , startMs] = m;
+      const [, kind, runId, index, startMs] = m;
       const key = m[0];
       const r = runOf(runId);
       let status = 200;
       if (!seen.has(key)) {
         seen.add(key);
         r.distinct++;
+        r.indices.add(Number(index));
         r.lastFirstAt = at;
         r.latenciesMs.push(at - Number(startMs));
         if (kind === "fail") {
@@ -127,6 +130,43 @@ export async function startBenchReceiver(cert: { cert: string; key: string }, re
       lastCpu = process.cpuUsage();
       return (used.user + used.system) / 1000;
     },
+    close: () => {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
+/** An HTTPS endpoint that takes every request and never answers (see startHangingReceiver). */
+export interface HangingReceiver {
+  url: string;
+  /** Requests taken since the start. */
+  taken: () => number;
+  /** Requests whose client has not given up yet. */
+  held: () => number;
+  close: () => void;
+}
+
+/**
+ * A receiver that hangs: it reads each request and never answers, holding the socket until the
+ * client gives up (the dispatcher's DELIVERY_TIMEOUT_MS). Its own server on its own port, so that
+ * the dispatcher reaches it over connections of its own, as it would a broken receiver elsewhere.
+ */
+export async function startHangingReceiver(cert: { cert: string; key: string }): Promise<HangingReceiver> {
+  let taken = 0;
+  let held = 0;
+  const server = https.createServer({ cert: cert.cert, key: cert.key }, (req) => {
+    taken++;
+    held++;
+    req.resume();
+    req.socket.once("close", () => held--);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as { port: number }).port;
+  return {
+    url: `https://localhost:${port}/hang`,
+    taken: () => taken,
+    held: () => held,
     close: () => {
       server.closeAllConnections();
       server.close();

@@ -1,8 +1,10 @@
 /**
  * The results of a run: bench/results/latest.json (CONTRACT.md section 10: the headline keys are
- * top-level numbers, medians) and the table on stdout, with the targets of the issue "Fast and
- * flat" met or missed, and, for --grown, each figure beside the empty database's.
+ * top-level numbers, medians) and the table on stdout, with the targets of the issues "Fast and
+ * flat" and "No endpoint waits for another" met or missed, and, for --grown, each figure beside
+ * the empty database's.
  */
+import type { NeighbourResult } from "./neighbour.js";
 import { formatFigure, type Figure } from "./stats.js";
 
 export interface Figures {
@@ -31,8 +33,8 @@ export interface Figures {
   receiverCpuShare: Figure;
 }
 
-/** The headline keys of latest.json, each the median of its figure. */
-export function headline(f: Figures, grown?: { purgeMs?: number }) {
+/** The headline keys of latest.json, each the median of its figure (the neighbour phase runs once). */
+export function headline(f: Figures, n: NeighbourResult, grown?: { purgeMs?: number }) {
   return {
     ingest_events_per_s: Math.round(f.ingest.median),
     batch_ingest_events_per_s: Math.round(f.batch.median),
@@ -50,6 +52,13 @@ export function headline(f: Figures, grown?: { purgeMs?: number }) {
     retry_late_p99_ms: Math.round(f.retryLateP99.median),
     peak_rss_mb_api: Math.max(...f.rssApiBurst.samples),
     peak_rss_mb_dispatcher: Math.max(...f.rssDispatcherBurst.samples),
+    neighbour_quiet_p50_ms: round1(n.quiet.p50),
+    neighbour_quiet_p99_ms: round1(n.quiet.p99),
+    neighbour_loaded_p50_ms: round1(n.loaded.p50),
+    neighbour_loaded_p99_ms: round1(n.loaded.p99),
+    neighbour_loaded_missing: n.loaded.missing,
+    neighbour_backlog: n.backlog,
+    neighbour_redis_bytes_per_waiting_delivery: Math.round(n.redisBytesPerWaitingDelivery),
     ...(grown?.purgeMs !== undefined ? { retention_purge_ms: Math.round(grown.purgeMs) } : {}),
   };
 }
@@ -64,9 +73,13 @@ export interface Target {
   value: string;
 }
 
-/** The targets of "Fast and flat"; `pacedRateChosen`: the paced phase ran at a rate given with
- * --paced-rate, not at half the burst rate the target names (the line says so). */
-export function targets(h: Headline, extra: Target[] = [], pacedRateChosen?: number): Target[] {
+/** ">= " before a percentile that is a missing delivery's wait so far (a lower bound). */
+const atLeast = (lowerBound: boolean | undefined) => (lowerBound ? ">= " : "");
+
+/** The targets of "Fast and flat" and of "No endpoint waits for another"; `pacedRateChosen`: the
+ * paced phase ran at a rate given with --paced-rate, not at half the burst rate the target names
+ * (the line says so); `neighbour`: the neighbour phase's result, whose lower bounds the line marks. */
+export function targets(h: Headline, extra: Target[] = [], pacedRateChosen?: number, neighbour?: NeighbourResult): Target[] {
   const t = (name: string, met: boolean, value: string): Target => ({ name, met, value });
   return [
     t("ingest >= 2,000 events/s", h.ingest_events_per_s >= 2_000, `${h.ingest_events_per_s}/s`),
@@ -82,11 +95,27 @@ export function targets(h: Headline, extra: Target[] = [], pacedRateChosen?: num
     t("retries within 250 ms at p99", h.retry_late_p99_ms <= 250, `${h.retry_late_p99_ms} ms`),
     t("API RSS <= 150 MB under the burst", h.peak_rss_mb_api <= 150, `${h.peak_rss_mb_api} MB`),
     t("dispatcher RSS <= 150 MB under the burst", h.peak_rss_mb_dispatcher <= 150, `${h.peak_rss_mb_dispatcher} MB`),
+    t(
+      "neighbours: loaded p99 <= 1.5 x quiet p99 (same run)",
+      h.neighbour_loaded_p99_ms <= 1.5 * h.neighbour_quiet_p99_ms,
+      `${atLeast(neighbour?.loaded.p99AtLeast)}${h.neighbour_loaded_p99_ms} ms vs ${h.neighbour_quiet_p99_ms} ms: ${atLeast(neighbour?.loaded.p99AtLeast)}${round2(h.neighbour_loaded_p99_ms / h.neighbour_quiet_p99_ms)} x${h.neighbour_loaded_missing ? ` (${h.neighbour_loaded_missing} deliveries missing)` : ""}`,
+    ),
+    t(
+      "neighbours: Redis bytes per waiting delivery <= 200",
+      h.neighbour_redis_bytes_per_waiting_delivery <= 200,
+      `${h.neighbour_redis_bytes_per_waiting_delivery} B (backlog ${h.neighbour_backlog})`,
+    ),
     ...extra,
   ];
 }
 
-export function printTable(f: Figures, h: Headline, meta: { mode: string; reps: number; sizes: Record<string, number>; pacedRate: number; connections: Record<string, number> }, crossCheck: { consistent: boolean }): void {
+export function printTable(
+  f: Figures,
+  h: Headline,
+  n: NeighbourResult,
+  meta: { mode: string; reps: number; sizes: Record<string, number>; pacedRate: number; connections: Record<string, number> },
+  crossCheck: { consistent: boolean },
+): void {
   const s = meta.sizes;
   const rows: [string, string][] = [
     [`calibration: bare Express 5 JSON route, requests/s (${s.ingest} requests, ${meta.connections.load} connections)`, formatFigure(f.bare)],
@@ -112,6 +141,21 @@ export function printTable(f: Figures, h: Headline, meta: { mode: string; reps: 
     ["peak RSS MB of the API under the ingest / the batch", `${Math.max(...f.rssApiIngest.samples)} / ${Math.max(...f.rssApiBatch.samples)}`],
     ["load generator CPU, share of a core (max over phases)", Math.max(...f.loadCpuShare.samples).toFixed(2)],
     ["receiver CPU, share of a core (max over phases)", Math.max(...f.receiverCpuShare.samples).toFixed(2)],
+    [
+      `neighbours: ${n.healthyWebhooks} healthy webhooks paced at ${n.rate} events/s for ${n.durationMs / 1000} s, no backlog: p50 / p99 ms`,
+      `${n.quiet.p50.toFixed(1)} / ${n.quiet.p99.toFixed(1)}`,
+    ],
+    [
+      `neighbours: the same beside ${n.hangingWebhooks} hanging webhooks (deadline ${n.deliveryTimeoutMs / 1000} s), p50 / p99 ms`,
+      `${atLeast(n.loaded.p50AtLeast)}${n.loaded.p50.toFixed(1)} / ${atLeast(n.loaded.p99AtLeast)}${n.loaded.p99.toFixed(1)}`,
+    ],
+    [`neighbours: deliveries not arrived ${n.loaded.arrivalCapMs / 1000} s after the loaded run's last request`, `${n.loaded.missing} of ${n.loaded.sent}`],
+    ["neighbours: backlog, pending deliveries to the hanging webhooks", `${n.backlog} (${n.queued} queued, ${n.outboxLeft} left in the outbox)`],
+    ["neighbours: attempts the hanging receiver held until the deadline", String(n.hangingAttempts)],
+    [
+      "neighbours: Redis used_memory before / after the backlog, MB; bytes per waiting delivery",
+      `${(n.redisUsedMemoryBefore / 2 ** 20).toFixed(1)} / ${(n.redisUsedMemoryAfter / 2 ** 20).toFixed(1)}; ${Math.round(n.redisBytesPerWaitingDelivery)}`,
+    ],
     ["metrics cross-check (dispatcher successes = receiver 2xx)", crossCheck.consistent ? "consistent" : `MISMATCH ${JSON.stringify(crossCheck)}`],
   ];
   printRows(`benchmark (${meta.mode}; ${meta.reps > 1 ? `median of ${meta.reps}, min..max in parentheses` : "one repetition"})`, rows);

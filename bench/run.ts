@@ -4,8 +4,8 @@
  * database (empty, or the seeded grown one), starts the built API and one dispatcher as real
  * processes, the bare Express route, the receiver (this process) and the load generator (its own
  * process), runs every throughput phase once per repetition (interleaved, so that a change of
- * machine load touches all of them alike), then the latency phases, and writes one table and
- * bench/results/latest.json. bench/README.md explains each figure.
+ * machine load touches all of them alike), then the latency phases, then the neighbour phase (on
+ * processes of its own: bench/neighbour.ts), and writes one table and bench/results/latest.json. bench/README.md explains each figure.
  */
 import { execSync, spawnSync } from "node:child_process";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
@@ -18,6 +18,7 @@ import { parseBenchArgs } from "./args.js";
 import { prepareGrownDatabase, type SeedReport } from "./grown/seed.js";
 import { explainListQueries, SLOW_BUFFERS, type ExplainReport } from "./grown/explain.js";
 import { timeRetentionPurge, type PurgeReport } from "./grown/purge.js";
+import { neighbours } from "./neighbour.js";
 import * as phase from "./phases.js";
 import { fail, log, stopChildren } from "./processes.js";
 import { compareWithEmpty, headline, printRows, printTable, printTargets, targets, type Figures, type Headline, type Target } from "./report.js";
@@ -126,6 +127,13 @@ async function main() {
     otherRuns.push(`ret${rep}`);
   }
   const crossCheck = await phase.crossCheck(b, floorRuns, otherRuns);
+  // After the cross-check: its own dispatcher's deliveries (and test events) are not the bench's.
+  // Modest beside what this machine delivers now: a rate it cannot sustain would measure its queue.
+  const neighbourRate = Math.min(sizes.neighbourRate, Math.max(10, Math.round(burstMedian / 4)));
+  const neighbour = await neighbours(b, { rate: neighbourRate, durationMs: sizes.neighbourMs, backlog: sizes.neighbourBacklog, arrivalCapMs: sizes.neighbourArrivalCapMs });
+  log(
+    `neighbours: quiet p99 ${neighbour.quiet.p99.toFixed(1)} ms, loaded p99 ${neighbour.loaded.p99AtLeast ? ">= " : ""}${neighbour.loaded.p99.toFixed(1)} ms (${neighbour.loaded.missing} of ${neighbour.loaded.sent} missing), backlog ${neighbour.backlog}, ${Math.round(neighbour.redisBytesPerWaitingDelivery)} Redis bytes per waiting delivery`,
+  );
 
   log("stopping");
   b.load.close();
@@ -166,7 +174,7 @@ async function main() {
     loadCpuShare: figure([...samples.bare, ...samples.ingest, ...samples.batch, ...samples.burst, ...samples.fanout].map((s) => s.loadCpuShare)),
     receiverCpuShare: figure([...samples.floorGot, ...samples.floorUndici, ...samples.burst].map((s) => s.receiverCpuShare ?? 0)),
   };
-  const h = headline(f, { purgeMs: purge?.purgeMs });
+  const h = headline(f, neighbour, { purgeMs: purge?.purgeMs });
 
   const resultsDir = path.join(ROOT, "bench/results");
   const emptyFile = path.join(resultsDir, `latest-empty${args.quick ? "-quick" : ""}.json`);
@@ -177,9 +185,9 @@ async function main() {
     ...(explain ? [listQueriesTarget(explain)] : []),
     ...(purge ? [{ name: "grown: retention purge of 1M payloads < 1 s", met: purge.purgeMs < 1_000 && purge.payloadsLeft === 0 && purge.metadataKept, value: `${Math.round(purge.purgeMs)} ms (${purge.payloads} payloads)` }] : []),
   ];
-  const allTargets = targets(h, grownTargets, sizes.pacedRate);
+  const allTargets = targets(h, grownTargets, sizes.pacedRate, neighbour);
 
-  printTable(f, h, { mode: MODE, reps: sizes.reps, sizes: { ...sizes }, pacedRate, connections: CONCURRENCY }, crossCheck);
+  printTable(f, h, neighbour, { mode: MODE, reps: sizes.reps, sizes: { ...sizes }, pacedRate, connections: CONCURRENCY }, crossCheck);
   if (seed) printRows("grown database", seedRows(seed));
   if (explain) printRows("list queries on the grown database (EXPLAIN ANALYZE)", explain.queries.map((q) => [q.name, `${q.ok ? "ok    " : `FAILED (${q.verdict})`} ${q.executionMs.toFixed(2)} ms, ${q.sharedBuffers.hit + q.sharedBuffers.read} buffers: ${q.scans.join(", ")}`]));
   if (purge) {
@@ -211,6 +219,7 @@ async function main() {
     machine: { cores: os.cpus().length, cpu: os.cpus()[0]?.model, memoryGb: Math.round(os.totalmem() / 2 ** 30), node: process.version, loadAverageAtEnd: os.loadavg() },
     settings: { concurrency: CONCURRENCY, sizes, pacedRate, retryDelayMs: RETRY_DELAY_MS },
     figures: f,
+    neighbour,
     crossCheck,
     ...(seed ? { seed } : {}),
     ...(explain ? { explain } : {}),

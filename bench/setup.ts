@@ -14,7 +14,7 @@ import path from "node:path";
 import getPort from "get-port";
 import { createApiKey } from "@mailhooks/access";
 import { createPrismaClient } from "@mailhooks/db";
-import { ensureLocalCertificate } from "@mailhooks/receiver";
+import { ensureLocalCertificate, type LocalCertificate } from "@mailhooks/receiver";
 import { startBenchReceiver, type BenchReceiver } from "./receiver.js";
 import { log, nodeFlagsOf, profileFlags, startChild, startLoadGenerator, waitReady, type LoadGenerator } from "./processes.js";
 
@@ -39,6 +39,11 @@ export interface Bench {
   metricsUrl: string;
   /** Environment of forked helpers (the floor): trusts the receiver's certificate. */
   helperEnv: NodeJS.ProcessEnv;
+  /** Environment of the API and the dispatcher (ports and QUEUE_PREFIX are theirs): the
+   * neighbour phase starts its own from it. */
+  serviceEnv: NodeJS.ProcessEnv;
+  /** The receiver's certificate (localhost), which the services trust. */
+  cert: LocalCertificate;
   single: { key: string; accountId: string; webhookId: string };
   fanout: { key: string; accountId: string };
 }
@@ -115,6 +120,8 @@ export async function startBench(root: string, databaseUrl: string, redisUrl: st
     bareUrl: `http://127.0.0.1:${barePort}`,
     metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
     helperEnv: { ...process.env, NODE_OPTIONS: "", NODE_EXTRA_CA_CERTS: cert.certPath },
+    serviceEnv: env,
+    cert,
     single: { key: singleKey.key, accountId: singleKey.account_id, webhookId: hook.body.id },
     fanout: { key: fanoutKey.key, accountId: fanoutKey.account_id },
   };

@@ -2,14 +2,14 @@ import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import { buildEnvelope } from "@mailhooks/events";
 import { signPayload } from "@mailhooks/signing";
-import type { WebhookEnvelope } from "@mailhooks/verify";
+import type { WebhookEvent } from "@mailhooks/verify";
 import { createReceiver } from "./verify-webhook.js";
 
 // The README's receiver example, listening for real, fed envelopes built and signed by the
 // service's own code (@mailhooks/events and @mailhooks/signing), as the dispatcher sends them.
 const OLD = "whsec_example_old";
 const NEW = "whsec_example_new";
-const processed: WebhookEnvelope[] = [];
+const processed: WebhookEvent[] = [];
 let server: Server;
 let url: string;
 
@@ -33,20 +33,37 @@ const body = buildEnvelope("message.sent", new Date("2026-11-22T10:00:00Z"), {
   status: "sent",
 });
 
-/** POSTs `payload` as the dispatcher does: X-Service-Timestamp now, signed with `secret`. */
-function deliver(secret: string, payload = body, timestamp = String(Math.floor(Date.now() / 1000))) {
+const EVENT_ID = "evt_019a2b3c4d5e7f00a1b2c3d4e5f6c001";
+
+/** POSTs `payload` as the dispatcher does: X-Service-Timestamp now, signed with `secret`, X-Service-Event-Id `id`. */
+function deliver(secret: string, payload = body, timestamp = String(Math.floor(Date.now() / 1000)), id: string | null = EVENT_ID) {
   return fetch(url, {
     method: "POST",
-    headers: { "content-type": "application/json", "X-Service-Timestamp": timestamp, "X-Service-Signature": signPayload(secret, timestamp, payload) },
+    headers: {
+      "content-type": "application/json",
+      "X-Service-Timestamp": timestamp,
+      "X-Service-Signature": signPayload(secret, timestamp, payload),
+      ...(id === null ? {} : { "X-Service-Event-Id": id }),
+    },
     body: payload,
   });
 }
 
 describe("the receiver example (examples/verify-webhook.ts)", () => {
-  it("processes a signed event once, however often it is delivered, with either secret of a rotation", async () => {
+  it("processes a signed event once per event id, however often it is delivered, with either secret of a rotation", async () => {
     expect((await deliver(NEW)).status).toBe(204);
     expect((await deliver(OLD)).status).toBe(204);
-    expect(processed).toEqual([JSON.parse(body)]);
+    expect(processed).toEqual([{ id: EVENT_ID, ...JSON.parse(body) }]);
+  });
+
+  it("processes another event about the same message (same messageId, another event id), and refuses a request without an event id", async () => {
+    processed.length = 0;
+    const other = "evt_019a2b3c4d5e7f00a1b2c3d4e5f6c002";
+    expect((await deliver(NEW, body, undefined, other)).status).toBe(204);
+    const unkeyed = await deliver(NEW, body, undefined, null);
+    expect(unkeyed.status).toBe(401);
+    expect(((await unkeyed.json()) as { error: { code: string } }).error.code).toBe("missing_header");
+    expect(processed).toEqual([{ id: other, ...JSON.parse(body) }]);
   });
 
   it("answers 401 with a JSON error to a wrong secret, a changed body or a stale timestamp, and processes nothing", async () => {

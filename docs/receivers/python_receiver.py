@@ -7,7 +7,7 @@ packages/verify/test-vectors.json). Copy verify() into your application, or run:
 
     WEBHOOK_SECRET=whsec_... python3 python_receiver.py [--port 8080]
         a tiny HTTP server: POST /webhooks answers 204 once verified (each event is processed
-        once per event + messageId), else 401 with {"error": {"code", "message"}};
+        once per X-Service-Event-Id), else 401 with {"error": {"code", "message"}};
         during a secret rotation give both secrets: WEBHOOK_SECRET=whsec_old,whsec_new
 
     python3 python_receiver.py --vectors packages/verify/test-vectors.json
@@ -25,6 +25,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SIGNATURE_HEADER = "X-Service-Signature"
 TIMESTAMP_HEADER = "X-Service-Timestamp"
+# The event's id: the same on every retry and replay of an event, so the key to process it once.
+# messageId is no such key: every event of one message (sent, delivered, opened...) shares it.
+EVENT_ID_HEADER = "X-Service-Event-Id"
 # [0-9], not \d: \d also matches other scripts' digits. fullmatch, not $: $ accepts a final newline.
 _TIMESTAMP = re.compile(r"[0-9]{1,12}")
 _SIGNATURE = re.compile(r"sha256=([0-9a-f]{64})")
@@ -112,6 +115,15 @@ def verify(secrets, headers, raw_body, tolerance_seconds=300, now=None):
     return envelope
 
 
+def event_id(headers):
+    """The request's X-Service-Event-Id (not signed; read it once verify() has passed).
+    Raises WebhookVerificationError("missing_header") when it is absent or empty."""
+    value = _header(headers, EVENT_ID_HEADER)
+    if not value:
+        raise WebhookVerificationError("missing_header", f"missing {EVENT_ID_HEADER} header")
+    return value
+
+
 def run_vectors(path):
     """Prints {"name", "outcome"} per vector of test-vectors.json, outcome as the file writes it."""
     import base64
@@ -129,7 +141,7 @@ def run_vectors(path):
 
 
 def serve(secrets, port):
-    """POST /webhooks: verify, then process each event + messageId once (deliveries are at least once)."""
+    """POST /webhooks: verify, then process each event id once (deliveries are at least once)."""
     processed = set()  # in production: a unique key in your database
 
     class Handler(BaseHTTPRequestHandler):
@@ -139,14 +151,12 @@ def serve(secrets, port):
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             try:
                 webhook = verify(secrets, self.headers, raw)
+                key = event_id(self.headers)
             except WebhookVerificationError as error:
                 return self._answer(401, {"error": {"code": error.code, "message": str(error)}})
-            message_id = webhook["data"].get("messageId")
-            key = (webhook["event"], message_id) if isinstance(message_id, str) else None
-            if key is None or key not in processed:
-                print("processed", webhook["event"], message_id or "", flush=True)  # your processing here
-                if key is not None:
-                    processed.add(key)
+            if key not in processed:
+                print("processed", key, webhook["event"], webhook["data"].get("messageId", ""), flush=True)  # your processing here
+                processed.add(key)
             self._answer(204)
 
         def _answer(self, status, body=None):

@@ -45,18 +45,35 @@ describe("docs/receivers/python_receiver.py", () => {
     });
 
     const body = '{"event":"message.opened","timestamp":1795341600,"data":{"messageId":"<py@example.com>","subject":"Grüße","openCount":1}}';
-    const post = (secret: string) => {
+    const FIRST = "evt_019a2b3c4d5e7f00a1b2c3d4e5f6d001";
+    const SECOND = "evt_019a2b3c4d5e7f00a1b2c3d4e5f6d002";
+    const post = (secret: string, eventId: string | null = FIRST) => {
       const timestamp = String(Math.floor(Date.now() / 1000));
-      return fetch(url, { method: "POST", headers: { "content-type": "application/json", "X-Service-Timestamp": timestamp, "X-Service-Signature": signPayload(secret, timestamp, body) }, body });
+      const headers: Record<string, string> = { "content-type": "application/json", "X-Service-Timestamp": timestamp, "X-Service-Signature": signPayload(secret, timestamp, body) };
+      if (eventId !== null) headers["X-Service-Event-Id"] = eventId;
+      return fetch(url, { method: "POST", headers, body });
+    };
+    const processed = () => lines.filter((l) => l.startsWith("processed"));
+    /** The server prints before it answers, but the line may still be in the pipe: wait a little for it. */
+    const settle = async (count: number) => {
+      for (let i = 0; i < 50 && processed().length < count; i++) await new Promise((r) => setTimeout(r, 20));
     };
 
-    it("answers 204 to a signed event (either secret of a rotation) and processes it once", async () => {
+    it("answers 204 to a signed event (either secret of a rotation) and processes each X-Service-Event-Id once", async () => {
       expect((await post("whsec_py_new")).status).toBe(204);
       expect((await post("whsec_py_old")).status).toBe(204);
-      // The server prints before it answers, but the line may still be in the pipe: wait a little for it.
-      for (let i = 0; i < 50 && !lines.some((l) => l.startsWith("processed")); i++) await new Promise((r) => setTimeout(r, 20));
+      await settle(1);
       expect((await post("whsec_py_new")).status).toBe(204);
-      expect(lines.filter((l) => l.startsWith("processed"))).toEqual(["processed message.opened <py@example.com>"]);
+      // A second open of the same message: the same messageId, another event.
+      expect((await post("whsec_py_new", SECOND)).status).toBe(204);
+      await settle(2);
+      expect(processed()).toEqual([`processed ${FIRST} message.opened <py@example.com>`, `processed ${SECOND} message.opened <py@example.com>`]);
+    });
+
+    it("answers 401 missing_header to a signed request without X-Service-Event-Id", async () => {
+      const res = await post("whsec_py_new", null);
+      expect(res.status).toBe(401);
+      expect(await res.json()).toEqual({ error: { code: "missing_header", message: expect.stringContaining("X-Service-Event-Id") } });
     });
 
     it("answers 401 with the error code to a wrong secret", async () => {

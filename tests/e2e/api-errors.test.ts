@@ -315,7 +315,8 @@ describe("accepted while Redis is unreachable (CONTRACT.md section 5: Redis bein
   test("GET /readyz is 200 (PostgreSQL is all accepting needs) and names Redis as unavailable", async () => {
     const ready = await apiAs(stack, null, "GET", "/readyz");
     expect(ready.status).toBe(200);
-    expect(ready.body).toEqual({ status: "ready", checks: { postgres: "ok", redis: "unavailable" } });
+    // `warnings` may name the public development key (issue 17 item 11): not this test's concern.
+    expect({ status: ready.body.status, checks: ready.body.checks }).toEqual({ status: "ready", checks: { postgres: "ok", redis: "unavailable" } });
     const health = await apiAs(stack, null, "GET", "/healthz");
     expect(health.status).toBe(200);
   });

@@ -15,6 +15,9 @@ const webhook = {
   status: "enabled",
   disabled_reason: null,
   secret_activates_at: null,
+  rate_limit: null,
+  inbox_ids: null,
+  headers: {},
   created_at: "2026-11-22T10:00:00.000Z",
   updated_at: "2026-11-22T10:00:00.000Z",
 };

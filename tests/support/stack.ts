@@ -100,7 +100,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const apiConfig = loadConfig(apiConfigSchema, env);
   const dispatcherConfig = loadConfig(dispatcherConfigSchema, { DISPATCHER_CONCURRENCY: "16", ...env });
 
-  const db = createDatabase(apiConfig.DATABASE_URL, apiConfig.DATABASE_POOL_SIZE);
+  const db = createDatabase(apiConfig.DATABASE_URL, apiConfig.DATABASE_POOL_SIZE, { statementTimeoutMs: apiConfig.DATABASE_STATEMENT_TIMEOUT_MS });
   /** The Redis key prefix: `prefix`, hash-tagged on a Redis Cluster. */
   const keyPrefix = redisKeyPrefix(prefix, apiConfig.REDIS_CLUSTER);
   const cluster = { cluster: apiConfig.REDIS_CLUSTER };

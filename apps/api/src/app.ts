@@ -18,6 +18,10 @@ import { openApiRouter } from "./openapi/router.js";
 import { inboundRouter } from "./routes/inbound.js";
 import { webhooksRouter } from "./routes/webhooks.js";
 
+/** Where app.ts mounts its routers: the route labels of the metrics are made of these. */
+const V1_MOUNTS = ["/webhooks", "/events", "/inboxes", "/deliveries", "/audit-log", "/dashboard-links"] as const;
+const MOUNTS = ["/v1", ...V1_MOUNTS.map((mount) => `/v1${mount}`), "/dashboard"];
+
 /**
  * The Express application of the public API on PORT; `deps` are built by main.ts or by a test.
  * The operators' board is not here: see admin-app.ts (ADMIN_HOST:ADMIN_PORT).
@@ -31,7 +35,12 @@ export function createApp(given: Parameters<typeof completeDeps>[0]): Express {
   app.set("etag", false);
   app.set("trust proxy", deps.config.TRUST_PROXY);
   app.use(helmet());
-  const metrics = createApiMetrics(deps.queue, deps.keys);
+  const bodyIdleTimeoutMs = deps.config.HTTP_BODY_IDLE_TIMEOUT_MS;
+  app.use((_req, res, next) => {
+    res.locals.bodyIdleTimeoutMs = bodyIdleTimeoutMs;
+    next();
+  });
+  const metrics = createApiMetrics(deps.queue, deps.keys, MOUNTS);
   app.use(metrics.middleware);
   app.use(healthRouter(deps));
   app.use(metrics.router);
@@ -39,10 +48,10 @@ export function createApp(given: Parameters<typeof completeDeps>[0]): Express {
 
   const keyPrefix = redisKeyPrefix(deps.config.QUEUE_PREFIX, deps.config.REDIS_CLUSTER);
   const perMinute = deps.config.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE;
-  const failures = perMinute > 0 ? createFailureLimiter({ redis: deps.redis, keyPrefix: `${keyPrefix}:authfail`, limit: perMinute, windowMs: 60_000 }) : null;
+  const failures = perMinute > 0 ? createFailureLimiter({ redis: deps.redis, keyPrefix: `${keyPrefix}:authfail`, limit: perMinute, windowMs: 60_000, redisTimeoutMs: deps.config.RATE_LIMIT_REDIS_TIMEOUT_MS }) : null;
   const v1 = express.Router();
   v1.use(requireApiKey({ keys: deps.keys, failures, recordUsage: createUsageRecorder(deps.prisma) }));
-  v1.use(rateLimitPerAccount(deps.redis, keyPrefix, deps.config.RATE_LIMIT_PER_MINUTE));
+  v1.use(rateLimitPerAccount(deps.redis, keyPrefix, deps.config.RATE_LIMIT_PER_MINUTE, deps.config.RATE_LIMIT_REDIS_TIMEOUT_MS));
   v1.use("/webhooks", webhooksRouter(deps));
   v1.use("/events", eventsRouter(deps));
   v1.use("/inboxes", inboundRouter(deps));

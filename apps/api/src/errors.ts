@@ -16,10 +16,12 @@ export const ERROR_STATUS = {
   not_found: 404,
   conflict: 409,
   payload_expired: 410,
+  request_timeout: 408,
   payload_too_large: 413,
   unsupported_media_type: 415,
   validation_error: 422,
   rate_limited: 429,
+  headers_too_large: 431,
   internal_error: 500,
   unavailable: 503,
 } as const;
@@ -89,6 +91,8 @@ function fromBodyParser(error: { type?: string; status?: number }): AppError | n
   switch (error.type) {
     case "entity.parse.failed":
       return new AppError("invalid_json", "request body is not valid JSON");
+    case "encoding.invalid.utf8":
+      return new AppError("invalid_json", "request body is not valid UTF-8");
     case "entity.too.large":
       return new AppError("payload_too_large", "request body is too large");
     case "encoding.unsupported":

@@ -13,6 +13,7 @@ import { createRedisConnection, QUEUE_NAMES, redisKeyPrefix } from "@mailhooks/q
 import { createAdminApp } from "./admin-app.js";
 import { createApp } from "./app.js";
 import { startKeyAccess } from "./key-access.js";
+import { createApiServer } from "./http/server.js";
 
 // --help and usage errors are answered before anything starts (CONTRACT.md section 1).
 createCommand({
@@ -37,7 +38,7 @@ if (usesInsecureDevelopmentKey(config)) {
   logger.warn("webhook secrets are encrypted with the public INSECURE_DEVELOPMENT_KEY: anyone can decrypt them; set SECRET_ENCRYPTION_KEYS (e.g. `openssl rand -base64 32`) for anything but development");
 }
 
-const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_SIZE, { statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
 const redis = createRedisConnection(config.REDIS_URL, "producer", { cluster: config.REDIS_CLUSTER });
 const keyPrefix = redisKeyPrefix(config.QUEUE_PREFIX, config.REDIS_CLUSTER);
 redis.on("error", (error) => logger.warn("redis error", { error: error.message }));
@@ -50,7 +51,11 @@ maintenanceQueue.on("error", (error) => logger.warn("queue error", { error: erro
 const keyring = createKeyring(parseKeys(secretKeysOf(config)));
 const keyAccess = startKeyAccess(db.prisma, config.DATABASE_URL);
 const app = createApp({ pool: db.pool, prisma: db.prisma, redis, queue, config, keyring, keys: keyAccess.keys });
-const server = app.listen(config.PORT, () => logger.info("api listening", { port: config.PORT }));
+const server = createApiServer(app, {
+  headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS,
+  requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS,
+  keepAliveTimeoutMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+}).listen(config.PORT, () => logger.info("api listening", { port: config.PORT }));
 const adminApp = createAdminApp(config, [queue, maintenanceQueue]);
 const adminServer = adminApp?.listen(config.ADMIN_PORT, config.ADMIN_HOST, () => logger.info("admin listening", { host: config.ADMIN_HOST, port: config.ADMIN_PORT }));
 

@@ -15,7 +15,15 @@ export interface ApiMetrics {
   router: Router;
 }
 
-export function createApiMetrics(queue: Queue, keys?: { readonly lookups: number }): ApiMetrics {
+/**
+ * `mounts`: the paths the app mounts its routers at (e.g. "/v1/events"), in the code's own
+ * letter case. A request's route label is its mount point and its route's pattern (`/v1/events/:id`),
+ * taken from this list and the code, never from the request's text: Express matches paths
+ * case-insensitively, so `req.baseUrl` is `/V1/EVENTS` for such a request, and an unauthenticated
+ * client could otherwise add series without end. Requests no route answered share `unmatched`.
+ */
+export function createApiMetrics(queue: Queue, keys?: { readonly lookups: number }, mounts: readonly string[] = []): ApiMetrics {
+  const mountsByLowerCase = new Map(["", ...mounts].map((mount) => [mount.toLowerCase(), mount]));
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const requests = new Counter({ name: "http_requests_total", help: "API requests by route and status", labelNames: ["method", "route", "status"], registers: [registry] });
@@ -43,12 +51,16 @@ export function createApiMetrics(queue: Queue, keys?: { readonly lookups: number
   const middleware: RequestHandler = (req, res, next) => {
     const started = process.hrtime.bigint();
     res.on("finish", () => {
-      // The matched route pattern, never the raw path: ids must not become label values.
-      const route = req.route?.path ? `${req.baseUrl}${req.route.path}` : "unmatched";
+      const route = routeLabel(req.baseUrl, req.route?.path);
       requests.inc({ method: req.method, route, status: String(res.statusCode) });
       duration.observe({ method: req.method, route }, Number(process.hrtime.bigint() - started) / 1e9);
     });
     next();
+  };
+  /** The matched route's pattern, never the raw path: neither ids nor letter case become label values. */
+  const routeLabel = (baseUrl: string, pattern: unknown): string => {
+    const mount = mountsByLowerCase.get(baseUrl.toLowerCase());
+    return typeof pattern === "string" && mount !== undefined ? `${mount}${pattern}` : "unmatched";
   };
 
   const router = createRouter();

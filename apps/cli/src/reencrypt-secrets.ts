@@ -4,7 +4,7 @@ import { reencryptSecrets } from "@mailhooks/delivery-state";
 import { createKeyring, parseKeys, SecretDecryptionError } from "@mailhooks/secrets";
 
 export interface ReencryptSummary {
-  /** Secrets rewritten with the first key. */
+  /** Webhooks whose secrets or extra headers were rewritten with the first key. */
   reencrypted: number;
   /** Secrets that no key of SECRET_ENCRYPTION_KEYS opens: left as they are. */
   unreadable: number;
@@ -14,8 +14,9 @@ export interface ReencryptSummary {
 
 /**
  * `keys reencrypt-secrets` (CONTRACT.md section 2, SECRET_ENCRYPTION_KEYS): moves every stored
- * webhook secret, plaintext stored before encryption included, to the first key. A secret that
- * no key opens is left as it is and counted.
+ * webhook secret (plaintext stored before encryption included) and every webhook's encrypted
+ * extra headers (CONTRACT.md section 4) to the first key. A value that no key opens is left as
+ * it is and counted.
  */
 export async function reencryptAllSecrets(config: Pick<ApiConfig, "DATABASE_URL" | "SECRET_ENCRYPTION_KEYS">): Promise<ReencryptSummary> {
   const keyring = createKeyring(parseKeys(secretKeysOf(config)));

@@ -39,7 +39,7 @@ if (usesInsecureDevelopmentKey(config)) {
   logger.warn("webhook secrets are encrypted with the public INSECURE_DEVELOPMENT_KEY: anyone can decrypt them; set SECRET_ENCRYPTION_KEYS (e.g. `openssl rand -base64 32`) for anything but development");
 }
 
-const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_SIZE, { statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
 const cluster = { cluster: config.REDIS_CLUSTER };
 const keyPrefix = redisKeyPrefix(config.QUEUE_PREFIX, config.REDIS_CLUSTER);
 const connection = createRedisConnection(config.REDIS_URL, "worker", cluster);

@@ -9,7 +9,8 @@ import type { DispatcherMetrics } from "./metrics.js";
 /**
  * Housekeeping run by BullMQ job schedulers: every dispatcher upserts the same scheduler ids, so
  * however many replicas run, each job runs once per period: payload retention (hourly: drops
- * the day partitions past EVENT_RETENTION_DAYS and makes the coming days' ones), expired
+ * the day partitions past EVENT_RETENTION_DAYS and makes the coming days' ones; what a long
+ * reader of event_payloads kept it from doing waits for the next run), expired
  * idempotency keys (hourly), and the sweeper of lost work (SWEEP_INTERVAL_MS).
  *
  * The schedulers live in Redis, which may lose them (FLUSHALL, a failover, a restart without
@@ -77,6 +78,12 @@ export async function startMaintenance(options: MaintenanceOptions): Promise<{ c
         if (purged.droppedPartitions.length > 0) {
           options.logger.info("payloads past retention removed", { partitions: purged.droppedPartitions, purgedBefore: purged.purgedBefore.toISOString() });
         }
+        // Another session held event_payloads past retention's lock_timeout: this run gave up
+        // rather than stall ingest; the next one (an hour later) tries again.
+        if (purged.postponedPartitions.length > 0) {
+          options.logger.warn("payload partitions past retention left for the next run", { partitions: purged.postponedPartitions, reason: purged.postponedReason });
+        }
+        if (!purged.partitionsAheadMade) options.logger.warn("the coming days' payload partitions could not be made (lock timeout); the next run tries again");
       } else if (job.name === JOB_NAMES.idempotencyPurge) {
         const removed = await purgeIdempotencyKeys(options.pool);
         if (removed > 0) options.logger.info("expired idempotency keys removed", { removed });

@@ -33,6 +33,9 @@ const KEY_PATTERN = /^(whk_[0-9a-f]{12})_[A-Za-z0-9_-]{43}$/;
 /** True when `presented` has the shape of a key (checked before any lookup). */
 export const isWellFormedKey = (presented: string) => KEY_PATTERN.test(presented);
 
+/** The public prefix (`whk_<12 hex>`) of a well-formed key; null for anything else. */
+export const keyPrefixOf = (presented: string): string | null => KEY_PATTERN.exec(presented)?.[1] ?? null;
+
 const sha256 = (value: string) => createHash("sha256").update(value, "utf8").digest();
 
 /** Issues a key for the account named `accountName`, creating the account when new. */

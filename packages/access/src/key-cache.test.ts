@@ -39,4 +39,29 @@ describe("createKeyAuthenticator", () => {
     expect(keys.lookups).toBe(1);
     expect(keys.knownValid(unknown)).toBe(false);
   });
+
+  test("a lookup in flight when forget() runs caches nothing: the revocation is not undone by an older answer", async () => {
+    const issued = await createApiKey(prisma, `cache-${randomUUID()}`);
+    const keys = createKeyAuthenticator(prisma);
+    // The lookup reads the key while it is still live; the revocation's notification (forget)
+    // arrives before that answer does.
+    const inFlight = keys.authenticate(issued.key);
+    expect(keys.lookups).toBe(1);
+    keys.forget(issued.id);
+    expect(await inFlight).toEqual({ apiKeyId: issued.id, accountId: issued.account_id });
+    await revokeApiKey(prisma, issued.id);
+    expect(keys.cached(issued.key)).toBeUndefined();
+    expect(keys.knownValid(issued.key)).toBe(false);
+    expect(await keys.authenticate(issued.key)).toBeNull();
+
+    // Likewise a key created while a lookup of it was in flight: the "unknown" answer read before
+    // it existed is not remembered past forget(), so the new key works at once.
+    const unknown = `whk_${"c".repeat(12)}_${"D".repeat(43)}`;
+    const miss = keys.authenticate(unknown);
+    keys.forget();
+    expect(await miss).toBeNull();
+    const before = keys.lookups;
+    await keys.authenticate(unknown);
+    expect(keys.lookups).toBe(before + 1);
+  });
 });

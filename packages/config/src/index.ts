@@ -90,6 +90,8 @@ const shared = {
   ALLOW_PRIVATE_TARGETS: bool.default(false),
   /** Size of the PostgreSQL connection pool of this process. */
   DATABASE_POOL_SIZE: z.coerce.number().int().positive().max(200).default(10),
+  /** PostgreSQL statement_timeout of every pooled connection, in ms (0: the server's own, none by default). */
+  DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).default(30_000),
   /** winston level. */
   LOG_LEVEL: z.enum(["error", "warn", "info", "http", "verbose", "debug", "silly"]).default("info"),
   /** `json` in production, `pretty` for people. */
@@ -102,6 +104,18 @@ export const apiConfigSchema = z.object({
   PORT: port.default(3000),
   /** Requests one API key may make per minute, across all API replicas (0: no limit). */
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(6_000),
+  /** How long one command of the rate limiters may wait for Redis, in ms; past it they count in
+   * memory for 5 s (a hung Redis must not add ioredis's 5 s command timeout to each request). */
+  RATE_LIMIT_REDIS_TIMEOUT_MS: z.coerce.number().int().min(1).max(5_000).default(250),
+  /** Slow clients (Node's http.Server limits): the whole header block must arrive within this, in ms. */
+  HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  /** The whole request, headers and body (a raw message is up to 10 MiB), must arrive within this, in ms; past it 408. */
+  HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
+  /** A request body that sends nothing for this long is answered 408 and its connection closed, in ms. */
+  HTTP_BODY_IDLE_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  /** A kept-alive connection with no request for this long is closed, in ms (behind a load
+   * balancer: longer than its idle timeout). */
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000),
   /** Live webhooks one account may have. */
   MAX_WEBHOOKS_PER_ACCOUNT: z.coerce.number().int().positive().default(100),
   /** HTTP basic credentials of the queue board at /admin/queues; unset: not mounted. */

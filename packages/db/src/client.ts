@@ -22,9 +22,30 @@ export interface Database {
  */
 const POOL_OPTIONS = { connectionTimeoutMillis: 5_000, keepAlive: true, keepAliveInitialDelayMillis: 10_000 } as const;
 
-/** A node-postgres pool of at most `poolSize` connections (POOL_OPTIONS). */
-export function createPool(databaseUrl: string, poolSize = 10): pg.Pool {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: poolSize, ...POOL_OPTIONS });
+/**
+ * The statement timeout of every pooled connection by default, in ms (DATABASE_STATEMENT_TIMEOUT_MS).
+ * No statement of the service needs more; without one, a statement stuck behind a lock (a DDL
+ * queued behind a long reader) held its connection for as long as that lasted, the pool filled
+ * up and the API stopped answering. A transaction may set its own (`SET LOCAL`, as the outbox
+ * relay does).
+ */
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
+
+export interface PoolSettings {
+  /** PostgreSQL's statement_timeout of each connection, in ms; 0 leaves the server's (none by default). */
+  statementTimeoutMs?: number;
+}
+
+/** node-postgres options of a pool of at most `poolSize` connections (POOL_OPTIONS and the statement timeout). */
+function poolConfig(databaseUrl: string, poolSize: number, settings: PoolSettings): pg.PoolConfig {
+  const statementTimeoutMs = settings.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
+  // Sent as a startup parameter of each connection: no extra round trip, and it survives a reconnect.
+  return { connectionString: databaseUrl, max: poolSize, ...POOL_OPTIONS, ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {}) };
+}
+
+/** A node-postgres pool of at most `poolSize` connections (POOL_OPTIONS, statement timeout of `settings`). */
+export function createPool(databaseUrl: string, poolSize = 10, settings: PoolSettings = {}): pg.Pool {
+  const pool = new pg.Pool(poolConfig(databaseUrl, poolSize, settings));
   // An idle connection that dies (PostgreSQL restarted) emits 'error' on the pool; without a
   // listener that would crash the process. The next query simply opens a new connection.
   pool.on("error", () => undefined);
@@ -37,8 +58,8 @@ export function prismaOnPool(pool: pg.Pool): PrismaClient {
 }
 
 /** The pool and a Prisma client on top of it. */
-export function createDatabase(databaseUrl: string, poolSize = 10): Database {
-  const pool = createPool(databaseUrl, poolSize);
+export function createDatabase(databaseUrl: string, poolSize = 10, settings: PoolSettings = {}): Database {
+  const pool = createPool(databaseUrl, poolSize, settings);
   const prisma = prismaOnPool(pool);
   return {
     pool,
@@ -54,8 +75,8 @@ export function createDatabase(databaseUrl: string, poolSize = 10): Database {
  * A Prisma client with a pool of its own (`poolSize` connections), for tools that need nothing
  * else (the keys CLI, the demo, tests).
  */
-export function createPrismaClient(databaseUrl: string, poolSize = 10): PrismaClient {
-  const adapter = new PrismaPg({ connectionString: databaseUrl, max: poolSize, ...POOL_OPTIONS });
+export function createPrismaClient(databaseUrl: string, poolSize = 10, settings: PoolSettings = {}): PrismaClient {
+  const adapter = new PrismaPg(poolConfig(databaseUrl, poolSize, settings));
   return new PrismaClient({ adapter });
 }
 

@@ -1,6 +1,6 @@
 /** PostgreSQL access shared by the API and the dispatcher: the Prisma client, ids, migrations. */
-export { createDatabase, createPool, createPrismaClient, prismaOnPool } from "./client.js";
-export type { Database, PrismaClient } from "./client.js";
+export { createDatabase, createPool, createPrismaClient, DEFAULT_STATEMENT_TIMEOUT_MS, prismaOnPool } from "./client.js";
+export type { Database, PoolSettings, PrismaClient } from "./client.js";
 export { Prisma } from "./generated/prisma/client.js";
 export type { Webhook, Event, Destination, Delivery, ApiKey, Account, Replay, TestDelivery } from "./generated/prisma/client.js";
 export { DeliveryStatus, DeliveryTrigger, WebhookStatus } from "./generated/prisma/enums.js";

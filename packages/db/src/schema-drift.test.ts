@@ -227,6 +227,15 @@ const SQL_ONLY_INDEXES: Record<string, IndexShape & { reason: string }> = {
     primary: false,
     partial: true,
   },
+  webhooks_account_id_id_unscoped_idx: {
+    reason: "ingest's lookup of an account's enabled webhooks of every inbox (inbox_ids null)",
+    table: "webhooks",
+    columns: ["account_id", "id"],
+    descending: [false, false],
+    unique: false,
+    primary: false,
+    partial: true,
+  },
 };
 
 /** What `prisma migrate` would create for `schemaText`, plus SQL_ONLY_INDEXES. */

@@ -4,7 +4,9 @@
  * alone at once (no added latency); under heavy load many share one statement, one round trip
  * and one commit. `run` gets the items and returns one result per item, in order. When a run of
  * several items throws, each item is run again alone, so that one bad item (input PostgreSQL
- * refuses) fails only its own caller.
+ * refuses) fails only its own caller. A run that threw may still have done its work (a statement
+ * that committed and whose answer was lost): `run` must be idempotent for an item it sees again,
+ * e.g. with ids given in the item before its first run (see createEventAcceptor).
  */
 export interface Batcher<I, O> {
   submit(item: I): Promise<O>;

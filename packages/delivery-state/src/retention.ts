@@ -1,5 +1,5 @@
 import type pg from "pg";
-import sql, { raw } from "sql-template-tag";
+import sql from "sql-template-tag";
 import { run, type Queryable } from "./db.js";
 
 /**
@@ -26,7 +26,13 @@ export function payloadPurgeAt(createdAt: Date, retentionDays: number): Date {
   return new Date(utcDay(createdAt).getTime() + (1 + retentionDays) * DAY_MS);
 }
 
-/** Makes the daily partitions from the day of `from` to `daysAhead` days after `now`. Returns how many were created. */
+/**
+ * Makes the daily partitions from the day of `from` to `daysAhead` days after `now`. Returns how
+ * many were created. Each is made as a table of its own and then attached (SQL function
+ * ensure_event_payload_partitions), which neither readers nor inserts of event_payloads conflict
+ * with; behind other DDL of the table it waits at most 1 s (the function's lock_timeout).
+ * @throws the PostgreSQL error lock_not_available (55P03) when that wait ran out: try again later
+ */
 export async function ensurePayloadPartitions(db: Queryable, now = new Date(), daysAhead = PARTITION_DAYS_AHEAD, from = now): Promise<number> {
   const { rows } = await run<{ made: number }>(
     db,
@@ -48,8 +54,33 @@ export async function payloadHorizon(db: Queryable): Promise<Date> {
 export interface PurgeResult {
   /** Partitions dropped (whole days of payloads). */
   droppedPartitions: string[];
+  /**
+   * Expired partitions left for a later run because another session held event_payloads or the
+   * partition past RETENTION_LOCK_TIMEOUT_MS (a long reader): their payloads are already past
+   * the horizon, so nobody reads them; the next run drops them.
+   */
+  postponedPartitions: string[];
+  /** Why the partitions above were left (the PostgreSQL error), or null. */
+  postponedReason: string | null;
+  /** False when the coming days' partitions could not be made this time (lock timeout); the next run makes them. */
+  partitionsAheadMade: boolean;
   /** The horizon after the purge. */
   purgedBefore: Date;
+}
+
+/**
+ * How long, in ms, retention waits for a lock before leaving a partition for its next run. Its
+ * waits hold up no insert or read (see purgeExpiredPayloads), so this only bounds how long a run
+ * stays behind a long reader.
+ */
+export const RETENTION_LOCK_TIMEOUT_MS = 1_000;
+
+interface PayloadTable {
+  name: string;
+  /** Still a partition of event_payloads (false: detached by an earlier run, not yet dropped). */
+  attached: boolean;
+  /** Detached concurrently but not finalized (an earlier run gave up while waiting). */
+  pending: boolean;
 }
 
 /**
@@ -57,30 +88,99 @@ export interface PurgeResult {
  * least that long, at most one day more), moves the horizon to the end of the newest dropped
  * day (or to `now - retentionDays` rounded down to a day, whichever is later), and makes sure the
  * partitions of the coming days exist. Idempotent; any number of dispatchers may run it.
+ *
+ * DDL never blocks the hot path: dropping a partition outright would take ACCESS EXCLUSIVE on
+ * event_payloads, and while that lock waits behind a long reader every payload insert and read
+ * queues behind it. So a partition is first detached with `DETACH PARTITION ... CONCURRENTLY`
+ * (SHARE UPDATE EXCLUSIVE on event_payloads: inserts and reads go on; it then waits for the
+ * transactions that may still see the partition), then dropped as a table of its own, which
+ * nobody else uses any more. Each of these waits gives up after `lockTimeoutMs`
+ * (RETENTION_LOCK_TIMEOUT_MS): the partition, and those after it, are left for the next run (a
+ * detach left half-way is finalized then), and the result says so. The partitions ahead are made
+ * by ATTACH (ensure_event_payload_partitions), which readers and inserts do not conflict with.
  */
-export async function purgeExpiredPayloads(pool: pg.Pool, retentionDays: number, now = new Date()): Promise<PurgeResult> {
+export async function purgeExpiredPayloads(
+  pool: pg.Pool,
+  retentionDays: number,
+  now = new Date(),
+  options: { lockTimeoutMs?: number } = {},
+): Promise<PurgeResult> {
   const cutoff = utcDay(new Date(now.getTime() - retentionDays * DAY_MS));
-  const { rows } = await run<{ name: string }>(
-    pool,
-    sql`SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-         WHERE i.inhparent = 'event_payloads'::regclass ORDER BY c.relname`,
-  );
-  const expired = rows
-    .map((r) => r.name)
-    .filter((name) => {
-      const match = /^event_payloads_(\d{4})(\d{2})(\d{2})$/.exec(name);
-      if (!match) return false;
-      const day = new Date(Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3])));
-      return payloadPurgeAt(day, retentionDays) <= now;
-    });
   // The horizon moves first: from then on nobody reads those payloads, then they go.
   const { rows: horizon } = await run<{ at: Date }>(
     pool,
     sql`UPDATE retention_state SET payloads_purged_before = greatest(payloads_purged_before, ${cutoff})
          WHERE id = 1 RETURNING payloads_purged_before AS at`,
   );
-  // Names come from pg_class and matched the pattern above: safe to quote as identifiers.
-  for (const name of expired) await run(pool, sql`DROP TABLE IF EXISTS ${raw(`"${name}"`)}`);
-  await ensurePayloadPartitions(pool, now);
-  return { droppedPartitions: expired, purgedBefore: horizon[0]?.at ?? cutoff };
+  // The days ahead before the drops: a drop of this run waiting for a reader must not hold them up.
+  let partitionsAheadMade = true;
+  try {
+    await ensurePayloadPartitions(pool, now);
+  } catch (error) {
+    if (!isLockTimeout(error)) throw error;
+    partitionsAheadMade = false;
+  }
+  // Day tables of event_payloads' schema: its partitions, and those an earlier run detached but
+  // could not drop yet. A detach left half-way goes first: only one may be pending at a time.
+  const { rows } = await run<PayloadTable>(
+    pool,
+    sql`SELECT c.relname AS name, i.inhrelid IS NOT NULL AS attached, coalesce(i.inhdetachpending, false) AS pending
+          FROM pg_class c
+          LEFT JOIN pg_inherits i ON i.inhrelid = c.oid AND i.inhparent = 'event_payloads'::regclass
+         WHERE c.relkind = 'r' AND c.relname ~ '^event_payloads_[0-9]{8}$'
+           AND c.relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = 'event_payloads'::regclass)
+         ORDER BY coalesce(i.inhdetachpending, false) DESC, c.relname`,
+  );
+  const expired = rows.filter(({ name }) => {
+    const match = /^event_payloads_(\d{4})(\d{2})(\d{2})$/.exec(name)!;
+    const day = new Date(Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3])));
+    return payloadPurgeAt(day, retentionDays) <= now;
+  });
+  const dropped: string[] = [];
+  let postponedReason: string | null = null;
+  if (expired.length > 0) {
+    const client = await pool.connect();
+    let broken: Error | undefined;
+    const onError = (error: Error) => (broken = error);
+    client.on("error", onError);
+    try {
+      await client.query(`SET lock_timeout = ${Math.max(1, Math.trunc(options.lockTimeoutMs ?? RETENTION_LOCK_TIMEOUT_MS))}`);
+      for (const table of expired) {
+        try {
+          await dropPayloadTable(client, table);
+          dropped.push(table.name);
+        } catch (error) {
+          // A reader in the way (lock timeout), or another dispatcher purging at the same time:
+          // this partition and the later ones wait for the next run.
+          postponedReason = (error as Error).message;
+          break;
+        }
+      }
+      await client.query("RESET lock_timeout").catch((error: Error) => (broken = error));
+    } finally {
+      client.removeListener("error", onError);
+      client.release(broken);
+    }
+  }
+  return {
+    droppedPartitions: dropped,
+    postponedPartitions: expired.slice(dropped.length).map((t) => t.name),
+    postponedReason,
+    partitionsAheadMade,
+    purgedBefore: horizon[0]?.at ?? cutoff,
+  };
 }
+
+/**
+ * Detaches (or finishes detaching) one day table, then drops it. Each statement runs on its own,
+ * outside a transaction block, as DETACH CONCURRENTLY must. Names come from pg_class and matched
+ * the day pattern: safe to quote as identifiers.
+ */
+async function dropPayloadTable(client: pg.PoolClient, table: PayloadTable): Promise<void> {
+  const name = `"${table.name}"`;
+  if (table.attached) await client.query(`ALTER TABLE "event_payloads" DETACH PARTITION ${name} ${table.pending ? "FINALIZE" : "CONCURRENTLY"}`);
+  await client.query(`DROP TABLE IF EXISTS ${name}`);
+}
+
+/** True for lock_not_available (55P03): a lock_timeout ran out. */
+const isLockTimeout = (error: unknown) => (error as { code?: string }).code === "55P03";

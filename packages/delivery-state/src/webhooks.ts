@@ -3,6 +3,7 @@ import sql from "sql-template-tag";
 import { newId } from "@mailhooks/db";
 import { JOB_NAMES } from "@mailhooks/queue";
 import { inTransaction, run } from "./db.js";
+import { IDEMPOTENCY_WINDOW_HOURS, IdempotencyConflictError } from "./ingest.js";
 import { enqueue } from "./outbox.js";
 import { cancelPendingOfWebhook } from "./status.js";
 
@@ -23,13 +24,19 @@ export interface WebhookRow {
   disabled_reason: "manual" | "failing" | null;
   /** When the newest secret starts signing (after a rotation); null when no rotation is pending or done. */
   secret_activates_at: Date | null;
+  /** Requests per second at most (CONTRACT.md section 4); null: no limit. */
+  rate_limit: number | null;
+  /** The inboxes whose events it receives; null: every inbox of the account. */
+  inbox_ids: string[] | null;
+  /** Its extra request headers in stored form (an encrypted JSON object); null: none. */
+  headers: string | null;
   created_at: Date;
   updated_at: Date;
 }
 
 /** The columns of a WebhookRow, in a RETURNING or SELECT list. */
 const WEBHOOK_COLUMNS = sql`id, account_id, url, events, secret, status::text AS status, disabled_reason::text AS disabled_reason,
-  secret_activates_at, created_at, updated_at`;
+  secret_activates_at, rate_limit, inbox_ids, headers, created_at, updated_at`;
 
 export interface RegisterWebhookInput {
   accountId: string;
@@ -39,57 +46,156 @@ export interface RegisterWebhookInput {
   secret: string;
   /** MAX_WEBHOOKS_PER_ACCOUNT: live webhooks the account may have. */
   maxWebhooks: number;
+  /** Requests per second at most; null or absent: no limit. */
+  rateLimit?: number | null;
+  /** The inboxes whose events it receives; null or absent: every inbox. */
+  inboxIds?: string[] | null;
+  /** Its extra request headers, already encrypted (stored form); null or absent: none. */
+  headers?: string | null;
+  /** The request's Idempotency-Key and the hash of its body (CONTRACT.md section 4). */
+  idempotency?: { key: string; requestHash: string };
+}
+
+/** A new webhook and its test delivery (the id of that delivery's row included). */
+export interface RegisteredWebhook {
+  webhook: WebhookRow;
+  testDeliveryId: string;
+  /** The id the test delivery's row will have. */
+  deliveryId: string;
+  repeated: false;
+}
+
+/** A repeat of an Idempotency-Key within 24 h with the same body: the webhook it made first; no test delivery. */
+export interface RepeatedWebhook {
+  webhook: WebhookRow;
+  repeated: true;
+}
+
+/** The webhook an Idempotency-Key made was deleted since: the key cannot answer it again (409). */
+export class IdempotentWebhookDeletedError extends Error {
+  override name = "IdempotentWebhookDeletedError";
+  constructor(readonly key: string) {
+    super(`the webhook created with Idempotency-Key ${JSON.stringify(key)} was deleted since`);
+  }
 }
 
 /**
  * Stores a webhook and its test delivery (with its outbox row) in one transaction. Creations of
- * one account serialize on its row, so the limit holds under concurrent requests.
- * @returns the webhook and its test delivery id, or null when the account is at the limit
+ * one account serialize on its row, so the limit holds under concurrent requests, and so do
+ * repeats of one Idempotency-Key: the second sees the first's key once it has committed.
+ * @returns the new webhook and its test delivery; a repeat of the Idempotency-Key within 24 h
+ *   with the same body: the first webhook (nothing stored); null when the account is at the limit
+ * @throws IdempotencyConflictError (the key came with another body), IdempotentWebhookDeletedError
  */
-export async function registerWebhook(pool: pg.Pool, input: RegisterWebhookInput): Promise<{ webhook: WebhookRow; testDeliveryId: string } | null> {
+export async function registerWebhook(pool: pg.Pool, input: RegisterWebhookInput & { idempotency?: undefined }): Promise<RegisteredWebhook | null>;
+export async function registerWebhook(pool: pg.Pool, input: RegisterWebhookInput): Promise<RegisteredWebhook | RepeatedWebhook | null>;
+export async function registerWebhook(pool: pg.Pool, input: RegisterWebhookInput): Promise<RegisteredWebhook | RepeatedWebhook | null> {
   return inTransaction(pool, async (client) => {
     const { rows: live } = await run<{ n: number }>(
       client,
       sql`SELECT (SELECT count(*)::int FROM webhooks WHERE account_id = a.id AND deleted_at IS NULL) AS n
             FROM accounts a WHERE a.id = ${input.accountId} FOR UPDATE`,
     );
-    if ((live[0]?.n ?? 0) >= input.maxWebhooks) return null;
     const now = new Date();
+    // Expired keys of the account go here (creations are few, and the account's row is locked):
+    // the table never outgrows the last day's creations.
+    await run(
+      client,
+      sql`DELETE FROM webhook_idempotency_keys
+           WHERE account_id = ${input.accountId} AND created_at < ${now}::timestamptz - make_interval(hours => ${IDEMPOTENCY_WINDOW_HOURS})`,
+    );
+    if (input.idempotency) {
+      const earlier = await webhookOfKey(client, input.accountId, input.idempotency, now);
+      if (earlier) return { webhook: earlier, repeated: true };
+    }
+    if ((live[0]?.n ?? 0) >= input.maxWebhooks) return null;
     const { rows } = await run<WebhookRow>(
       client,
-      sql`INSERT INTO webhooks (id, account_id, url, events, secret, created_at, updated_at)
-          VALUES (${newId("wh")}, ${input.accountId}, ${input.url}, ${input.events}::text[], ${input.secret}, ${now}, ${now})
+      sql`INSERT INTO webhooks (id, account_id, url, events, secret, rate_limit, inbox_ids, headers, created_at, updated_at)
+          VALUES (${newId("wh")}, ${input.accountId}, ${input.url}, ${input.events}::text[], ${input.secret}, ${input.rateLimit ?? null},
+                  ${input.inboxIds ?? null}::text[], ${input.headers ?? null}, ${now}, ${now})
           RETURNING ${WEBHOOK_COLUMNS}`,
     );
     const webhook = rows[0];
-    const testDeliveryId = await addTestDelivery(client, input.accountId, webhook.id, input.queuePrefix, now);
-    return { webhook, testDeliveryId };
+    if (input.idempotency) {
+      // An expired claim of the key (older than the window) is taken over.
+      await run(
+        client,
+        sql`INSERT INTO webhook_idempotency_keys (account_id, key, request_hash, webhook_id, created_at)
+            VALUES (${input.accountId}, ${input.idempotency.key}, ${input.idempotency.requestHash}, ${webhook.id}, ${now})
+            ON CONFLICT (account_id, key) DO UPDATE
+              SET request_hash = EXCLUDED.request_hash, webhook_id = EXCLUDED.webhook_id, created_at = EXCLUDED.created_at`,
+      );
+    }
+    const test = await addTestDelivery(client, input.accountId, webhook.id, input.queuePrefix, now, null);
+    return { webhook, ...test, repeated: false };
   });
 }
 
-async function addTestDelivery(client: pg.PoolClient, accountId: string, webhookId: string, queuePrefix: string, now: Date): Promise<string> {
-  const id = newId("tst");
-  await run(
+/**
+ * The webhook an Idempotency-Key made within the window, or null when the key is new (or expired).
+ * @throws IdempotencyConflictError, IdempotentWebhookDeletedError
+ */
+async function webhookOfKey(client: pg.PoolClient, accountId: string, idempotency: { key: string; requestHash: string }, now: Date): Promise<WebhookRow | null> {
+  const { rows } = await run<{ request_hash: string; webhook_id: string }>(
     client,
-    sql`INSERT INTO test_deliveries (id, account_id, webhook_id, queue_prefix, created_at, updated_at)
-        VALUES (${id}, ${accountId}, ${webhookId}, ${queuePrefix}, ${now}, ${now})`,
+    sql`SELECT request_hash, webhook_id FROM webhook_idempotency_keys
+         WHERE account_id = ${accountId} AND key = ${idempotency.key}
+           AND created_at >= ${now}::timestamptz - make_interval(hours => ${IDEMPOTENCY_WINDOW_HOURS})`,
   );
-  await enqueue(client, queuePrefix, [{ jobName: JOB_NAMES.testDelivery, jobId: id, data: { testDeliveryId: id }, webhookId, accountId }]);
-  return id;
+  const claim = rows[0];
+  if (!claim) return null;
+  if (claim.request_hash !== idempotency.requestHash) throw new IdempotencyConflictError(idempotency.key);
+  const { rows: webhooks } = await run<WebhookRow>(
+    client,
+    sql`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE id = ${claim.webhook_id} AND account_id = ${accountId} AND deleted_at IS NULL`,
+  );
+  if (!webhooks[0]) throw new IdempotentWebhookDeletedError(idempotency.key);
+  return webhooks[0];
+}
+
+/** A test delivery: its id, and the id its one delivery row will have. */
+export interface TestDeliveryIds {
+  testDeliveryId: string;
+  deliveryId: string;
 }
 
 /**
- * Queues the test event of a live, enabled webhook again (the dashboard's "send test event").
- * @returns the test delivery id, or null when there is no such enabled webhook
+ * Adds a test delivery with its outbox row. Its delivery row's id is chosen here and stored in
+ * `test_deliveries.delivery_id`, so that POST /v1/webhooks/{id}/test can answer it at once.
  */
-export async function requestTestDelivery(pool: pg.Pool, accountId: string, webhookId: string, queuePrefix: string): Promise<string | null> {
+async function addTestDelivery(client: pg.PoolClient, accountId: string, webhookId: string, queuePrefix: string, now: Date, eventType: string | null): Promise<TestDeliveryIds> {
+  const id = newId("tst");
+  const deliveryId = newId("dlv");
+  await run(
+    client,
+    sql`INSERT INTO test_deliveries (id, account_id, webhook_id, queue_prefix, event_type, delivery_id, created_at, updated_at)
+        VALUES (${id}, ${accountId}, ${webhookId}, ${queuePrefix}, ${eventType}, ${deliveryId}, ${now}, ${now})`,
+  );
+  await enqueue(client, queuePrefix, [{ jobName: JOB_NAMES.testDelivery, jobId: id, data: { testDeliveryId: id }, webhookId, accountId }]);
+  return { testDeliveryId: id, deliveryId };
+}
+
+/**
+ * Queues a test request to a live, enabled webhook (POST /v1/webhooks/{id}/test, the dashboard's
+ * "Send test event"): `eventType` null for the `webhook.test` envelope, else one of the six kinds
+ * for an example envelope of that kind (the dispatcher builds it from `test_deliveries.event_type`).
+ * @returns the test delivery's ids, or null when there is no such enabled webhook
+ */
+export async function requestTestDelivery(
+  pool: pg.Pool,
+  accountId: string,
+  webhookId: string,
+  queuePrefix: string,
+  eventType: string | null = null,
+): Promise<TestDeliveryIds | null> {
   return inTransaction(pool, async (client) => {
     const { rows } = await run(
       client,
-      sql`SELECT 1 FROM webhooks WHERE id = ${webhookId} AND account_id = ${accountId} AND deleted_at IS NULL AND status = 'enabled'`,
+      sql`SELECT 1 FROM webhooks WHERE id = ${webhookId} AND account_id = ${accountId} AND deleted_at IS NULL AND status = 'enabled' FOR SHARE`,
     );
     if (rows.length === 0) return null;
-    return addTestDelivery(client, accountId, webhookId, queuePrefix, new Date());
+    return addTestDelivery(client, accountId, webhookId, queuePrefix, new Date(), eventType);
   });
 }
 
@@ -97,6 +203,12 @@ export interface WebhookChange {
   url?: string;
   events?: string[];
   status?: "enabled" | "disabled";
+  /** null lifts the limit; absent keeps it. */
+  rateLimit?: number | null;
+  /** null: every inbox again; absent keeps the list. */
+  inboxIds?: string[] | null;
+  /** The whole new set in stored (encrypted) form, null for none; absent keeps the set. */
+  headers?: string | null;
 }
 
 /**
@@ -115,13 +227,18 @@ export async function changeWebhook(pool: pg.Pool, accountId: string, webhookId:
             disabled_reason = (CASE WHEN status::text = ${change.status} THEN disabled_reason ELSE ${reason} END)::"DisabledReason",
             failing_since = (CASE WHEN ${change.status} = 'enabled' THEN NULL ELSE failing_since END),
             failing_events = (CASE WHEN ${change.status} = 'enabled' THEN 0 ELSE failing_events END)`;
+  const optionChanges = [
+    change.rateLimit === undefined ? sql`` : sql`, rate_limit = ${change.rateLimit}::int`,
+    change.inboxIds === undefined ? sql`` : sql`, inbox_ids = ${change.inboxIds}::text[]`,
+    change.headers === undefined ? sql`` : sql`, headers = ${change.headers}::text`,
+  ];
   return inTransaction(pool, async (client) => {
     const { rows } = await run<WebhookRow>(
       client,
       sql`UPDATE webhooks SET
             url = coalesce(${change.url ?? null}, url),
             events = coalesce(${change.events ?? null}::text[], events),
-            updated_at = now() ${statusChange}
+            updated_at = now() ${statusChange} ${optionChanges[0]} ${optionChanges[1]} ${optionChanges[2]}
           WHERE id = ${webhookId} AND account_id = ${accountId} AND deleted_at IS NULL
           RETURNING ${WEBHOOK_COLUMNS}`,
     );
@@ -171,25 +288,29 @@ export async function autoDisableWebhook(pool: pg.Pool, webhookId: string): Prom
 
 /**
  * Rewrites every stored secret that `reencrypt` changes (the command that moves all secrets to
- * the first key of SECRET_ENCRYPTION_KEYS), `batchSize` webhooks at a time; each row is only
- * written if it was not changed meanwhile. Returns how many webhooks were rewritten.
+ * the first key of SECRET_ENCRYPTION_KEYS): the secret, the previous secret and the encrypted
+ * extra headers, `batchSize` webhooks at a time; each row is only written if it was not changed
+ * meanwhile. Returns how many webhooks were rewritten.
  */
 export async function reencryptSecrets(pool: pg.Pool, reencrypt: (stored: string) => string | null, batchSize = 500): Promise<number> {
   let after = "";
   let total = 0;
   for (;;) {
-    const { rows } = await run<{ id: string; secret: string; previous_secret: string | null }>(
+    const { rows } = await run<{ id: string; secret: string; previous_secret: string | null; headers: string | null }>(
       pool,
-      sql`SELECT id, secret, previous_secret FROM webhooks WHERE id > ${after} ORDER BY id LIMIT ${batchSize}`,
+      sql`SELECT id, secret, previous_secret, headers FROM webhooks WHERE id > ${after} ORDER BY id LIMIT ${batchSize}`,
     );
     for (const row of rows) {
       const secret = reencrypt(row.secret);
       const previous = row.previous_secret === null ? null : reencrypt(row.previous_secret);
-      if (secret === null && previous === null) continue;
+      const headers = row.headers === null ? null : reencrypt(row.headers);
+      if (secret === null && previous === null && headers === null) continue;
       const { rowCount } = await run(
         pool,
-        sql`UPDATE webhooks SET secret = ${secret ?? row.secret}, previous_secret = ${previous ?? row.previous_secret}
-             WHERE id = ${row.id} AND secret = ${row.secret} AND previous_secret IS NOT DISTINCT FROM ${row.previous_secret}`,
+        sql`UPDATE webhooks SET secret = ${secret ?? row.secret}, previous_secret = ${previous ?? row.previous_secret},
+                                headers = ${headers ?? row.headers}
+             WHERE id = ${row.id} AND secret = ${row.secret} AND previous_secret IS NOT DISTINCT FROM ${row.previous_secret}
+               AND headers IS NOT DISTINCT FROM ${row.headers}`,
       );
       total += rowCount ?? 0;
     }

@@ -1,4 +1,6 @@
-import { buildEnvelope, buildTestEnvelope, unixSeconds } from "./envelope.js";
+import fc from "fast-check";
+import { buildEnvelope, buildTestEnvelope, envelopeByteLength, EnvelopeTooLargeError, jsonByteLength, unixSeconds } from "./envelope.js";
+import { ENVELOPE_MAX_BYTES } from "./kinds.js";
 
 // 2026-11-22T10:00:00Z is 1795341600 (`date -u -d 2026-11-22T10:00:00Z +%s`). The .999 ms must be
 // dropped, not rounded up.
@@ -125,5 +127,52 @@ describe("unixSeconds", () => {
     expect(unixSeconds(new Date("2026-11-22T10:00:00.000Z"))).toBe(1795341600);
     expect(unixSeconds(new Date("2026-11-22T10:00:00.999Z"))).toBe(1795341600);
     expect(unixSeconds(new Date("2026-11-22T10:00:01.000Z"))).toBe(1795341601);
+  });
+});
+
+describe("the envelope's size (CONTRACT.md section 5: at most 10 MiB)", () => {
+  const received = (body: string) => ({
+    messageId: "<m@example.com>",
+    threadId: "thr_1",
+    inboxId: "inb_1",
+    from: "bob@example.com",
+    to: ["alice@example.com"],
+    subject: "Hi",
+    body,
+    headers: { messageId: "<m@example.com>", inReplyTo: "", references: "" },
+  });
+
+  // Any UTF-16 code unit: control characters, quotes, backslashes, non-ASCII, lone surrogates.
+  const anyText = fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((unit) => String.fromCharCode(unit)), maxLength: 200 });
+  const json: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>((tie) => ({
+    value: fc.oneof(
+      { depthSize: "small" },
+      anyText,
+      fc.double(),
+      fc.integer(),
+      fc.boolean(),
+      fc.constant(null),
+      fc.array(tie("value"), { maxLength: 5 }),
+      fc.dictionary(anyText, tie("value"), { maxKeys: 5 }),
+    ),
+  })).value;
+
+  it("jsonByteLength is the UTF-8 length of JSON.stringify, for any JSON value", () => {
+    fc.assert(fc.property(json, (value) => jsonByteLength(value) === Buffer.byteLength(JSON.stringify(value), "utf8")), { numRuns: 2000 });
+  });
+
+  it("envelopeByteLength is the length of the bytes buildEnvelope makes", () => {
+    fc.assert(
+      fc.property(anyText, (body) => envelopeByteLength("message.received", OCCURRED_AT, received(body)) === Buffer.byteLength(buildEnvelope("message.received", OCCURRED_AT, received(body)))),
+    );
+  });
+
+  it("an envelope over 10 MiB is refused before it is built: a control character takes six bytes", () => {
+    // 2 MiB of U+0001 is 12 MiB of JSON; 9 MiB of plain text fits.
+    const control = "\u0001".repeat(2 * 1024 * 1024);
+    expect(envelopeByteLength("message.received", OCCURRED_AT, received(control))).toBeGreaterThan(12 * 1024 * 1024);
+    expect(() => buildEnvelope("message.received", OCCURRED_AT, received(control))).toThrow(EnvelopeTooLargeError);
+    const text = "a".repeat(9 * 1024 * 1024);
+    expect(Buffer.byteLength(buildEnvelope("message.received", OCCURRED_AT, received(text)))).toBeLessThanOrEqual(ENVELOPE_MAX_BYTES);
   });
 });

@@ -1,4 +1,4 @@
-import { EVENT_TYPES, type EventType } from "./kinds.js";
+import { ENVELOPE_MAX_BYTES, EVENT_TYPES, type EventType } from "./kinds.js";
 import { eventDataSchemas } from "./schemas.js";
 
 const common = {
@@ -137,6 +137,12 @@ describe("kind-specific rules", () => {
     expect(accepts("message.received", { ...received, headers: { ...headers, subject: "x" } })).toBe(false);
     const { references: _references, ...withoutReferences } = headers;
     expect(accepts("message.received", { ...received, headers: withoutReferences })).toBe(false);
+  });
+
+  it("a received body is bounded by the envelope it travels in (at most 10 MiB: one byte per character at least)", () => {
+    const received = samples["message.received"];
+    expect(accepts("message.received", { ...received, body: "a".repeat(ENVELOPE_MAX_BYTES) })).toBe(true);
+    expect(accepts("message.received", { ...received, body: "a".repeat(ENVELOPE_MAX_BYTES + 1) })).toBe(false);
   });
 
   it("only a bounce may have an empty sender (a DSN does not always carry it)", () => {

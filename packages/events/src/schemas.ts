@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { isMailbox, MAX_ADDRESS_LENGTH } from "./addresses.js";
-import type { EventType } from "./kinds.js";
+import { ENVELOPE_MAX_BYTES, type EventType } from "./kinds.js";
 
 /**
  * zod schemas of the envelope `data` of each event kind, built from the specification's
@@ -73,7 +73,9 @@ export const receivedHeaders = z.strictObject({
 
 export const messageReceivedData = z.strictObject({
   ...commonDataShape,
-  body: z.string(),
+  // Bounded by the envelope it travels in: each character takes at least one byte of it (the
+  // envelope's own bound, checked by ingest on the serialized size, is the one that binds).
+  body: z.string().max(ENVELOPE_MAX_BYTES, `must be at most ${ENVELOPE_MAX_BYTES} characters`),
   headers: receivedHeaders,
 });
 

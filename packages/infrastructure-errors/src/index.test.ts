@@ -6,6 +6,8 @@ describe("isInfrastructureError (503 unavailable)", () => {
     ["a raw query on a closed connection", new Error("Invalid `prisma.$queryRaw()` invocation:\n\nRaw query failed. Code: `N/A`. Message: `Server has closed the connection.`")],
     ["a model query while the server is away", Object.assign(new Error("Can't reach database server"), { code: "P1001" })],
     ["Redis away", new Error("Stream isn't writeable and enableOfflineQueue options is false")],
+    ["a statement timeout through Prisma", new Error("Raw query failed. Code: `57014`. Message: `canceling statement due to statement timeout`")],
+    ["Redis frozen (ioredis's commandTimeout)", new Error("Command timed out")],
     ["a cause chain", Object.assign(new Error("wrapped"), { cause: Object.assign(new Error("x"), { code: "ECONNRESET" }) })],
   ])("%s", (_name, error) => {
     expect(isInfrastructureError(error)).toBe(true);
@@ -21,6 +23,8 @@ describe("isInfrastructureError: PostgreSQL's own codes", () => {
     ["admin shutdown", "57P01"],
     ["cannot connect now (starting up)", "57P03"],
     ["connection failure", "08006"],
+    ["statement timeout", "57014"],
+    ["lock timeout", "55P03"],
   ])("%s", (_name, code) => {
     expect(isInfrastructureError(Object.assign(new Error("server said no"), { code }))).toBe(true);
   });

@@ -39,6 +39,9 @@ const RECEIVED_CRLF_ESCAPED = Buffer.from(
 const PRETTY_CRLF = Buffer.from(JSON.stringify(JSON.parse(SENT.toString("utf8")), null, 2).replace(/\n/g, "\r\n"), "utf8");
 // "Café" in Latin-1: byte 0xE9 alone is not UTF-8.
 const LATIN1 = Buffer.concat([Buffer.from(`{"event":"message.sent","timestamp":${NOW - 5},"data":{"subject":"Caf`, "utf8"), Buffer.from([0xe9]), Buffer.from(`"}}`, "utf8")]);
+// X-Service-Event-Id: the event's id; a test request carries its delivery row's id.
+const EVENT_ID = "evt_019a2b3c4d5e7f00a1b2c3d4e5f60718";
+const TEST_DELIVERY_ID = "dlv_019a2b3c4d5e7f00a1b2c3d4e5f6071c";
 const TEST_EVENT = Buffer.from(JSON.stringify({ event: "webhook.test", timestamp: NOW, data: { webhookId: "wh_3b8e", url: "https://receiver.example.com/hooks" } }), "utf8");
 
 interface Case {
@@ -54,6 +57,8 @@ interface Case {
   headers?: (timestamp: string, signature: string) => Record<string, string>;
   /** Signs this body instead of `body` (the sent body was changed after signing). */
   signedBody?: Buffer;
+  /** X-Service-Event-Id (default EVENT_ID); null: none. Not signed, so no outcome depends on it. */
+  eventId?: string | null;
   tolerance?: number;
   expected: VectorOutcome | "ok";
 }
@@ -66,7 +71,7 @@ const CASES: Case[] = [
   { name: "valid", description: "message.sent signed with the secret, sent now", expected: "ok" },
   { name: "valid_lowercase_header_names", description: "header names in lowercase, as Node's req.headers has them", headers: (t, s) => ({ "x-service-timestamp": t, "x-service-signature": s }), expected: "ok" },
   { name: "valid_uppercase_header_names", description: "header names are case-insensitive", headers: (t, s) => ({ "X-SERVICE-TIMESTAMP": t, "X-SERVICE-SIGNATURE": s }), expected: "ok" },
-  { name: "valid_test_event", description: "the webhook.test event sent when a webhook is created", body: TEST_EVENT, expected: "ok" },
+  { name: "valid_test_event", description: "the webhook.test event sent when a webhook is created", body: TEST_EVENT, eventId: TEST_DELIVERY_ID, expected: "ok" },
   { name: "valid_non_ascii_utf8_body", description: "non-ASCII text (accents, CJK, emoji) is signed as its UTF-8 bytes", body: RECEIVED_UTF8, expected: "ok" },
   { name: "valid_non_ascii_secret", description: "the HMAC key is the secret's UTF-8 bytes", secrets: ["clé_secrète_🔑"], expected: "ok" },
   { name: "valid_crlf_escaped_in_json", description: "an email body with CRLF line ends, escaped as \\r\\n inside the JSON string", body: RECEIVED_CRLF_ESCAPED, expected: "ok" },
@@ -84,7 +89,7 @@ const CASES: Case[] = [
   { name: "zero_tolerance_other_second", description: "a tolerance of 0 s accepts only the same second", timestamp: -1, tolerance: 0, expected: error("timestamp_out_of_tolerance") },
   { name: "missing_signature_header", description: "no X-Service-Signature", headers: (t) => ({ "X-Service-Timestamp": t }), expected: error("missing_header") },
   { name: "missing_timestamp_header", description: "no X-Service-Timestamp", headers: (_t, s) => ({ "X-Service-Signature": s }), expected: error("missing_header") },
-  { name: "missing_both_headers", description: "neither header (a request from elsewhere)", headers: () => ({}), expected: error("missing_header") },
+  { name: "missing_both_headers", description: "neither header (a request from elsewhere)", headers: () => ({}), eventId: null, expected: error("missing_header") },
   { name: "empty_signature_header", description: "X-Service-Signature present but empty", headers: (t) => ({ "X-Service-Timestamp": t, "X-Service-Signature": "" }), expected: error("missing_header") },
   { name: "empty_timestamp_header", description: "X-Service-Timestamp present but empty", headers: (_t, s) => ({ "X-Service-Timestamp": "", "X-Service-Signature": s }), expected: error("missing_header") },
   { name: "timestamp_in_milliseconds", description: "13 digits: milliseconds instead of seconds", timestamp: `${NOW}000`, expected: error("invalid_timestamp") },
@@ -124,12 +129,20 @@ function toVector(c: Case): TestVector {
     name: c.name,
     description: c.description,
     secrets,
-    headers: (c.headers ?? canonical)(timestamp, signature),
+    headers: withEventId((c.headers ?? canonical)(timestamp, signature), c.eventId === undefined ? EVENT_ID : c.eventId),
     body_base64: body.toString("base64"),
     now: NOW,
     tolerance_seconds: c.tolerance ?? 300,
     expected,
   };
+}
+
+/** Adds X-Service-Event-Id, its name in the case of the other headers (lowercase, uppercase or canonical). */
+function withEventId(headers: Record<string, string>, eventId: string | null): Record<string, string> {
+  if (eventId === null) return headers;
+  const names = Object.keys(headers);
+  const name = names.length > 0 && names.every((n) => n === n.toLowerCase()) ? "x-service-event-id" : names.length > 0 && names.every((n) => n === n.toUpperCase()) ? "X-SERVICE-EVENT-ID" : "X-Service-Event-Id";
+  return { ...headers, [name]: eventId };
 }
 
 /** The whole file, as written. */
@@ -139,9 +152,11 @@ export function buildVectorFile(): TestVectorFile {
       "Requests as a webhook receiver sees them, and the outcome every implementation must reach. " +
       "Signed message: the exact X-Service-Timestamp text, '.', then the body's bytes; HMAC-SHA256 keyed with the UTF-8 bytes " +
       "of a secret; X-Service-Signature is 'sha256=' + 64 lowercase hex digits (uppercase is refused). Header names are " +
-      "case-insensitive. A request passes when any one of `secrets` matches. Bodies are base64 so that their bytes are exact.",
+      "case-insensitive. A request passes when any one of `secrets` matches. Bodies are base64 so that their bytes are exact. " +
+      "X-Service-Event-Id (the event's id, the key to de-duplicate on) is not signed: it changes no outcome here, " +
+      "but a receiver that de-duplicates refuses a request without it (missing_header).",
     checks_in_order: [
-      "missing_header: X-Service-Timestamp or X-Service-Signature absent or empty",
+      "missing_header: X-Service-Timestamp or X-Service-Signature absent or empty (for a receiver that de-duplicates, X-Service-Event-Id too)",
       "invalid_timestamp: X-Service-Timestamp is not 1 to 12 ASCII digits",
       "timestamp_out_of_tolerance: |now - timestamp| > tolerance_seconds",
       "invalid_signature: not 'sha256=' + 64 lowercase hex digits, or no secret gives that HMAC",

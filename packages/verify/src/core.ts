@@ -9,16 +9,26 @@
  * signature well-formed and matching one of the secrets, body a JSON envelope.
  */
 
+import type { WebhookEnvelope, WebhookEvent } from "./events.js";
+
+export type { WebhookEnvelope, WebhookEvent } from "./events.js";
+
 /** The header carrying `sha256=<64 lowercase hex digits>`. */
 export const SIGNATURE_HEADER = "X-Service-Signature";
 /** The header carrying the Unix seconds at sending, part of the signed message. */
 export const TIMESTAMP_HEADER = "X-Service-Timestamp";
+/**
+ * The header carrying the event's id (CONTRACT.md section 6): the same on every retry and replay
+ * of one event, so the key to de-duplicate on. Not part of the signed message.
+ */
+export const EVENT_ID_HEADER = "X-Service-Event-Id";
 /** Default window, in seconds, on either side of the receiver's clock. */
 export const DEFAULT_TOLERANCE_SECONDS = 300;
 
 /**
  * Why a request was refused:
- * - `missing_header`: X-Service-Signature or X-Service-Timestamp absent or empty;
+ * - `missing_header`: X-Service-Signature or X-Service-Timestamp absent or empty (for
+ *   `verifyEvent` and the adapters, X-Service-Event-Id too);
  * - `invalid_timestamp`: X-Service-Timestamp is not 1 to 12 ASCII digits;
  * - `timestamp_out_of_tolerance`: further than `toleranceSeconds` from now, in the past or the future;
  * - `invalid_signature`: not `sha256=` + 64 lowercase hex digits, or made with none of the secrets
@@ -65,12 +75,6 @@ export function isWebhookVerificationError(error: unknown): error is WebhookVeri
   );
 }
 
-/** The body the service sends: compact JSON `{"event","timestamp","data"}`; `timestamp` is Unix seconds. */
-export interface WebhookEnvelope<Data = Record<string, unknown>> {
-  event: string;
-  timestamp: number;
-  data: Data;
-}
 
 /** A fetch `Headers` (or anything with a case-insensitive `get`). */
 export interface HeadersLike {
@@ -100,6 +104,8 @@ export interface VerifyOptions {
 /** What both variants need to compute and compare the MAC, once everything else has passed. */
 export interface SignedRequest {
   secrets: string[];
+  /** X-Service-Event-Id; undefined when absent (only `verify`, which does not need it, allows that). */
+  eventId: string | undefined;
   timestamp: string;
   /** The received signature's 64 lowercase hex digits (format already checked). */
   signatureHex: string;
@@ -189,6 +195,7 @@ export function checkRequest(
   headers: HeadersInput,
   rawBody: RawBody,
   options: VerifyOptions = {},
+  needsEventId = false,
 ): SignedRequest {
   const secrets = secretList(secret);
   const body = bodyBytes(rawBody);
@@ -198,6 +205,8 @@ export function checkRequest(
   const timestamp = readHeader(headers, TIMESTAMP_HEADER);
   if (!timestamp) throw new WebhookVerificationError("missing_header", `missing ${TIMESTAMP_HEADER} header`);
   if (!signatureHeader) throw new WebhookVerificationError("missing_header", `missing ${SIGNATURE_HEADER} header`);
+  const eventId = readHeader(headers, EVENT_ID_HEADER) || undefined;
+  if (needsEventId && !eventId) throw new WebhookVerificationError("missing_header", `missing ${EVENT_ID_HEADER} header`);
   if (!TIMESTAMP_FORMAT.test(timestamp)) {
     throw new WebhookVerificationError("invalid_timestamp", `${TIMESTAMP_HEADER} must be Unix seconds (digits only)`);
   }
@@ -210,7 +219,7 @@ export function checkRequest(
   if (!match) {
     throw new WebhookVerificationError("invalid_signature", `${SIGNATURE_HEADER} must be "sha256=" followed by 64 lowercase hex digits`);
   }
-  return { secrets, timestamp, signatureHex: match[1], body };
+  return { secrets, eventId, timestamp, signatureHex: match[1], body };
 }
 
 /** The `invalid_signature` error for a well-formed signature that none of `count` secrets produced. */
@@ -223,7 +232,10 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** Parses a verified body; throws `invalid_payload` unless it is a UTF-8 JSON envelope. */
+/**
+ * Parses a verified body; throws `invalid_payload` unless it is a UTF-8 JSON envelope. Its
+ * `data` is typed by `event` (events.ts) but not checked field by field.
+ */
 export function parseEnvelope(body: Uint8Array): WebhookEnvelope {
   let parsed: unknown;
   try {
@@ -235,4 +247,10 @@ export function parseEnvelope(body: Uint8Array): WebhookEnvelope {
     throw new WebhookVerificationError("invalid_payload", 'the signature is valid but the body is not an envelope {"event","timestamp","data"}');
   }
   return parsed as unknown as WebhookEnvelope;
+}
+
+/** The envelope with the request's event id, as `verifyEvent` and the adapters hand it over. */
+export function withEventId(envelope: WebhookEnvelope, eventId: string | undefined): WebhookEvent {
+  // checkRequest(…, needsEventId = true) has refused a request without one.
+  return { id: eventId!, ...envelope } as WebhookEvent;
 }

@@ -1,7 +1,7 @@
 import express, { type ErrorRequestHandler, type Request } from "express";
 import request from "supertest";
 import { verifyWebhook, type VerifiedRequest } from "./express.js";
-import { ENVELOPE, SECRET, signedRequest } from "../test/signed.js";
+import { ENVELOPE, SECRET, signedRequest, WEBHOOK, withoutEventId } from "../test/signed.js";
 
 /** An Express 5 app whose webhook route answers with what the middleware put on req. */
 function appWith(...before: express.RequestHandler[]) {
@@ -20,12 +20,12 @@ function appWith(...before: express.RequestHandler[]) {
 }
 
 describe("@mailhooks/verify/express", () => {
-  it("after express.raw(): verifies, puts the envelope on req.webhook and leaves the raw body", async () => {
+  it("after express.raw(): verifies, puts the event id and the envelope on req.webhook and leaves the raw body", async () => {
     const { app } = appWith(express.raw({ type: "application/json" }), verifyWebhook(SECRET));
     const { body, headers } = signedRequest(SECRET, ENVELOPE);
     const res = await request(app).post("/webhooks").set(headers).send(body);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ webhook: ENVELOPE, bodyWasBuffer: true });
+    expect(res.body).toEqual({ webhook: WEBHOOK, bodyWasBuffer: true });
   });
 
   it("without a body parser: reads the raw body itself", async () => {
@@ -33,7 +33,16 @@ describe("@mailhooks/verify/express", () => {
     const { body, headers } = signedRequest(SECRET, ENVELOPE);
     const res = await request(app).post("/webhooks").set(headers).send(body);
     expect(res.status).toBe(200);
-    expect(res.body.webhook).toEqual(ENVELOPE);
+    expect(res.body.webhook).toEqual(WEBHOOK);
+  });
+
+  it("answers 401 missing_header to a signed request without X-Service-Event-Id: nothing to de-duplicate on", async () => {
+    const { app, handled } = appWith(verifyWebhook(SECRET));
+    const { body, headers } = withoutEventId(signedRequest(SECRET, ENVELOPE));
+    const res = await request(app).post("/webhooks").set(headers).send(body);
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ error: { code: "missing_header", message: expect.stringContaining("X-Service-Event-Id") } });
+    expect(handled).toEqual([]);
   });
 
   it("answers 401 with a JSON error and never calls the route on a bad signature", async () => {

@@ -1,6 +1,7 @@
-import { verify } from "./index.js";
+import { verifyEvent } from "./index.js";
 import { unauthorizedBody } from "./errors.js";
-import type { VerifyOptions, WebhookEnvelope } from "./core.js";
+import type { VerifyOptions } from "./core.js";
+import type { WebhookEvent } from "./events.js";
 
 /**
  * @mailhooks/verify/express: middleware for Express 4 and 5 (and Connect-style servers).
@@ -14,7 +15,7 @@ export interface ExpressRequestLike extends AsyncIterable<unknown> {
   headers: Record<string, string | string[] | undefined>;
   body?: unknown;
   readableEnded?: boolean;
-  webhook?: WebhookEnvelope;
+  webhook?: WebhookEvent;
 }
 
 export interface ExpressResponseLike {
@@ -22,8 +23,11 @@ export interface ExpressResponseLike {
   json(body: unknown): unknown;
 }
 
-/** A request that passed the middleware: `req.webhook` is the verified envelope. */
-export type VerifiedRequest<Req = ExpressRequestLike> = Req & { webhook: WebhookEnvelope };
+/**
+ * A request that passed the middleware: `req.webhook` is the verified event `{id, event,
+ * timestamp, data}` (`id`: X-Service-Event-Id), typed by `event`.
+ */
+export type VerifiedRequest<Req = ExpressRequestLike> = Req & { webhook: WebhookEvent };
 
 export interface ExpressVerifyOptions extends VerifyOptions {
   /** When the middleware reads the body itself: the most bytes accepted (default 25 MiB), else 413. */
@@ -49,7 +53,8 @@ async function readRaw(req: ExpressRequestLike, limit: number): Promise<Buffer> 
 
 /**
  * Returns a middleware that verifies the request with `secret` (one or several: any may match)
- * and puts the envelope on `req.webhook`, then calls `next()`. A request that fails answers
+ * and puts the event on `req.webhook` (`verifyEvent`'s `{id, event, timestamp, data}`), then
+ * calls `next()`. A request that fails answers
  * 401 with `{"error": {"code", "message"}}` and goes no further.
  *
  * The body must be raw: mount it after `express.raw({ type: "application/json" })` or before
@@ -65,7 +70,7 @@ export function verifyWebhook(secret: string | readonly string[], options: Expre
     body.then(
       (raw) => {
         try {
-          req.webhook = verify(secret, req.headers, raw as Buffer, verifyOptions);
+          req.webhook = verifyEvent(secret, req.headers, raw as Buffer, verifyOptions);
         } catch (error) {
           const answer = unauthorizedBody(error);
           if (!answer) return next(error);

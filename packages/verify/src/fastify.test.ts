@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance } from "fastify";
 import { verifyWebhook } from "./fastify.js";
-import { ENVELOPE, SECRET, signedRequest } from "../test/signed.js";
+import { ENVELOPE, SECRET, signedRequest, WEBHOOK, withoutEventId } from "../test/signed.js";
 
 let app: FastifyInstance;
 let base: string;
@@ -35,11 +35,11 @@ beforeAll(async () => {
 afterAll(() => app.close());
 
 describe("@mailhooks/verify/fastify", () => {
-  it("verifies, and sets request.webhook and request.body to the envelope (route schemas see it)", async () => {
+  it("verifies, and sets request.webhook to the event id and envelope, request.body to the envelope (route schemas see it)", async () => {
     const { body, headers } = signedRequest(SECRET, ENVELOPE);
     const res = await send({ method: "POST", url: "/webhooks", headers, payload: body });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toEqual({ webhook: ENVELOPE, body: ENVELOPE });
+    expect(res.json()).toEqual({ webhook: WEBHOOK, body: ENVELOPE });
   });
 
   it("accepts the second secret (rotation)", async () => {
@@ -55,6 +55,8 @@ describe("@mailhooks/verify/fastify", () => {
     expect(tampered.json()).toEqual({ error: { code: "invalid_signature", message: expect.any(String) } });
     const bare = await send({ method: "POST", url: "/webhooks", headers: { "content-type": "application/json" }, payload: body });
     expect(bare.json().error.code).toBe("missing_header");
+    const unkeyed = withoutEventId(signedRequest(SECRET, ENVELOPE));
+    expect((await send({ method: "POST", url: "/webhooks", headers: unkeyed.headers, payload: unkeyed.body })).json().error.code).toBe("missing_header");
     expect(handled).toEqual([]);
   });
 
@@ -65,7 +67,7 @@ describe("@mailhooks/verify/fastify", () => {
     const res = await send({
       method: "POST",
       url: "/webhooks",
-      headers: { "content-type": "application/json", "x-service-timestamp": timestamp, "x-service-signature": signPayload(SECRET, timestamp, bytes) },
+      headers: { "content-type": "application/json", "x-service-timestamp": timestamp, "x-service-signature": signPayload(SECRET, timestamp, bytes), "x-service-event-id": WEBHOOK.id },
       payload: bytes,
     });
     expect(res.statusCode).toBe(401);

@@ -1,6 +1,7 @@
-import { verify } from "./index.js";
+import { verifyEvent } from "./index.js";
 import { unauthorizedBody } from "./errors.js";
-import type { VerifyOptions, WebhookEnvelope } from "./core.js";
+import type { VerifyOptions } from "./core.js";
+import type { WebhookEvent } from "./events.js";
 
 /**
  * @mailhooks/verify/fastify: a Fastify 4/5 plugin. Typed structurally, so fastify is not a
@@ -13,8 +14,11 @@ export type { WebhookErrorBody } from "./errors.js";
 export interface FastifyRequestLike {
   headers: Record<string, string | string[] | undefined>;
   body: unknown;
-  webhook?: WebhookEnvelope | null;
+  webhook?: WebhookEvent | null;
 }
+
+/** A request that passed the plugin: `request.webhook` is the verified event `{id, event, timestamp, data}`. */
+export type VerifiedRequest<Req = FastifyRequestLike> = Req & { webhook: WebhookEvent };
 
 export interface FastifyReplyLike {
   code(statusCode: number): FastifyReplyLike;
@@ -45,8 +49,9 @@ const DEFAULT_BODY_LIMIT = 25 * 1024 * 1024;
 
 /**
  * Plugin: in the scope it is registered in, `application/json` bodies are kept raw, every
- * request is verified before validation, and a verified one gets `request.webhook` and
- * `request.body` set to the envelope (so route schemas see the parsed JSON). A request that
+ * request is verified before validation, and a verified one gets `request.webhook` set to the
+ * event `{id, event, timestamp, data}` (`verifyEvent`; `id` is X-Service-Event-Id) and
+ * `request.body` to the envelope `{event, timestamp, data}` (so route schemas see the parsed JSON). A request that
  * fails answers 401 with `{"error": {"code", "message"}}`.
  *
  * It is not encapsulated (like a fastify-plugin plugin): register it inside the plugin that
@@ -67,8 +72,10 @@ export const verifyWebhook = Object.assign(
     fastify.addHook("preValidation", async (request, reply) => {
       try {
         // No body at all (a GET, an empty POST) is checked as zero bytes and refused with a code.
-        request.webhook = verify(secret, request.headers, (request.body ?? new Uint8Array(0)) as Uint8Array, verifyOptions);
-        request.body = request.webhook;
+        const webhook = verifyEvent(secret, request.headers, (request.body ?? new Uint8Array(0)) as Uint8Array, verifyOptions);
+        const { id: _id, ...envelope } = webhook;
+        request.webhook = webhook;
+        request.body = envelope;
       } catch (error) {
         const answer = unauthorizedBody(error);
         if (!answer) throw error;

@@ -1,16 +1,16 @@
 import { Hono } from "hono";
 import { verifyWebhook, type WebhookVariables } from "./hono.js";
-import { ENVELOPE, SECRET, signedRequest } from "../test/signed.js";
+import { ENVELOPE, SECRET, signedRequest, WEBHOOK, withoutEventId } from "../test/signed.js";
 
 const app = new Hono<{ Variables: WebhookVariables }>();
 app.post("/webhooks", verifyWebhook(SECRET), async (c) => c.json({ webhook: c.get("webhook"), reread: await c.req.json() }));
 
 describe("@mailhooks/verify/hono", () => {
-  it("verifies, stores the envelope as c.get('webhook') and leaves the body readable", async () => {
+  it("verifies, stores the event id and the envelope as c.get('webhook') and leaves the body readable", async () => {
     const { body, headers } = signedRequest(SECRET, ENVELOPE);
     const res = await app.request("/webhooks", { method: "POST", headers, body });
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ webhook: ENVELOPE, reread: ENVELOPE });
+    expect(await res.json()).toEqual({ webhook: WEBHOOK, reread: ENVELOPE });
   });
 
   it("answers 401 with a JSON error for a wrong secret, an old request or missing headers", async () => {
@@ -18,6 +18,7 @@ describe("@mailhooks/verify/hono", () => {
       [signedRequest("whsec_someone_else", ENVELOPE), "invalid_signature"],
       [signedRequest(SECRET, ENVELOPE, Math.floor(Date.now() / 1000) - 301), "timestamp_out_of_tolerance"],
       [{ body: JSON.stringify(ENVELOPE), headers: { "content-type": "application/json" } }, "missing_header"],
+      [withoutEventId(signedRequest(SECRET, ENVELOPE)), "missing_header"],
     ] as const;
     for (const [{ body, headers }, code] of cases) {
       const res = await app.request("/webhooks", { method: "POST", headers, body });

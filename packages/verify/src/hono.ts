@@ -1,6 +1,7 @@
-import { verify } from "./web.js";
+import { verifyEvent } from "./web.js";
 import { unauthorizedBody, unauthorizedResponse } from "./errors.js";
-import type { HeadersLike, VerifyOptions, WebhookEnvelope } from "./core.js";
+import type { HeadersLike, VerifyOptions } from "./core.js";
+import type { WebhookEvent } from "./events.js";
 
 /**
  * @mailhooks/verify/hono: Hono middleware on Web Crypto, so it runs wherever Hono runs
@@ -10,7 +11,7 @@ import type { HeadersLike, VerifyOptions, WebhookEnvelope } from "./core.js";
 export type { WebhookErrorBody } from "./errors.js";
 
 /** Declare these on your app to type `c.get("webhook")`: `new Hono<{ Variables: WebhookVariables }>()`. */
-export type WebhookVariables = { webhook: WebhookEnvelope };
+export type WebhookVariables = { webhook: WebhookEvent };
 
 /** The parts of a Hono Context the middleware uses. */
 export interface HonoContextLike {
@@ -20,21 +21,21 @@ export interface HonoContextLike {
 
 /**
  * Returns a middleware that verifies the request with `secret` (one or several: any may match),
- * stores the envelope as `c.get("webhook")` and calls `next()`. A request that fails answers 401
+ * stores the event `{id, event, timestamp, data}` (`verifyEvent`) as `c.get("webhook")` and calls `next()`. A request that fails answers 401
  * with `{"error": {"code", "message"}}`. Hono keeps the body, so `c.req.json()` still works after it.
  */
 export function verifyWebhook(secret: string | readonly string[], options: VerifyOptions = {}) {
   return async function verifyWebhookMiddleware<C extends HonoContextLike>(c: C, next: () => Promise<void>): Promise<Response | void> {
     const raw = await c.req.arrayBuffer();
-    let envelope: WebhookEnvelope;
+    let webhook: WebhookEvent;
     try {
-      envelope = await verify(secret, c.req.raw.headers, raw, options);
+      webhook = await verifyEvent(secret, c.req.raw.headers, raw, options);
     } catch (error) {
       const answer = unauthorizedBody(error);
       if (!answer) throw error;
       return unauthorizedResponse(answer);
     }
-    (c.set as unknown as (key: "webhook", value: WebhookEnvelope) => void)("webhook", envelope);
+    (c.set as unknown as (key: "webhook", value: WebhookEvent) => void)("webhook", webhook);
     await next();
   };
 }

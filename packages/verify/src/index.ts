@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
-import { checkRequest, parseEnvelope, signatureMismatch, type HeadersInput, type RawBody, type VerifyOptions, type WebhookEnvelope } from "./core.js";
+import { checkRequest, parseEnvelope, signatureMismatch, withEventId, type HeadersInput, type RawBody, type SignedRequest, type VerifyOptions } from "./core.js";
+import type { WebhookEnvelope, WebhookEvent } from "./events.js";
 
 /**
  * @mailhooks/verify: checks that a request comes from the email event webhooks service.
@@ -7,20 +8,38 @@ import { checkRequest, parseEnvelope, signatureMismatch, type HeadersInput, type
  *
  * The service sends `X-Service-Timestamp: <Unix seconds>` and
  * `X-Service-Signature: sha256=<lowercase hex HMAC-SHA256>` over `<timestamp>.<raw body>`,
- * keyed with the webhook secret's UTF-8 bytes.
+ * keyed with the webhook secret's UTF-8 bytes, and `X-Service-Event-Id: <event id>`.
  */
 
 export {
   SIGNATURE_HEADER,
   TIMESTAMP_HEADER,
+  EVENT_ID_HEADER,
   DEFAULT_TOLERANCE_SECONDS,
   WebhookVerificationError,
   isWebhookVerificationError,
 } from "./core.js";
-export type { WebhookVerificationErrorCode, WebhookEnvelope, HeadersInput, HeadersLike, RawBody, VerifyOptions } from "./core.js";
+export type { WebhookVerificationErrorCode, HeadersInput, HeadersLike, RawBody, VerifyOptions } from "./core.js";
+export { EMAIL_EVENT_TYPES } from "./events.js";
+export type * from "./events.js";
+
+/** The checks before the MAC, then the MAC against every secret; throws on a mismatch. */
+function checkSignature(secret: string | readonly string[], headers: HeadersInput, rawBody: RawBody, options: VerifyOptions, needsEventId: boolean): SignedRequest {
+  const request = checkRequest(secret, headers, rawBody, options, needsEventId);
+  const received = Buffer.from(request.signatureHex, "hex");
+  let matched = false;
+  // Every secret is tried, so the time taken does not tell which one matched.
+  for (const key of request.secrets) {
+    const expected = createHmac("sha256", Buffer.from(key, "utf8")).update(`${request.timestamp}.`, "utf8").update(request.body).digest();
+    if (timingSafeEqual(expected, received)) matched = true;
+  }
+  if (!matched) throw signatureMismatch(request.secrets.length);
+  return request;
+}
 
 /**
- * Verifies a request and returns its parsed envelope `{event, timestamp, data}`.
+ * Verifies a request and returns its parsed envelope `{event, timestamp, data}`: the body
+ * exactly as sent, typed by `event` (switch on it to narrow `data`).
  *
  * - `secret`: the webhook secret, or several (during a rotation, the old and the new one): the
  *   request passes when any one of them signed it.
@@ -31,16 +50,19 @@ export type { WebhookVerificationErrorCode, WebhookEnvelope, HeadersInput, Heade
  * Throws WebhookVerificationError (`code`: missing_header, invalid_timestamp,
  * timestamp_out_of_tolerance, invalid_signature, invalid_payload) for a request to refuse, and
  * TypeError for wrong arguments, e.g. a body that was already parsed into an object.
+ * To de-duplicate, use `verifyEvent`, which also returns the event id.
  */
 export function verify(secret: string | readonly string[], headers: HeadersInput, rawBody: RawBody, options: VerifyOptions = {}): WebhookEnvelope {
-  const request = checkRequest(secret, headers, rawBody, options);
-  const received = Buffer.from(request.signatureHex, "hex");
-  let matched = false;
-  // Every secret is tried, so the time taken does not tell which one matched.
-  for (const key of request.secrets) {
-    const expected = createHmac("sha256", Buffer.from(key, "utf8")).update(`${request.timestamp}.`, "utf8").update(request.body).digest();
-    if (timingSafeEqual(expected, received)) matched = true;
-  }
-  if (!matched) throw signatureMismatch(request.secrets.length);
-  return parseEnvelope(request.body);
+  return parseEnvelope(checkSignature(secret, headers, rawBody, options, false).body);
+}
+
+/**
+ * `verify`, plus the event id: returns `{id, event, timestamp, data}`, `id` being the
+ * `X-Service-Event-Id` header (CONTRACT.md section 6), the same on every retry and replay of
+ * the event. Process each `id` once: deliveries are at least once. Same arguments and errors as
+ * `verify`; a request without X-Service-Event-Id is refused with `missing_header`.
+ */
+export function verifyEvent(secret: string | readonly string[], headers: HeadersInput, rawBody: RawBody, options: VerifyOptions = {}): WebhookEvent {
+  const request = checkSignature(secret, headers, rawBody, options, true);
+  return withEventId(parseEnvelope(request.body), request.eventId);
 }

@@ -1,6 +1,7 @@
-import { verify } from "./web.js";
+import { verifyEvent } from "./web.js";
 import { unauthorizedBody, unauthorizedResponse } from "./errors.js";
-import type { HeadersLike, VerifyOptions, WebhookEnvelope } from "./core.js";
+import type { HeadersLike, VerifyOptions } from "./core.js";
+import type { WebhookEvent } from "./events.js";
 
 /**
  * @mailhooks/verify/next: a wrapper for Next.js route handlers (App Router), or any handler of
@@ -17,31 +18,31 @@ export interface RequestLike {
 }
 
 /**
- * Wraps `handler` so that it only runs for a verified request, with the envelope as its second
- * argument (further arguments, such as Next's `{ params }`, follow). A request that fails
+ * Wraps `handler` so that it only runs for a verified request, with the event `{id, event,
+ * timestamp, data}` (`verifyEvent`; `id` is X-Service-Event-Id) as its second argument (further arguments, such as Next's `{ params }`, follow). A request that fails
  * answers 401 with `{"error": {"code", "message"}}`. The body is read from a clone, so the
  * handler may still read `request` itself.
  *
  *     export const POST = withVerifiedWebhook(process.env.WEBHOOK_SECRET!, async (request, webhook) => {
- *       // ... process webhook.event / webhook.data once per messageId ...
+ *       // ... process webhook.event / webhook.data once per webhook.id ...
  *       return new Response(null, { status: 204 });
  *     });
  */
 export function withVerifiedWebhook<Req extends RequestLike = Request, Rest extends unknown[] = []>(
   secret: string | readonly string[],
-  handler: (request: Req, webhook: WebhookEnvelope, ...rest: Rest) => Response | Promise<Response>,
+  handler: (request: Req, webhook: WebhookEvent, ...rest: Rest) => Response | Promise<Response>,
   options: VerifyOptions = {},
 ): (request: Req, ...rest: Rest) => Promise<Response> {
   return async (request, ...rest) => {
     const raw = await request.clone().arrayBuffer();
-    let envelope: WebhookEnvelope;
+    let webhook: WebhookEvent;
     try {
-      envelope = await verify(secret, request.headers, raw, options);
+      webhook = await verifyEvent(secret, request.headers, raw, options);
     } catch (error) {
       const answer = unauthorizedBody(error);
       if (!answer) throw error;
       return unauthorizedResponse(answer);
     }
-    return handler(request, envelope, ...rest);
+    return handler(request, webhook, ...rest);
   };
 }

@@ -1,6 +1,6 @@
 import { createHmac } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { verify, WebhookVerificationError, isWebhookVerificationError, type HeadersInput, type RawBody, type VerifyOptions } from "./index.js";
+import { verify, verifyEvent, WebhookVerificationError, isWebhookVerificationError, EVENT_ID_HEADER, type HeadersInput, type RawBody, type VerifyOptions } from "./index.js";
 import * as web from "./web.js";
 import { bodyOf, loadVectors, VECTORS_PATH, type TestVector, type VectorOutcome } from "../scripts/vectors.js";
 import { buildVectorFile } from "../scripts/make-vectors.js";
@@ -61,6 +61,47 @@ describe.each([
     const vector = vectors.find((v) => v.name === "valid_non_ascii_utf8_body")!;
     const envelope = await run([vector.secrets[0]], vector.headers, bodyOf(vector).toString("utf8"), optionsOf(vector));
     expect(envelope).toEqual((vector.expected as { envelope: unknown }).envelope);
+  });
+});
+
+/** The vector's X-Service-Event-Id, whatever the case of its name. */
+const eventIdOf = (vector: TestVector) => Object.entries(vector.headers).find(([name]) => name.toLowerCase() === "x-service-event-id")?.[1];
+
+describe.each([
+  ["node:crypto", (s: string[], h: HeadersInput, b: RawBody, o: VerifyOptions) => verifyEvent(s, h, b, o)],
+  ["Web Crypto", (s: string[], h: HeadersInput, b: RawBody, o: VerifyOptions) => web.verifyEvent(s, h, b, o)],
+] as const)("verifyEvent on %s", (_variant, run) => {
+  it.each(vectors.map((v) => [v.name, v] as const))("vector %s: the vector's outcome, with X-Service-Event-Id as `id`", async (_name, vector) => {
+    for (const { headers, body, shape } of shapesOf(vector)) {
+      let got: unknown;
+      try {
+        const { id, ...envelope } = await run(vector.secrets, headers, body, optionsOf(vector));
+        got = { ok: true, envelope, id };
+      } catch (error) {
+        if (!isWebhookVerificationError(error)) throw error;
+        got = { ok: false, error: error.code };
+      }
+      expect({ shape, got }).toEqual({ shape, got: vector.expected.ok ? { ...vector.expected, id: eventIdOf(vector) } : vector.expected });
+    }
+  });
+
+  it("refuses a request without X-Service-Event-Id (absent or empty) with missing_header, before any other check", async () => {
+    const valid = vectors.find((v) => v.name === "valid")!;
+    const expired = vectors.find((v) => v.name === "expired")!;
+    for (const vector of [valid, expired]) {
+      const headers = Object.fromEntries(Object.entries(vector.headers).filter(([name]) => name !== EVENT_ID_HEADER));
+      for (const without of [headers, { ...headers, [EVENT_ID_HEADER]: "" }]) {
+        await expect(Promise.resolve().then(() => run(vector.secrets, without, bodyOf(vector), optionsOf(vector)))).rejects.toMatchObject({
+          code: "missing_header",
+          message: expect.stringContaining(EVENT_ID_HEADER),
+        });
+      }
+    }
+    // verify itself does not need it.
+    expect(verify(valid.secrets, headers(valid), bodyOf(valid), optionsOf(valid))).toEqual((valid.expected as { envelope: unknown }).envelope);
+    function headers(vector: TestVector) {
+      return Object.fromEntries(Object.entries(vector.headers).filter(([name]) => name !== EVENT_ID_HEADER));
+    }
   });
 });
 

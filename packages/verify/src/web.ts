@@ -1,4 +1,5 @@
-import { checkRequest, parseEnvelope, signatureMismatch, type HeadersInput, type RawBody, type VerifyOptions, type WebhookEnvelope } from "./core.js";
+import { checkRequest, parseEnvelope, signatureMismatch, withEventId, type HeadersInput, type RawBody, type SignedRequest, type VerifyOptions } from "./core.js";
+import type { WebhookEnvelope, WebhookEvent } from "./events.js";
 
 /**
  * @mailhooks/verify/web: the same verification on Web Crypto (`crypto.subtle`), for edge
@@ -9,11 +10,14 @@ import { checkRequest, parseEnvelope, signatureMismatch, type HeadersInput, type
 export {
   SIGNATURE_HEADER,
   TIMESTAMP_HEADER,
+  EVENT_ID_HEADER,
   DEFAULT_TOLERANCE_SECONDS,
   WebhookVerificationError,
   isWebhookVerificationError,
 } from "./core.js";
-export type { WebhookVerificationErrorCode, WebhookEnvelope, HeadersInput, HeadersLike, RawBody, VerifyOptions } from "./core.js";
+export type { WebhookVerificationErrorCode, HeadersInput, HeadersLike, RawBody, VerifyOptions } from "./core.js";
+export { EMAIL_EVENT_TYPES } from "./events.js";
+export type * from "./events.js";
 
 const encoder = new TextEncoder();
 
@@ -34,14 +38,9 @@ function signedMessage(timestamp: string, body: Uint8Array) {
   return message;
 }
 
-/**
- * Verifies a request and resolves to its parsed envelope `{event, timestamp, data}`.
- * Arguments as in the Node `verify` (secret or secrets, headers, raw body, `{toleranceSeconds, now}`).
- * Rejects with WebhookVerificationError (missing_header, invalid_timestamp,
- * timestamp_out_of_tolerance, invalid_signature, invalid_payload) or TypeError for wrong arguments.
- */
-export async function verify(secret: string | readonly string[], headers: HeadersInput, rawBody: RawBody, options: VerifyOptions = {}): Promise<WebhookEnvelope> {
-  const request = checkRequest(secret, headers, rawBody, options);
+/** The checks before the MAC, then the MAC against every secret; rejects on a mismatch. */
+async function checkSignature(secret: string | readonly string[], headers: HeadersInput, rawBody: RawBody, options: VerifyOptions, needsEventId: boolean): Promise<SignedRequest> {
+  const request = checkRequest(secret, headers, rawBody, options, needsEventId);
   const message = signedMessage(request.timestamp, request.body);
   const signature = hexBytes(request.signatureHex);
   let matched = false;
@@ -51,5 +50,26 @@ export async function verify(secret: string | readonly string[], headers: Header
     if (await crypto.subtle.verify("HMAC", hmacKey, signature, message)) matched = true;
   }
   if (!matched) throw signatureMismatch(request.secrets.length);
-  return parseEnvelope(request.body);
+  return request;
+}
+
+/**
+ * Verifies a request and resolves to its parsed envelope `{event, timestamp, data}`, typed by
+ * `event`. Arguments as in the Node `verify` (secret or secrets, headers, raw body,
+ * `{toleranceSeconds, now}`). Rejects with WebhookVerificationError (missing_header,
+ * invalid_timestamp, timestamp_out_of_tolerance, invalid_signature, invalid_payload) or
+ * TypeError for wrong arguments.
+ */
+export async function verify(secret: string | readonly string[], headers: HeadersInput, rawBody: RawBody, options: VerifyOptions = {}): Promise<WebhookEnvelope> {
+  return parseEnvelope((await checkSignature(secret, headers, rawBody, options, false)).body);
+}
+
+/**
+ * `verify`, plus the event id: resolves to `{id, event, timestamp, data}`, `id` being the
+ * `X-Service-Event-Id` header (CONTRACT.md section 6), the key to process each event once. A
+ * request without that header is refused with `missing_header`.
+ */
+export async function verifyEvent(secret: string | readonly string[], headers: HeadersInput, rawBody: RawBody, options: VerifyOptions = {}): Promise<WebhookEvent> {
+  const request = await checkSignature(secret, headers, rawBody, options, true);
+  return withEventId(parseEnvelope(request.body), request.eventId);
 }

@@ -2,7 +2,8 @@ import { signPayload } from "@mailhooks/signing";
 
 /**
  * A request as the service's dispatcher signs it (the real signing code, not this library),
- * for the adapter tests. `timestamp` defaults to now, in Unix seconds.
+ * for the adapter tests, with X-Service-Event-Id `EVENT_ID`. `timestamp` defaults to now, in
+ * Unix seconds.
  */
 export function signedRequest(secret: string, envelope: unknown, timestamp = Math.floor(Date.now() / 1000)) {
   const body = JSON.stringify(envelope);
@@ -10,9 +11,18 @@ export function signedRequest(secret: string, envelope: unknown, timestamp = Mat
     "content-type": "application/json",
     "X-Service-Timestamp": String(timestamp),
     "X-Service-Signature": signPayload(secret, String(timestamp), body),
+    "X-Service-Event-Id": EVENT_ID,
   };
   return { body, headers };
 }
+
+/** The same request without X-Service-Event-Id. */
+export function withoutEventId(request: ReturnType<typeof signedRequest>) {
+  const { "X-Service-Event-Id": _id, ...headers } = request.headers;
+  return { body: request.body, headers };
+}
+
+export const EVENT_ID = "evt_019a2b3c4d5e7f00a1b2c3d4e5f6aa01";
 
 export const SECRET = "whsec_adapter_test_5d1f";
 export const ENVELOPE = {
@@ -20,3 +30,5 @@ export const ENVELOPE = {
   timestamp: 1795341600,
   data: { messageId: "<m1@example.com>", threadId: "thr_1", inboxId: "inb_1", from: "alice@example.com", to: ["bob@example.com"], subject: "Hello", status: "delivered", deliveredAt: "2026-11-22T10:00:05Z" },
 };
+/** What the adapters hand over for ENVELOPE sent as EVENT_ID: the event id, then the envelope. */
+export const WEBHOOK = { id: EVENT_ID, ...ENVELOPE };

@@ -16,6 +16,10 @@ export interface ThrowawayRedis {
   stop: () => Promise<void>;
   /** Starts it again on the same port and folder; resolves once it accepts connections. */
   start: () => Promise<void>;
+  /** SIGSTOP: the server keeps its connections open but answers nothing (a hung Redis). */
+  freeze: () => void;
+  /** SIGCONT after freeze: it answers again, the commands sent meanwhile first. */
+  thaw: () => void;
   /** Kills it (if running) and removes its folder. */
   destroy: () => Promise<void>;
 }
@@ -66,7 +70,10 @@ export async function startThrowawayRedis(): Promise<ThrowawayRedis> {
     port,
     stop,
     start,
+    freeze: () => void child?.kill("SIGSTOP"),
+    thaw: () => void child?.kill("SIGCONT"),
     destroy: async () => {
+      child?.kill("SIGCONT");
       if (child && child.exitCode === null && child.signalCode === null) {
         child.kill("SIGKILL");
         await exited;

@@ -16,6 +16,14 @@ export interface TcpProxy {
   thaw: () => void;
   /** Connections accepted so far (piped or refused). */
   accepted: () => number;
+  /**
+   * Loses the answer to one PostgreSQL statement: the next connection whose client sends bytes
+   * containing `marker` (e.g. a prepared statement's name, or `COMMIT`) gets nothing more from the
+   * server; once the server has sent its ReadyForQuery for that statement (it has run, and
+   * committed when it was a transaction's last), both sides are closed, as when a link fails
+   * right after the server answered. Resolves when that happened.
+   */
+  loseReplyTo: (marker: string) => Promise<void>;
   close: () => Promise<void>;
 }
 
@@ -23,6 +31,8 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   let isCut = false;
   let isFrozen = false;
   let accepted = 0;
+  /** An armed loseReplyTo: its marker and what to call once the reply was lost. */
+  let loseReply: { marker: Buffer; done: () => void } | null = null;
   const pairs = new Set<[net.Socket, net.Socket]>();
   /** Connections accepted while frozen, waiting for a thaw. */
   const held = new Set<net.Socket>();
@@ -57,6 +67,42 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     client.on("error", drop).on("close", drop);
     upstream.on("error", drop).on("close", drop);
     pipe(client, upstream);
+    watchForMarker(client, upstream, drop);
+  };
+
+  /**
+   * Sees what `client` sends (after the pipe has passed it on); when an armed marker goes by,
+   * stops passing the server's bytes and reads its messages (type byte, int32 length) until
+   * ReadyForQuery ('Z'), then drops the pair.
+   */
+  const watchForMarker = (client: net.Socket, upstream: net.Socket, drop: () => void) => {
+    let tail = Buffer.alloc(0);
+    client.on("data", (chunk: Buffer) => {
+      if (!loseReply) return;
+      const seen = Buffer.concat([tail, chunk]);
+      tail = seen.subarray(Math.max(0, seen.length - loseReply.marker.length + 1));
+      if (!seen.includes(loseReply.marker)) return;
+      const { done } = loseReply;
+      loseReply = null;
+      upstream.unpipe(client);
+      // The client waited for the previous ReadyForQuery before sending: the server's next bytes start a message.
+      let reply = Buffer.alloc(0);
+      upstream.on("data", (data: Buffer) => {
+        reply = Buffer.concat([reply, data]);
+        for (let at = 0; at + 5 <= reply.length; ) {
+          const end = at + 1 + reply.readInt32BE(at + 1);
+          if (end > reply.length) break;
+          if (reply[at] === 0x5a) {
+            drop();
+            done();
+            return;
+          }
+          at = end;
+        }
+      });
+      // unpipe paused it.
+      upstream.resume();
+    });
   };
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
 
@@ -96,6 +142,10 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       }
     },
     accepted: () => accepted,
+    loseReplyTo: (marker) =>
+      new Promise<void>((resolve) => {
+        loseReply = { marker: Buffer.from(marker, "utf8"), done: resolve };
+      }),
     close: () =>
       new Promise((resolve) => {
         cutAll();

@@ -15,6 +15,24 @@ export function asList(value: unknown): string[] {
   return (Array.isArray(value) ? value : [value]).map(String);
 }
 
+/**
+ * An optional whole number typed in a text or number field: "" is null (e.g. "no limit"), digits
+ * a number; anything else is passed on as typed, for the schema to refuse in words.
+ */
+export function asOptionalInteger(text: string): number | string | null {
+  if (text === "") return null;
+  return /^\d{1,9}$/.test(text) ? Number(text) : text;
+}
+
+/** A list typed in one field, items separated by commas (or lines): the non-empty items, or null when none. */
+export function asLines(text: string): string[] | null {
+  const items = text
+    .split(/[\r\n,]+/)
+    .map((item) => item.trim())
+    .filter((item) => item !== "");
+  return items.length === 0 ? null : items;
+}
+
 /** A form field as a string (the first, if repeated), trimmed. */
 export function field(body: unknown, name: string): string {
   const value = (body as Record<string, unknown> | undefined)?.[name];

@@ -1,6 +1,8 @@
 import { createRequire } from "node:module";
+import path from "node:path";
 import express, { Router } from "express";
 import { endSession } from "@mailhooks/access";
+import { usesInsecureDevelopmentKey } from "@mailhooks/config";
 import { redisKeyPrefix } from "@mailhooks/queue";
 import type { ApiDeps } from "../deps.js";
 import type { FailureLimiter } from "../http/failure-limiter.js";
@@ -28,6 +30,22 @@ import { clearSessionCookie, requireSession } from "./session.js";
 const HTMX_FILE = createRequire(import.meta.url).resolve("htmx.org/dist/htmx.min.js");
 
 /**
+ * The dashboard's files, mounted at /dashboard/assets: its own (ASSETS_DIR) and htmx from
+ * node_modules; the folders are found by module resolution unless given (a test).
+ */
+export function dashboardAssets(options: { assetsDir?: string; htmxFile?: string } = {}): Router {
+  const htmxFile = options.htmxFile ?? HTMX_FILE;
+  const router = Router();
+  // `root` + name: the dotfiles rule applies to what the request names, not to the install folder
+  // (a project under `~/.cache/...`); express.static takes its folder as `root` already.
+  router.get("/htmx.min.js", (_req, res, next) =>
+    res.sendFile(path.basename(htmxFile), { root: path.dirname(htmxFile), maxAge: "1h" }, (error) => error && next(error)),
+  );
+  router.use(express.static(options.assetsDir ?? ASSETS_DIR, { index: false, maxAge: "1h", fallthrough: false }));
+  return router;
+}
+
+/**
  * `failures`: the API's limiter of requests without valid credentials (app.ts), which invalid
  * sign-in links and session cookies meet too; null when UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE is 0.
  */
@@ -35,14 +53,19 @@ export function dashboardRouter(deps: ApiDeps, failures: FailureLimiter | null):
   const lookups = tokenLookups(failures);
   const router = Router();
   router.use(dashboardHeaders);
-  router.get("/assets/htmx.min.js", (_req, res) => res.sendFile(HTMX_FILE, { maxAge: "1h" }));
-  router.use("/assets", express.static(ASSETS_DIR, { index: false, maxAge: "1h", fallthrough: false }));
+  // Every page says so while webhook secrets are encrypted with the public development key.
+  const insecureDevelopmentKey = usesInsecureDevelopmentKey(deps.config);
+  router.use((_req, res, next) => {
+    res.locals.insecureDevelopmentKey = insecureDevelopmentKey;
+    next();
+  });
+  router.use("/assets", dashboardAssets());
   router.use(express.urlencoded({ extended: false, limit: "64kb", parameterLimit: 100 }));
   router.use(signInPages(deps, lookups));
 
   router.use(requireSession(deps, lookups));
   // The same Redis keys as the API's limit (app.ts): one allowance per account for both.
-  router.use(rateLimitPerAccount(deps.redis, redisKeyPrefix(deps.config.QUEUE_PREFIX, deps.config.REDIS_CLUSTER), deps.config.RATE_LIMIT_PER_MINUTE));
+  router.use(rateLimitPerAccount(deps.redis, redisKeyPrefix(deps.config.QUEUE_PREFIX, deps.config.REDIS_CLUSTER), deps.config.RATE_LIMIT_PER_MINUTE, deps.config.RATE_LIMIT_REDIS_TIMEOUT_MS));
   router.use(protectStateChanges(deps));
 
   router.get("/", (_req, res) => res.redirect(303, "/dashboard/webhooks"));

@@ -12,7 +12,8 @@ declare module "express-serve-static-core" {
 
 /**
  * Bearer authentication of every /v1 route (CONTRACT.md section 3): 401 unless the key is live.
- * A key authenticated before is recognised in memory (KeyAuthenticator). Anything else first
+ * A key authenticated before is recognised in memory (KeyAuthenticator); one with a live key's
+ * prefix is looked up at once (KeyAuthenticator.plausible). Anything else first
  * meets the per-address limiter of requests without a valid key
  * (UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE, a rolling minute): an address past it gets 429 with
  * Retry-After before any key is looked up, so a flood of invented keys costs no PostgreSQL query. The client address
@@ -28,9 +29,10 @@ export function requireApiKey(options: { keys: KeyAuthenticator; failures: Failu
       const address = unauthenticatedClient(req);
       // The place is taken before the lookup: however many arrive at once, no more than the
       // limit reach PostgreSQL.
-      // A key that authenticated recently (its cache entry expired) is looked up again without
-      // meeting the limit: a client sharing an address with a flood is not locked out.
-      const known = presented !== undefined && options.keys.knownValid(presented);
+      // A key that authenticated recently (its cache entry expired), or that carries a live key's
+      // prefix (a valid key this process has not seen yet), is looked up without meeting the
+      // limit: failed authentications from an address never lock out its valid keys.
+      const known = presented !== undefined && (options.keys.knownValid(presented) || options.keys.plausible(presented));
       const wait = options.failures && !known ? await options.failures.reserve(address) : 0;
       if (wait > 0) {
         throw new AppError("rate_limited", `too many requests without a valid API key from this address; retry in ${wait} s`, undefined, { "Retry-After": String(wait) });

@@ -4,6 +4,11 @@ import { AppError } from "../errors.js";
 /**
  * Body parsers with CONTRACT.md section 3's limits: JSON bodies up to 256 KiB, raw messages
  * up to 10 MiB. The raw bytes of JSON bodies are kept on `req.rawBody` for idempotency hashing.
+ * A JSON body must be valid UTF-8 (else 400 `invalid_json`: it is never stored with U+FFFD in
+ * place of the bad bytes) and may not have a `__proto__` key anywhere (422 `validation_error`:
+ * it would be dropped silently, where every other unknown key is refused). A body that sends
+ * nothing for `res.locals.bodyIdleTimeoutMs` (HTTP_BODY_IDLE_TIMEOUT_MS, set by app.ts) is
+ * answered 408 `request_timeout` and its connection closed.
  */
 
 export const JSON_LIMIT_BYTES = 256 * 1024;
@@ -13,6 +18,60 @@ declare module "express-serve-static-core" {
   interface Request {
     rawBody?: Buffer;
   }
+}
+
+/** Thrown by the JSON parser's verify step for bytes that are not UTF-8 (errors.ts maps it to 400 invalid_json). */
+const INVALID_UTF8 = "encoding.invalid.utf8";
+
+/** The path of the first own `__proto__` key in `value` (breadth first, no recursion: any depth is safe), or null. */
+export function protoKeyPath(value: unknown): string | null {
+  const queue: [unknown, string][] = [[value, ""]];
+  for (let i = 0; i < queue.length; i++) {
+    const [node, path] = queue[i];
+    if (node === null || typeof node !== "object") continue;
+    if (!Array.isArray(node) && Object.prototype.hasOwnProperty.call(node, "__proto__")) return path ? `${path}.__proto__` : "__proto__";
+    for (const [key, child] of Object.entries(node)) if (child !== null && typeof child === "object") queue.push([child, path ? `${path}.${key}` : key]);
+  }
+  return null;
+}
+
+/**
+ * Runs `parser` on the request body, answering 408 `request_timeout` (then closing the
+ * connection) when the body sends nothing for `res.locals.bodyIdleTimeoutMs`.
+ */
+function withIdleTimeout(parser: RequestHandler): RequestHandler {
+  return (req, res, next) => {
+    const ms = res.locals.bodyIdleTimeoutMs as number | undefined;
+    if (!ms) return parser(req, res, next);
+    let settled = false;
+    let timer: NodeJS.Timeout | undefined;
+    const settle = () => {
+      settled = true;
+      clearTimeout(timer);
+      req.off("data", arm);
+    };
+    function arm() {
+      clearTimeout(timer);
+      timer = setTimeout(expire, ms);
+    }
+    const expire = () => {
+      if (settled) return;
+      settle();
+      if (res.headersSent) return void req.socket.destroy();
+      // The rest of the body will never be read: the connection cannot carry another request.
+      res.setHeader("Connection", "close");
+      res.once("finish", () => req.socket.destroy());
+      next(new AppError("request_timeout", `the request body sent nothing for ${ms} ms`));
+    };
+    arm();
+    // Added after the parser's own listener: it is what reads the body (flowing already).
+    parser(req, res, (error?: unknown) => {
+      if (settled) return;
+      settle();
+      next(error);
+    });
+    if (!settled) req.on("data", arm);
+  };
 }
 
 function hasBody(req: Parameters<RequestHandler>[0]): boolean {
@@ -27,7 +86,15 @@ export function requireJson(options: { optional?: boolean } = {}): RequestHandle
     // Parse any JSON: the zod schemas decide what is acceptable, not body-parser's strict mode.
     strict: false,
     type: () => true,
-    verify: (req, _res, buf) => {
+    verify: (req, _res, buf, encoding) => {
+      // body-parser decodes with replacement characters; a fatal decoder refuses instead.
+      if (/^utf-?8$/i.test(encoding)) {
+        try {
+          new TextDecoder("utf-8", { fatal: true }).decode(buf);
+        } catch {
+          throw Object.assign(new Error("request body is not valid UTF-8"), { type: INVALID_UTF8 });
+        }
+      }
       (req as unknown as { rawBody: Buffer }).rawBody = buf;
     },
   });
@@ -39,8 +106,13 @@ export function requireJson(options: { optional?: boolean } = {}): RequestHandle
     if (!req.is("application/json")) return next(new AppError("unsupported_media_type", "Content-Type must be application/json"));
     next();
   };
-  const parse: RequestHandler = (req, res, next) => (hasBody(req) ? parser(req, res, next) : next());
-  return [check, parse];
+  const parse: RequestHandler = (req, res, next) => (hasBody(req) ? withIdleTimeout(parser)(req, res, next) : next());
+  const noProto: RequestHandler = (req, _res, next) => {
+    const path = protoKeyPath(req.body);
+    if (path === null) return next();
+    next(new AppError("validation_error", `${path}: is not a recognized field`, [{ path, message: "is not a recognized field" }]));
+  };
+  return [check, parse, noProto];
 }
 
 /** Requires `message/rfc822` and reads the raw message into `req.body` as a Buffer. */
@@ -49,5 +121,5 @@ export function requireRawMessage(): RequestHandler[] {
     if (!req.is("message/rfc822")) return next(new AppError("unsupported_media_type", "Content-Type must be message/rfc822"));
     next();
   };
-  return [check, express.raw({ type: () => true, limit: MESSAGE_LIMIT_BYTES })];
+  return [check, withIdleTimeout(express.raw({ type: () => true, limit: MESSAGE_LIMIT_BYTES }))];
 }

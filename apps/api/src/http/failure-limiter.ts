@@ -1,4 +1,5 @@
 import type { RedisClient } from "@mailhooks/queue";
+import { redisOrMemory } from "./redis-or-memory.js";
 
 /**
  * Limits attempts that may fail (requests without a valid API key, operator sign-ins) per client
@@ -6,8 +7,9 @@ import type { RedisClient } from "@mailhooks/queue";
  * from two fixed ones, so a burst at a window's edge does not get twice the allowance). An
  * attempt reserves its place before the costly check (`reserve`), so however many arrive at once,
  * no more than `limit` get through; an attempt that turns out valid gives its place back
- * (`release`). Shared by every API replica through Redis; while Redis is unreachable each process
- * counts on its own, in memory, so a flood still costs no PostgreSQL query.
+ * (`release`). Shared by every API replica through Redis; while Redis is unreachable, or hangs
+ * past `redisTimeoutMs`, each process counts on its own, in memory (redis-or-memory.ts), so a
+ * flood still costs no PostgreSQL query and a frozen Redis does not hold each request.
  */
 export interface FailureLimiter {
   /** Takes a place for `address`: 0 when it may go on, else the seconds until it may try again. */
@@ -23,6 +25,8 @@ export interface FailureLimiterOptions {
   keyPrefix: string;
   limit: number;
   windowMs: number;
+  /** How long one Redis command may take, in ms (RATE_LIMIT_REDIS_TIMEOUT_MS; 250 by default). */
+  redisTimeoutMs?: number;
   /** The clock, in ms (tests move it); Date.now by default. */
   now?: () => number;
 }
@@ -59,7 +63,7 @@ export function createFailureLimiter(options: FailureLimiterOptions): FailureLim
   const clock = options.now ?? Date.now;
   const windowOf = (now: number) => Math.floor(now / options.windowMs);
   const key = (address: string, window: number) => `${options.keyPrefix}:${window}:${address}`;
-  const redisReady = () => options.redis?.status === "ready";
+  const where = redisOrMemory(options.redis, { timeoutMs: options.redisTimeoutMs ?? 250, now: options.now, anyError: true });
 
   /** Attempts in the rolling window: this window's, plus the previous one's still inside it. */
   const weighted = (now: number, current: number, previous: number) => {
@@ -70,20 +74,23 @@ export function createFailureLimiter(options: FailureLimiterOptions): FailureLim
 
   const counts = async (address: string, now: number, delta: number): Promise<[number, number]> => {
     const window = windowOf(now);
-    if (redisReady()) {
-      try {
-        const replies = await options.redis!
-          .multi()
+    // Memory counts every attempt of this process, Redis those of every replica: the higher of
+    // each wins, so that switching between them (a Redis too slow under load, then in time again)
+    // never starts the count afresh.
+    const local = memory(address, window, delta);
+    const shared = await where.run(
+      async () => {
+        const replies = await options
+          .redis!.multi()
           .incrby(key(address, window), delta)
           .pexpire(key(address, window), options.windowMs * 2)
           .get(key(address, window - 1))
           .exec();
-        return [Number(replies?.[0]?.[1] ?? 0), Number(replies?.[2]?.[1] ?? 0)];
-      } catch {
-        // Redis went away mid-way: count in memory.
-      }
-    }
-    return memory(address, window, delta);
+        return [Number(replies?.[0]?.[1] ?? 0), Number(replies?.[2]?.[1] ?? 0)] as [number, number];
+      },
+      () => null,
+    );
+    return shared ? [Math.max(shared[0], local[0]), Math.max(shared[1], local[1])] : local;
   };
 
   return {

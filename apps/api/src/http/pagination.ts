@@ -15,12 +15,12 @@ export interface Cursor {
 const LIMIT_MESSAGE = "must be an integer from 1 to 100";
 
 export const paginationShape = {
-  limit: z.coerce
-    .number({ message: LIMIT_MESSAGE })
-    .int(LIMIT_MESSAGE)
-    .min(1, LIMIT_MESSAGE)
-    .max(100, LIMIT_MESSAGE)
-    .default(50)
+  // Decimal digits only: Number() would also take `0x10`, `1e2`, `+5` or ` 7`.
+  limit: z
+    .preprocess(
+      (value) => (typeof value === "string" && !/^[0-9]{1,10}$/.test(value) ? Number.NaN : value),
+      z.coerce.number({ message: LIMIT_MESSAGE }).int(LIMIT_MESSAGE).min(1, LIMIT_MESSAGE).max(100, LIMIT_MESSAGE).default(50),
+    )
     .meta({ description: "items per page, 1 to 100" }),
   cursor: z
     .string()

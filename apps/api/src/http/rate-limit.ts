@@ -2,18 +2,20 @@ import { createHash } from "node:crypto";
 import { MemoryStore, rateLimit, type ClientRateLimitInfo, type IncrementResponse, type Options, type Store } from "express-rate-limit";
 import { RedisStore, type RedisReply } from "rate-limit-redis";
 import type { RequestHandler } from "express";
-import { isInfrastructureError } from "@mailhooks/infrastructure-errors";
 import type { RedisClient } from "@mailhooks/queue";
 import { AppError } from "../errors.js";
+import { redisOrMemory, type RedisOrMemory } from "./redis-or-memory.js";
 
 /**
  * Per-account rate limit (RATE_LIMIT_PER_MINUTE, after authentication) shared by every API
  * replica through Redis (one fixed one-minute window per account, whatever key it uses). Over
  * the limit: 429 `rate_limited` with `Retry-After` in seconds. While Redis is unreachable each
  * process counts on its own, in memory (accepting needs only PostgreSQL, and an outage must not
- * lift the limit), as the failed-authentication limiter does.
+ * lift the limit), as the failed-authentication limiter does; likewise while Redis hangs: each
+ * of the limiter's commands may take `redisTimeoutMs` (RATE_LIMIT_REDIS_TIMEOUT_MS), and one that
+ * times out sends the counting to memory for a while (see redis-or-memory.ts).
  */
-export function rateLimitPerAccount(redis: RedisClient, prefix: string, perMinute: number): RequestHandler {
+export function rateLimitPerAccount(redis: RedisClient, prefix: string, perMinute: number, redisTimeoutMs: number): RequestHandler {
   if (perMinute === 0) return (_req, _res, next) => next();
   return rateLimit({
     windowMs: 60_000,
@@ -24,7 +26,7 @@ export function rateLimitPerAccount(redis: RedisClient, prefix: string, perMinut
     // lets the request through rather than refusing work PostgreSQL could accept.
     passOnStoreError: true,
     keyGenerator: (req) => req.principal?.accountId ?? "anonymous",
-    store: new RedisOrMemoryStore(new RedisStore({ prefix: `${prefix}:ratelimit:`, sendCommand: scriptsByText(redis) }), redis),
+    store: new RedisOrMemoryStore(new RedisStore({ prefix: `${prefix}:ratelimit:`, sendCommand: scriptsByText(redis) }), redisOrMemory(redis, { timeoutMs: redisTimeoutMs })),
     handler: (req, _res, next) => {
       const resetTime = (req as { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;
       const retryAfter = resetTime ? Math.max(1, Math.ceil((resetTime.getTime() - Date.now()) / 1000)) : 60;
@@ -34,8 +36,8 @@ export function rateLimitPerAccount(redis: RedisClient, prefix: string, perMinut
 }
 
 /**
- * Counts in Redis while it is connected, else in this process's memory: an outage neither lifts
- * the limit nor fills the log (express-rate-limit writes every store error to console.error,
+ * Counts in Redis while it is connected and answers in time, and always in this process's memory
+ * (see increment): an outage neither lifts the limit, nor holds each request, nor fills the log (express-rate-limit writes every store error to console.error,
  * past the service's logger). An error that is not an outage is the limiter's to handle.
  */
 class RedisOrMemoryStore implements Store {
@@ -45,7 +47,7 @@ class RedisOrMemoryStore implements Store {
 
   constructor(
     private readonly shared: RedisStore,
-    private readonly redis: RedisClient,
+    private readonly where: RedisOrMemory,
   ) {
     this.prefix = shared.prefix;
   }
@@ -55,31 +57,32 @@ class RedisOrMemoryStore implements Store {
     void this.shared.init?.(options);
   }
 
-  private async either<T>(viaRedis: () => Promise<T>, viaMemory: () => T | Promise<T>): Promise<T> {
-    if (this.redis.status === "ready") {
-      try {
-        return await viaRedis();
-      } catch (error) {
-        if (!isInfrastructureError(error)) throw error;
-      }
-    }
-    return viaMemory();
+  /**
+   * This process counts every request in memory too, and answers the higher of the two counts:
+   * Redis's covers every replica, memory's every request of this one, including those counted
+   * while Redis was skipped. Otherwise each switch between them (a Redis that answers slowly
+   * under load, then in time again) would start the count afresh and let the limit through again.
+   */
+  async increment(key: string): Promise<IncrementResponse> {
+    const local = await this.memory.increment(key);
+    const shared = await this.where.run(() => this.shared.increment(key), () => undefined);
+    return shared && shared.totalHits >= local.totalHits ? shared : local;
   }
 
-  increment(key: string): Promise<IncrementResponse> {
-    return this.either(() => this.shared.increment(key), () => this.memory.increment(key));
+  async get(key: string): Promise<ClientRateLimitInfo | undefined> {
+    const local = await this.memory.get(key);
+    const shared = await this.where.run(() => this.shared.get(key), () => undefined);
+    return shared && shared.totalHits >= (local?.totalHits ?? 0) ? shared : local;
   }
 
-  get(key: string): Promise<ClientRateLimitInfo | undefined> {
-    return this.either(() => this.shared.get(key), () => this.memory.get(key));
+  async decrement(key: string): Promise<void> {
+    await this.memory.decrement(key);
+    await this.where.run(() => this.shared.decrement(key), () => undefined);
   }
 
-  decrement(key: string): Promise<void> {
-    return this.either(() => this.shared.decrement(key), () => this.memory.decrement(key));
-  }
-
-  resetKey(key: string): Promise<void> {
-    return this.either(() => this.shared.resetKey(key), () => this.memory.resetKey(key));
+  async resetKey(key: string): Promise<void> {
+    await this.memory.resetKey(key);
+    await this.where.run(() => this.shared.resetKey(key), () => undefined);
   }
 
   shutdown(): void {

@@ -23,6 +23,7 @@ describe("the OpenAPI document", () => {
         "PATCH /v1/webhooks/{id}",
         "DELETE /v1/webhooks/{id}",
         "GET /v1/webhooks/{id}/secret",
+        "POST /v1/webhooks/{id}/test",
         "POST /v1/webhooks/{id}/secret/rotate",
         "POST /v1/events",
         "GET /v1/events",

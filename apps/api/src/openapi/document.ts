@@ -1,5 +1,4 @@
 import { createDocument, type oas31 } from "zod-openapi";
-import { genericError } from "./responses.js";
 import { outboundWebhooks } from "./outbound.js";
 import { eventPaths } from "./paths/events.js";
 import { inboundPaths } from "./paths/inbound.js";
@@ -27,7 +26,15 @@ const DESCRIPTION = `Email event webhooks: register HTTPS endpoints, publish ema
 export function createOpenApiDocument(): oas31.OpenAPIObject {
   return createDocument({
     openapi: "3.1.0",
-    info: { title: "Email event webhooks API", version: "1", description: DESCRIPTION },
+    info: {
+      title: "Email event webhooks API",
+      version: "1",
+      description: DESCRIPTION,
+      license: { name: "MIT", identifier: "MIT" },
+    },
+    // Relative: the API that serves this document (GET /openapi.json, /docs) is the one it
+    // describes. A generated client is given its own base URL (e.g. http://127.0.0.1:3000).
+    servers: [{ url: "/", description: "the API serving this document" }],
     tags: [
       { name: "Webhooks", description: "endpoints that receive events" },
       { name: "Events", description: "publishing, reading and replaying email events" },
@@ -42,8 +49,6 @@ export function createOpenApiDocument(): oas31.OpenAPIObject {
       securitySchemes: {
         bearerAuth: { type: "http", scheme: "bearer", description: "an API key of the account: `Authorization: Bearer <API_KEY>`" },
       },
-      // Shared by every operation (through errorResponses) and by unknown routes.
-      responses: { NotFound: genericError(404) },
     },
   });
 }

@@ -74,8 +74,5 @@ export function errorResponses(statuses: Partial<Record<ErrorStatus, string | tr
   );
 }
 
-/** The generic error response of `status` (e.g. for routes outside /v1). */
-export const genericError = (status: ErrorStatus) => errorResponse(status);
-
 /** The errors of an operation that reads a JSON body: unparseable, too large, wrong type, invalid. */
 export const JSON_BODY_ERRORS = { 400: true, 413: true, 415: true, 422: true } as const;

@@ -54,7 +54,9 @@ const docsPolicy: RequestHandler = helmet.contentSecurityPolicy({
   directives: { "upgrade-insecure-requests": null, "style-src": ["'self'", "'unsafe-inline'"], "connect-src": ["'self'"] },
 });
 
-export function openApiRouter(): Router {
+/** `swaggerUiDir`: where swagger-ui-dist is installed (found by module resolution by default). */
+export function openApiRouter(options: { swaggerUiDir?: string } = {}): Router {
+  const swaggerUiDir = options.swaggerUiDir ?? SWAGGER_UI_DIR;
   const router = Router();
   const body = JSON.stringify(createOpenApiDocument());
   router.get("/openapi.json", (_req, res) => {
@@ -70,7 +72,9 @@ export function openApiRouter(): Router {
   });
   for (const file of ASSETS) {
     router.get(`/docs/${file}`, docsPolicy, (_req, res, next) => {
-      res.sendFile(path.join(SWAGGER_UI_DIR, file), { maxAge: "1h" }, (error) => error && next(error));
+      // `root` + a name of this list: Express refuses dot-segments of the path it is given
+      // (dotfiles), which must apply to the request, never to the install folder (`~/.cache/...`).
+      res.sendFile(file, { root: swaggerUiDir, maxAge: "1h" }, (error) => error && next(error));
     });
   }
   return router;

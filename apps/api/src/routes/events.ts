@@ -1,13 +1,13 @@
 import { Router } from "express";
 import { z } from "zod";
-import { EVENT_TYPES, eventDataSchemas, type EventType } from "@mailhooks/events";
+import { ENVELOPE_MAX_BYTES, envelopeByteLength, EVENT_TYPES, eventDataSchemas, type EventType } from "@mailhooks/events";
 import type { ApiDeps } from "../deps.js";
 import { AppError } from "../errors.js";
 import { principalOf } from "../http/auth.js";
 import { requireJson } from "../http/body.js";
 import { hasNoNul, NO_NUL_MESSAGE, parseOrThrow } from "../http/validate.js";
 import { isoTimestamp, paginationShape, timeWindowShape } from "../http/pagination.js";
-import { getEvent, hashBody, ingestEvent, ingestEvents, listEvents, type IdempotencyInput, type NewEvent } from "../services/events.js";
+import { eventDetailJson, hashBody, ingestEvent, ingestEvents, listEvents, readEventDetail, type IdempotencyInput, type NewEvent } from "../services/events.js";
 import { replayRequestSchema, requestReplay } from "../services/replays.js";
 import { resourceId } from "./webhooks.js";
 
@@ -65,6 +65,19 @@ export function parseEventData(eventType: EventType, data: unknown): NewEvent["d
 }
 
 /**
+ * Refuses an event whose envelope (the exact bytes stored, signed and sent) would pass 10 MiB
+ * (CONTRACT.md section 5), measured without building it; run before `data` is validated, so that
+ * a too-large raw message is 413 rather than a 422 on its body's length. Never cuts anything.
+ * @throws AppError payload_too_large
+ */
+export function assertEnvelopeFits(eventType: EventType, occurredAt: Date, data: Record<string, unknown>): void {
+  const bytes = envelopeByteLength(eventType, occurredAt, data);
+  if (bytes > ENVELOPE_MAX_BYTES) {
+    throw new AppError("payload_too_large", `the event's envelope would take ${bytes} bytes, over the limit of ${ENVELOPE_MAX_BYTES} bytes (10 MiB); nothing was stored`);
+  }
+}
+
+/**
  * The items of POST /v1/events/batch, each validated as a single POST would be, with every
  * problem reported under `events.<index>.` (all or nothing: one invalid item refuses the batch).
  * An item's `idempotency_key` behaves like the header of a single POST; its request hash is that
@@ -77,6 +90,8 @@ function parseBatchItems(items: unknown[]): Parameters<typeof ingestEvents>[2] {
   const inputs = items.map((item, index) => {
     try {
       const input = parseOrThrow(batchItemSchema, item, `events.${index}`);
+      const occurredAt = input.occurred_at ? new Date(input.occurred_at) : new Date();
+      assertEnvelopeFits(input.event_type, occurredAt, input.data);
       const data = withPrefix(() => parseEventData(input.event_type, input.data), `events.${index}`);
       let idempotency: IdempotencyInput | undefined;
       if (input.idempotency_key !== undefined) {
@@ -85,7 +100,7 @@ function parseBatchItems(items: unknown[]): Parameters<typeof ingestEvents>[2] {
         seen.add(key);
         idempotency = { key, requestHash: hashBody(JSON.stringify(item)) };
       }
-      return { eventType: input.event_type, data, occurredAt: input.occurred_at ? new Date(input.occurred_at) : new Date(), ...(idempotency ? { idempotency } : {}) };
+      return { eventType: input.event_type, data, occurredAt, ...(idempotency ? { idempotency } : {}) };
     } catch (error) {
       if (error instanceof AppError && error.code === "validation_error") {
         details.push(...(error.details ?? [{ path: `events.${index}`, message: error.message }]));
@@ -119,8 +134,9 @@ export function eventsRouter(deps: ApiDeps): Router {
       throw new AppError("validation_error", "body must be a JSON object", [{ path: "", message: "must be an object" }]);
     }
     const input = parseOrThrow(eventEnvelopeSchema, req.body);
-    const data = parseEventData(input.event_type, input.data);
     const occurredAt = input.occurred_at ? new Date(input.occurred_at) : new Date();
+    assertEnvelopeFits(input.event_type, occurredAt, input.data);
+    const data = parseEventData(input.event_type, input.data);
     const idem = idempotencyFrom(req, req.rawBody);
     const { event, created } = await ingestEvent(deps, principalOf(req).accountId, { eventType: input.event_type, data, occurredAt }, idem);
     res.status(created ? 201 : 200).json(event);
@@ -144,7 +160,9 @@ export function eventsRouter(deps: ApiDeps): Router {
   });
 
   router.get("/:id", async (req, res) => {
-    res.json(await getEvent(deps, principalOf(req).accountId, parseOrThrow(resourceId, req.params.id, "id")));
+    const detail = await readEventDetail(deps, principalOf(req).accountId, parseOrThrow(resourceId, req.params.id, "id"));
+    // The JSON text is built around the stored envelope, which is never parsed (eventDetailJson).
+    res.type("json").send(eventDetailJson(detail));
   });
 
   return router;

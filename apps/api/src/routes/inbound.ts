@@ -3,42 +3,64 @@ import { z } from "zod";
 import type { ApiDeps } from "../deps.js";
 import { AppError } from "../errors.js";
 import { principalOf } from "../http/auth.js";
-import { requireRawMessage } from "../http/body.js";
+import { MESSAGE_LIMIT_BYTES, requireRawMessage } from "../http/body.js";
 import { hasNoNul, parseOrThrow } from "../http/validate.js";
-import { deriveThreadId, parseRawMessage, UnparseableMessageError } from "../inbound/parse-message.js";
+import { createParseBudget, defaultParseBudgetOptions, ParseBudgetExhaustedError, type ParseBudgetOptions } from "../inbound/parse-budget.js";
+import { deriveThreadId, MessageTooLargeError, parseRawMessage, UnparseableMessageError } from "../inbound/parse-message.js";
 import { ingestEvent, resolveThreadId } from "../services/events.js";
-import { idempotencyFrom, parseEventData } from "./events.js";
+import { assertEnvelopeFits, idempotencyFrom, parseEventData } from "./events.js";
 
 export const inboxId = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces");
 
 /**
  * POST /v1/inboxes/{inbox_id}/messages (CONTRACT.md section 5): a raw RFC 5322 message becomes a
- * `message.received` event, or `message.bounced` for a delivery status notification.
+ * `message.received` event, or `message.bounced` for a delivery status notification. Raw messages
+ * are turned into events within a byte budget of this process (parse-budget.ts): one that finds
+ * no room in time is 503 with Retry-After; one whose envelope would pass 10 MiB is 413 before
+ * the envelope is built, and nothing is stored.
  */
-export function inboundRouter(deps: ApiDeps): Router {
+export function inboundRouter(deps: ApiDeps, budgetOptions: ParseBudgetOptions = defaultParseBudgetOptions(MESSAGE_LIMIT_BYTES)): Router {
   const router = Router();
+  const budget = createParseBudget(budgetOptions);
 
   router.post("/:inboxId/messages", ...requireRawMessage(), async (req, res) => {
     const inbox = parseOrThrow(inboxId, req.params.inboxId, "inbox_id");
     const raw: Buffer = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-    const now = new Date();
-    let parsed;
+    const accountId = principalOf(req).accountId;
+    const idempotency = idempotencyFrom(req, raw);
+    let result;
     try {
-      parsed = await parseRawMessage(raw, inbox, now);
+      result = await budget.run(raw.length, () => acceptMessage(deps, accountId, inbox, raw, idempotency));
     } catch (error) {
-      if (error instanceof UnparseableMessageError) {
-        throw new AppError("validation_error", `not an RFC 5322 message: ${error.message}`, [{ path: "body", message: error.message }]);
+      if (error instanceof ParseBudgetExhaustedError) {
+        throw new AppError("unavailable", error.message, undefined, { "Retry-After": String(error.retryAfterSeconds) });
       }
       throw error;
     }
-    const accountId = principalOf(req).accountId;
-    // An id with a NUL character was never stored (see parseEventData), and PostgreSQL could not even compare it.
-    const referencedIds = parsed.referencedIds.filter(hasNoNul);
-    const threadId = await resolveThreadId(deps.prisma, accountId, inbox, referencedIds, deriveThreadId(inbox, parsed.threadRootId));
-    const data = parseEventData(parsed.eventType, { ...parsed.data, threadId });
-    const { event, created } = await ingestEvent(deps, accountId, { eventType: parsed.eventType, data, occurredAt: now }, idempotencyFrom(req, raw));
-    res.status(created ? 201 : 200).json(event);
+    res.status(result.created ? 201 : 200).json(result.event);
   });
 
   return router;
+}
+
+/** Parses `raw` and accepts its event. @throws AppError validation_error, payload_too_large, conflict */
+async function acceptMessage(deps: ApiDeps, accountId: string, inbox: string, raw: Buffer, idempotency: ReturnType<typeof idempotencyFrom>) {
+  const now = new Date();
+  let parsed;
+  try {
+    parsed = await parseRawMessage(raw, inbox, now);
+  } catch (error) {
+    if (error instanceof UnparseableMessageError) {
+      throw new AppError("validation_error", `not an RFC 5322 message: ${error.message}`, [{ path: "body", message: error.message }]);
+    }
+    if (error instanceof MessageTooLargeError) throw new AppError("payload_too_large", `message too large to accept: ${error.message}`);
+    throw error;
+  }
+  // An id with a NUL character was never stored (see parseEventData), and PostgreSQL could not even compare it.
+  const referencedIds = parsed.referencedIds.filter(hasNoNul);
+  const threadId = await resolveThreadId(deps.prisma, accountId, inbox, referencedIds, deriveThreadId(inbox, parsed.threadRootId));
+  // Measured before the envelope is built or the body validated: control characters grow six-fold in JSON.
+  assertEnvelopeFits(parsed.eventType, now, { ...parsed.data, threadId });
+  const data = parseEventData(parsed.eventType, { ...parsed.data, threadId });
+  return ingestEvent(deps, accountId, { eventType: parsed.eventType, data, occurredAt: now }, idempotency);
 }

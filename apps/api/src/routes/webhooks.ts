@@ -5,19 +5,20 @@ import { principalOf } from "../http/auth.js";
 import { requireJson } from "../http/body.js";
 import { hasNoNul, NO_NUL_MESSAGE, parseOrThrow } from "../http/validate.js";
 import { paginationShape } from "../http/pagination.js";
+import { sendTestEvent, testEventSchema } from "../services/webhook-health.js";
 import {
   createWebhook,
   createWebhookSchema,
   deleteWebhook,
-  findWebhook,
+  getWebhook,
   getWebhookSecret,
   rotateSecretSchema,
   rotateWebhookSecret,
   listWebhooks,
-  toWebhookView,
   updateWebhook,
   updateWebhookSchema,
 } from "../services/webhooks.js";
+import { idempotencyFrom } from "./events.js";
 
 export const resourceId = z.string().max(100).refine(hasNoNul, NO_NUL_MESSAGE);
 
@@ -29,7 +30,10 @@ export function webhooksRouter(deps: ApiDeps): Router {
 
   router.post("/", ...requireJson(), async (req, res) => {
     const input = parseOrThrow(createWebhookSchema, req.body);
-    res.status(201).json(await createWebhook(deps, principalOf(req).accountId, input));
+    // As for events: a repeat of the key within 24 h with the same bytes answers the first webhook.
+    const idempotency = idempotencyFrom(req, req.rawBody);
+    const { webhook, created } = await createWebhook(deps, principalOf(req).accountId, input, idempotency);
+    res.status(created ? 201 : 200).json(webhook);
   });
 
   router.get("/", async (req, res) => {
@@ -48,14 +52,19 @@ export function webhooksRouter(deps: ApiDeps): Router {
   });
 
   router.get("/:id", async (req, res) => {
-    const webhook = await findWebhook(deps, principalOf(req).accountId, parseOrThrow(resourceId, req.params.id, "id"));
-    res.json(toWebhookView(webhook));
+    res.json(await getWebhook(deps, principalOf(req).accountId, parseOrThrow(resourceId, req.params.id, "id")));
   });
 
   router.post("/:id/secret/rotate", ...requireJson({ optional: true }), async (req, res) => {
     const id = parseOrThrow(resourceId, req.params.id, "id");
     const { grace_seconds } = parseOrThrow(rotateSecretSchema, req.body ?? {});
     res.json(await rotateWebhookSecret(deps, principalOf(req).accountId, id, grace_seconds));
+  });
+
+  router.post("/:id/test", ...requireJson({ optional: true }), async (req, res) => {
+    const id = parseOrThrow(resourceId, req.params.id, "id");
+    const { event_type } = parseOrThrow(testEventSchema, req.body ?? {});
+    res.status(202).json({ delivery_id: await sendTestEvent(deps, principalOf(req).accountId, id, event_type) });
   });
 
   router.get("/:id/secret", async (req, res) => {

@@ -1,13 +1,20 @@
 import { payloadPurgeAt, retryDelayFor } from "@mailhooks/delivery-state";
 import type { ApiDeps } from "../deps.js";
 import { notFound } from "../errors.js";
-import { readPayload } from "./events.js";
 
 /**
- * An event's history for the dashboard (CONTRACT.md sections 5 to 8): every attempt with the
- * receiver's answer, the replays still waiting for their attempt, when each pending
- * destination's next retry is due, and when the payload goes (or went). Reads only.
+ * An event's history for the dashboard (CONTRACT.md sections 5 to 8): its newest attempts with
+ * the receiver's answer and how many there are in all, the replays still waiting for their
+ * attempt, and when each pending destination's next retry is due. Reads only, each bounded
+ * whatever the number of delivery rows of the event (the deliveries log pages through them all).
  */
+
+/**
+ * How many attempts the event page shows: the newest. An event may have any number of rows
+ * (about 100k replays of one event happen), each with up to 4 KiB of response body, and its page
+ * is polled every second while it is pending.
+ */
+export const TIMELINE_ATTEMPTS = 20;
 
 export interface TimelineAttempt {
   id: string;
@@ -41,62 +48,118 @@ export interface ScheduledRetry {
 }
 
 export interface EventTimeline {
-  /** Oldest first. */
+  /** The newest TIMELINE_ATTEMPTS attempts (at most), oldest first. */
   attempts: TimelineAttempt[];
+  /** Every delivery row of the event (the deliveries log, `/dashboard/deliveries?event_id=`, lists them all). */
+  attempts_total: number;
   pending_replays: PendingReplay[];
   scheduled_retries: ScheduledRetry[];
-  /** The envelope exactly as sent (signed and delivered), or null once purged. */
-  payload_bytes: string | null;
-  /**
-   * Retention: `purged: false` with the time from which the payload may be removed
-   * (`payloadPurgeAt`: the end of its UTC day plus EVENT_RETENTION_DAYS), or `purged: true`.
-   */
-  payload_expiry: { at: string | null; purged: boolean };
+}
+
+/**
+ * Retention of a payload: `purged: false` with the time from which it may be removed
+ * (`payloadPurgeAt`: the end of its UTC day plus EVENT_RETENTION_DAYS), or `purged: true`.
+ */
+export interface PayloadExpiry {
+  at: string | null;
+  purged: boolean;
+}
+
+/** The PayloadExpiry of an event created at `createdAt` whose payload is (`retained`) or is not kept any more. */
+export function payloadExpiry(deps: Pick<ApiDeps, "config">, createdAt: Date, retained: boolean): PayloadExpiry {
+  return retained ? { at: payloadPurgeAt(createdAt, deps.config.EVENT_RETENTION_DAYS).toISOString(), purged: false } : { at: null, purged: true };
 }
 
 const isOk = (status: number | null) => status !== null && status >= 200 && status < 300;
 
+interface AttemptRow {
+  id: string;
+  webhook_id: string;
+  url: string;
+  trigger: string;
+  attempt: number;
+  response_status: number | null;
+  error: string | null;
+  response_body: string | null;
+  duration_ms: number;
+  created_at: Date;
+}
+
+export interface TimelineOptions {
+  /** How many of the newest attempts to return (TIMELINE_ATTEMPTS). */
+  shown?: number;
+  /**
+   * The event's delivery rows when the caller counted them already: the sum of its
+   * destinations' `attempts` (every delivery row of an event has its destination, replays
+   * included). Counted here otherwise.
+   */
+  attemptsTotal?: number;
+}
+
 /**
- * The timeline of one event of the account. Read after the event itself, it holds every attempt
- * that led to the status the event was read with. @throws AppError not_found
+ * The timeline of one event of the account. Read after the event itself, its newest attempts and
+ * total include every attempt that led to the status the event was read with.
+ * @throws AppError not_found
  */
-export async function eventTimeline(deps: ApiDeps, accountId: string, eventId: string): Promise<EventTimeline> {
-  const event = await deps.prisma.event.findFirst({ where: { id: eventId, accountId }, select: { id: true, createdAt: true } });
+export async function eventTimeline(deps: ApiDeps, accountId: string, eventId: string, options: TimelineOptions = {}): Promise<EventTimeline> {
+  const shown = options.shown ?? TIMELINE_ATTEMPTS;
+  const event = await deps.prisma.event.findFirst({ where: { id: eventId, accountId }, select: { id: true } });
   if (!event) throw notFound("event");
-  const payload = await readPayload(deps, event);
   // What is pending is read before the attempts, not beside them: an attempt ends pending work
   // and writes its row in one statement, so whatever is no longer pending here has its row below.
   const [replays, pending] = await Promise.all([
     deps.prisma.replay.findMany({ where: { eventId, accountId, status: "pending" }, orderBy: { id: "asc" } }),
     deps.prisma.destination.findMany({ where: { eventId, accountId, status: "pending" }, select: { id: true, webhookId: true } }),
   ]);
-  const attempts = await deps.prisma.delivery.findMany({ where: { eventId, accountId }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] });
+  // The event is the account's (above): its rows are counted on the (event_id, created_at, id)
+  // index alone, and the newest read from it in order.
+  const [newest, total, lastTries] = await Promise.all([
+    deps.pool.query<AttemptRow>(
+      `SELECT id, webhook_id, url, trigger::text AS trigger, attempt, response_status, error, response_body, duration_ms, created_at
+         FROM deliveries WHERE event_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`,
+      [eventId, shown],
+    ),
+    options.attemptsTotal !== undefined
+      ? Promise.resolve({ rows: [{ n: options.attemptsTotal }] })
+      : deps.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM deliveries WHERE event_id = $1", [eventId]),
+    // Each pending destination's latest initial or retry attempt: one entry of the partial
+    // unique index deliveries_destination_attempt_key each, whatever the number of its replays.
+    pending.length === 0
+      ? Promise.resolve({ rows: [] as { destination_id: string; attempt: number; response_status: number | null; created_at: Date }[] })
+      : deps.pool.query<{ destination_id: string; attempt: number; response_status: number | null; created_at: Date }>(
+          `SELECT DISTINCT ON (destination_id) destination_id, attempt, response_status, created_at
+             FROM deliveries WHERE destination_id = ANY($1::text[]) AND trigger IN ('initial', 'retry')
+            ORDER BY destination_id, attempt DESC`,
+          [pending.map((d) => d.id)],
+        ),
+  ]);
+  const lastTry = new Map(lastTries.rows.map((r) => [r.destination_id, r]));
   const scheduled: ScheduledRetry[] = [];
   for (const destination of pending) {
-    const last = attempts.filter((a) => a.destinationId === destination.id && (a.trigger === "initial" || a.trigger === "retry")).at(-1);
-    if (!last || isOk(last.responseStatus)) continue;
+    const last = lastTry.get(destination.id);
+    if (!last || isOk(last.response_status)) continue;
     // A failed attempt with a retry left: the dispatcher's backoff counts from that attempt's end.
     // Attempt 0 is the initial one, so `attempt + 1` attempts were made.
     const delay = retryDelayFor(deps.config.DELIVERY_RETRY_DELAYS_MS, last.attempt + 1);
-    if (delay >= 0) scheduled.push({ webhook_id: destination.webhookId, retry: last.attempt + 1, due_at: new Date(last.createdAt.getTime() + delay).toISOString() });
+    if (delay >= 0) scheduled.push({ webhook_id: destination.webhookId, retry: last.attempt + 1, due_at: new Date(last.created_at.getTime() + delay).toISOString() });
   }
   return {
-    attempts: attempts.map((a) => ({
+    attempts: newest.rows.reverse().map((a) => ({
       id: a.id,
-      webhook_id: a.webhookId,
+      webhook_id: a.webhook_id,
       url: a.url,
       trigger: a.trigger,
       attempt: a.attempt,
-      response_status: a.responseStatus,
+      response_status: a.response_status,
       error: a.error,
-      response_body: a.responseBody,
-      duration_ms: a.durationMs,
-      created_at: a.createdAt.toISOString(),
-      ok: isOk(a.responseStatus),
+      response_body: a.response_body,
+      duration_ms: a.duration_ms,
+      created_at: a.created_at.toISOString(),
+      ok: isOk(a.response_status),
     })),
+    // Rows written after the count may be among those shown: never fewer than shown.
+    attempts_total: Math.max(total.rows[0]?.n ?? 0, newest.rows.length),
     pending_replays: replays.map((r) => ({ replay_id: r.id, webhook_id: r.webhookId, destination_url: r.destinationUrl, requested_at: r.createdAt.toISOString() })),
     scheduled_retries: scheduled,
-    payload_bytes: payload,
-    payload_expiry: payload === null ? { at: null, purged: true } : { at: payloadPurgeAt(event.createdAt, deps.config.EVENT_RETENTION_DAYS).toISOString(), purged: false },
   };
 }

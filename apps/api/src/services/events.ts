@@ -93,11 +93,28 @@ export async function readPayload(deps: ApiDeps, event: { id: string; createdAt:
   return rows[0]?.payload ?? null;
 }
 
-/** One event of the account with its envelope and destinations. @throws AppError not_found */
-export async function getEvent(deps: ApiDeps, accountId: string, eventId: string): Promise<EventDetail> {
+/**
+ * One event of the account as GET /v1/events/{event_id} shows it, except that its envelope is
+ * the stored text, never parsed (up to 10 MiB): `eventDetailJson` splices it into the answer.
+ */
+export interface StoredEventDetail {
+  event: Omit<EventDetail, "payload">;
+  /** The envelope exactly as stored (compact JSON, the bytes sent), or null once purged (or not read). */
+  payload: string | null;
+}
+
+/**
+ * One event of the account with its destinations, each with the count of its delivery rows (a
+ * count, whatever their number), and its stored envelope. With `payload: false` the envelope is
+ * not read (`payload` is null) and `payload_retained` comes from the retention horizon, as in
+ * the list. @throws AppError not_found
+ */
+export async function readEventDetail(deps: ApiDeps, accountId: string, eventId: string, options: { payload?: boolean } = {}): Promise<StoredEventDetail> {
   const row = await readEvent(deps.prisma, accountId, eventId);
   if (!row) throw notFound("event");
-  const payload = await readPayload(deps, row);
+  const withPayload = options.payload ?? true;
+  const payload = withPayload ? await readPayload(deps, row) : null;
+  const retained = withPayload ? payload !== null : row.createdAt >= (await payloadHorizon(deps.pool));
   const destinations = await deps.prisma.$queryRaw<DestinationView[]>`
     SELECT d.webhook_id, w.url, d.status::text AS status,
            (SELECT count(*)::int FROM deliveries x WHERE x.destination_id = d.id) AS attempts
@@ -106,17 +123,30 @@ export async function getEvent(deps: ApiDeps, accountId: string, eventId: string
      ORDER BY d.id`;
   const summary = toSummary(row);
   return {
-    event_id: summary.event_id,
-    event_type: summary.event_type,
-    inbox_id: summary.inbox_id,
-    message_id: row.messageId,
-    status: summary.status,
-    occurred_at: summary.occurred_at,
-    created_at: summary.created_at,
-    payload_retained: payload !== null,
-    payload: payload === null ? null : JSON.parse(payload),
-    destinations,
+    event: {
+      event_id: summary.event_id,
+      event_type: summary.event_type,
+      inbox_id: summary.inbox_id,
+      message_id: row.messageId,
+      status: summary.status,
+      occurred_at: summary.occurred_at,
+      created_at: summary.created_at,
+      payload_retained: retained,
+      destinations,
+    },
+    payload,
   };
+}
+
+/**
+ * The JSON text of GET /v1/events/{event_id} (EventDetail, fields in its order): the stored
+ * envelope is spliced in as the `payload` value, byte for byte. It is compact valid JSON (ingest
+ * wrote it with JSON.stringify), so the answer is valid JSON without a parse and a new
+ * serialization of up to 10 MiB, and it carries the very bytes that were signed and sent.
+ */
+export function eventDetailJson({ event, payload }: StoredEventDetail): string {
+  const { destinations, ...head } = event;
+  return `${JSON.stringify(head).slice(0, -1)},"payload":${payload ?? "null"},"destinations":${JSON.stringify(destinations)}}`;
 }
 
 /**

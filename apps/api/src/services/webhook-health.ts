@@ -1,4 +1,6 @@
+import { z } from "zod";
 import { requestTestDelivery } from "@mailhooks/delivery-state";
+import { EVENT_TYPES, type EventType } from "@mailhooks/events";
 import type { ApiDeps } from "../deps.js";
 import { AppError } from "../errors.js";
 import { findWebhook } from "./webhooks.js";
@@ -58,6 +60,8 @@ export async function webhookHealth(deps: ApiDeps, accountId: string, webhookIds
 
 export interface TestEventOutcome {
   test_delivery_id: string;
+  /** The kind of its example envelope, or null for `webhook.test`. */
+  event_type: string | null;
   /** `pending` until its one attempt is recorded, then `delivered` or `failed`. */
   status: string;
   requested_at: string;
@@ -69,9 +73,9 @@ export interface TestEventOutcome {
 export async function latestTestEvent(deps: ApiDeps, accountId: string, webhookId: string): Promise<TestEventOutcome | null> {
   await findWebhook(deps, accountId, webhookId);
   const rows = await deps.prisma.$queryRaw<
-    { id: string; status: string; created_at: Date; attempted_at: Date | null; response_status: number | null; error: string | null; duration_ms: number | null }[]
+    { id: string; event_type: string | null; status: string; created_at: Date; attempted_at: Date | null; response_status: number | null; error: string | null; duration_ms: number | null }[]
   >`
-    SELECT t.id, t.status::text AS status, t.created_at, d.created_at AS attempted_at, d.response_status, d.error, d.duration_ms
+    SELECT t.id, t.event_type, t.status::text AS status, t.created_at, d.created_at AS attempted_at, d.response_status, d.error, d.duration_ms
       FROM test_deliveries t LEFT JOIN deliveries d ON d.test_delivery_id = t.id
      WHERE t.webhook_id = ${webhookId} AND t.account_id = ${accountId}
      ORDER BY t.created_at DESC, t.id DESC LIMIT 1`;
@@ -79,6 +83,7 @@ export async function latestTestEvent(deps: ApiDeps, accountId: string, webhookI
   if (!row) return null;
   return {
     test_delivery_id: row.id,
+    event_type: row.event_type,
     status: row.status,
     requested_at: row.created_at.toISOString(),
     attempt: row.attempted_at
@@ -87,14 +92,24 @@ export async function latestTestEvent(deps: ApiDeps, accountId: string, webhookI
   };
 }
 
+/** POST /v1/webhooks/{id}/test `{event_type?}`: one of the six kinds for an example envelope of that kind; absent: `webhook.test`. */
+export const testEventSchema = z.strictObject({
+  event_type: z
+    .enum(EVENT_TYPES, { message: `must be one of ${EVENT_TYPES.join(", ")}` })
+    .optional()
+    .meta({ description: "the kind of the example envelope to send; absent: the `webhook.test` envelope", example: "message.bounced" }),
+});
+
 /**
- * Sends a live, enabled webhook's test event again (CONTRACT.md section 6: one attempt, no retry).
- * @returns the test delivery id
+ * Sends one signed test request to a live, enabled webhook now (CONTRACT.md sections 4 and 6:
+ * one attempt, no retry): the `webhook.test` envelope, or with `eventType` an example envelope
+ * of that kind.
+ * @returns the id its delivery row will have (`trigger: "test"`, `event_id: null`)
  * @throws AppError not_found (no such live webhook), conflict (the webhook is disabled)
  */
-export async function sendTestEvent(deps: ApiDeps, accountId: string, webhookId: string): Promise<string> {
-  const id = await requestTestDelivery(deps.pool, accountId, webhookId, deps.config.QUEUE_PREFIX);
-  if (id) return id;
+export async function sendTestEvent(deps: ApiDeps, accountId: string, webhookId: string, eventType?: EventType): Promise<string> {
+  const ids = await requestTestDelivery(deps.pool, accountId, webhookId, deps.config.QUEUE_PREFIX, eventType ?? null);
+  if (ids) return ids.deliveryId;
   await findWebhook(deps, accountId, webhookId);
   throw new AppError("conflict", "the webhook is disabled: enable it to send it a test event");
 }

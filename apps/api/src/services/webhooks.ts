@@ -1,13 +1,23 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import type { Webhook } from "@mailhooks/db";
-import { changeWebhook, deleteWebhook as deleteWebhookState, registerWebhook, rotateSecret, type WebhookRow } from "@mailhooks/delivery-state";
+import {
+  changeWebhook,
+  deleteWebhook as deleteWebhookState,
+  IdempotencyConflictError,
+  IdempotentWebhookDeletedError,
+  registerWebhook,
+  rotateSecret,
+  type WebhookRow,
+} from "@mailhooks/delivery-state";
 import { EVENT_TYPES } from "@mailhooks/events";
+import type { Keyring } from "@mailhooks/secrets";
 import { checkDestinationUrl } from "@mailhooks/url-policy";
 import type { ApiDeps } from "../deps.js";
 import { AppError, notFound } from "../errors.js";
 import { afterCursor, newestFirst, toPage, type Cursor, type Page } from "../http/pagination.js";
 import type { RotatedSecretView, WebhookView, WebhookWithSecretView } from "../views/webhooks.js";
+import { decryptHeaders, encryptHeaders, inboxIdsSchema, isVisibleText, maskedHeaders, rateLimitSchema, webhookHeadersSchema } from "./webhook-options.js";
 
 /** Webhook registration (spec "Webhook registration"; CONTRACT.md section 4). */
 
@@ -18,6 +28,9 @@ export const httpsUrl = z
   // Stored as given: no control character (NUL cannot even be stored), which URL parsing
   // would otherwise strip or percent-encode silently.
   .refine((value) => !/[\u0000-\u001f\u007f]/.test(value), "must not contain control characters")
+  // Shown in the dashboard as it is: a bidi override or an invisible character would make it
+  // read as another URL (issue 17).
+  .refine(isVisibleText, "must not contain invisible characters (bidirectional controls, zero-width, control or other invisible characters)")
   .refine((value) => {
     try {
       const url = new URL(value);
@@ -42,7 +55,14 @@ export const webhookEvents = z
   .transform((events) => [...new Set(events)])
   .meta({ description: "the event kinds to deliver (at least one; repeats are ignored)" });
 
-export const createWebhookSchema = z.strictObject({ url: httpsUrl, events: webhookEvents });
+/** POST /v1/webhooks. The options' defaults (no limit, every inbox, no headers) are applied by createWebhook, so that they stay optional in the OpenAPI document. */
+export const createWebhookSchema = z.strictObject({
+  url: httpsUrl,
+  events: webhookEvents,
+  rate_limit: rateLimitSchema.optional(),
+  inbox_ids: inboxIdsSchema.optional(),
+  headers: webhookHeadersSchema.optional(),
+});
 export type CreateWebhookInput = z.infer<typeof createWebhookSchema>;
 
 export type { WebhookView };
@@ -50,7 +70,16 @@ export type { WebhookView };
 /** `secret_activates_at` of a view: only a pending rotation is shown. */
 const pendingActivation = (at: Date | null) => (at && at.getTime() > Date.now() ? at.toISOString() : null);
 
-export function toWebhookView(w: Pick<Webhook, "id" | "url" | "events" | "status" | "disabledReason" | "secretActivatesAt" | "createdAt" | "updatedAt">): WebhookView {
+type WebhookRecord = Pick<
+  Webhook,
+  "id" | "url" | "events" | "status" | "disabledReason" | "secretActivatesAt" | "rateLimit" | "inboxIds" | "headers" | "createdAt" | "updatedAt"
+>;
+
+/**
+ * The webhook object of the answers. Its headers' values are decrypted only to be masked: the
+ * view holds their names. @throws SecretDecryptionError (no key of the keyring opens the headers)
+ */
+export function toWebhookView(w: WebhookRecord, keyring: Keyring): WebhookView {
   return {
     id: w.id,
     url: w.url,
@@ -58,23 +87,33 @@ export function toWebhookView(w: Pick<Webhook, "id" | "url" | "events" | "status
     status: w.status,
     disabled_reason: w.status === "disabled" ? ((w.disabledReason as WebhookView["disabled_reason"]) ?? "manual") : null,
     secret_activates_at: pendingActivation(w.secretActivatesAt),
+    rate_limit: w.rateLimit ?? null,
+    // The API never stores an empty list: an empty (or NULL, however read) list is "every inbox".
+    inbox_ids: w.inboxIds && w.inboxIds.length > 0 ? w.inboxIds : null,
+    headers: maskedHeaders(keyring, w.headers ?? null),
     created_at: w.createdAt.toISOString(),
     updated_at: w.updatedAt.toISOString(),
   };
 }
 
 /** The view of a row written by @mailhooks/delivery-state. */
-function rowView(w: WebhookRow): WebhookView {
-  return toWebhookView({
-    id: w.id,
-    url: w.url,
-    events: w.events as WebhookView["events"],
-    status: w.status,
-    disabledReason: w.disabled_reason,
-    secretActivatesAt: w.secret_activates_at,
-    createdAt: w.created_at,
-    updatedAt: w.updated_at,
-  });
+function rowView(w: WebhookRow, keyring: Keyring): WebhookView {
+  return toWebhookView(
+    {
+      id: w.id,
+      url: w.url,
+      events: w.events as WebhookView["events"],
+      status: w.status,
+      disabledReason: w.disabled_reason,
+      secretActivatesAt: w.secret_activates_at,
+      rateLimit: w.rate_limit,
+      inboxIds: w.inbox_ids ?? [],
+      headers: w.headers,
+      createdAt: w.created_at,
+      updatedAt: w.updated_at,
+    },
+    keyring,
+  );
 }
 
 /** A webhook secret: 32 bytes from the CSPRNG, base64url, with a recognizable prefix. */
@@ -94,28 +133,53 @@ export function assertDeliverableUrl(deps: ApiDeps, url: string, path: string): 
   }
 }
 
+/** An Idempotency-Key and the hash of the request body it came with. */
+export interface WebhookIdempotency {
+  key: string;
+  requestHash: string;
+}
+
 /**
  * Registers a webhook with its test event: both committed in one transaction (with the test
  * delivery's outbox row), so the answer that shows the secret follows a webhook that will get
- * its test event, whatever Redis is doing.
- * @throws AppError validation_error (blocked address), conflict (MAX_WEBHOOKS_PER_ACCOUNT reached)
+ * its test event, whatever Redis is doing. With an Idempotency-Key used within 24 h with the same
+ * body, answers the first webhook (its current secret included) and sends no test event
+ * (`created: false`). Extra headers are stored encrypted (webhook-options.ts).
+ * @throws AppError validation_error (blocked address), conflict (MAX_WEBHOOKS_PER_ACCOUNT
+ *   reached; the Idempotency-Key came with another body, or its webhook was deleted since)
  */
-export async function createWebhook(deps: ApiDeps, accountId: string, input: CreateWebhookInput): Promise<WebhookWithSecretView> {
+export async function createWebhook(
+  deps: ApiDeps,
+  accountId: string,
+  input: CreateWebhookInput,
+  idempotency?: WebhookIdempotency,
+): Promise<{ webhook: WebhookWithSecretView; created: boolean }> {
   assertDeliverableUrl(deps, input.url, "url");
   const secret = generateSecret();
-  const registered = await registerWebhook(deps.pool, {
-    accountId,
-    queuePrefix: deps.config.QUEUE_PREFIX,
-    url: input.url,
-    events: input.events,
-    secret: deps.keyring.encrypt(secret),
-    maxWebhooks: deps.config.MAX_WEBHOOKS_PER_ACCOUNT,
-  });
+  let registered;
+  try {
+    registered = await registerWebhook(deps.pool, {
+      accountId,
+      queuePrefix: deps.config.QUEUE_PREFIX,
+      url: input.url,
+      events: input.events,
+      secret: deps.keyring.encrypt(secret),
+      maxWebhooks: deps.config.MAX_WEBHOOKS_PER_ACCOUNT,
+      rateLimit: input.rate_limit ?? null,
+      inboxIds: input.inbox_ids ?? null,
+      headers: encryptHeaders(deps.keyring, input.headers ?? {}),
+      ...(idempotency ? { idempotency } : {}),
+    });
+  } catch (error) {
+    if (error instanceof IdempotencyConflictError || error instanceof IdempotentWebhookDeletedError) throw new AppError("conflict", error.message);
+    throw error;
+  }
   if (!registered) {
     throw new AppError("conflict", `the account already has the maximum of ${deps.config.MAX_WEBHOOKS_PER_ACCOUNT} webhooks; delete one first`);
   }
-  const view = rowView(registered.webhook);
-  return { ...view, secret };
+  const view = rowView(registered.webhook, deps.keyring);
+  if (registered.repeated) return { webhook: { ...view, secret: deps.keyring.decrypt(registered.webhook.secret) }, created: false };
+  return { webhook: { ...view, secret }, created: true };
 }
 
 /** A live (not deleted) webhook of the account. @throws AppError not_found */
@@ -137,14 +201,22 @@ export async function getWebhookSecret(deps: ApiDeps, accountId: string, webhook
 /** The longest grace period of a rotation, in seconds (7 days). */
 export const MAX_GRACE_SECONDS = 604_800;
 
+/** The grace period of a rotation when none is given, in seconds (one day). */
+export const DEFAULT_GRACE_SECONDS = 86_400;
+
+/**
+ * POST /v1/webhooks/{id}/secret/rotate. `grace_seconds` is optional, its default applied by
+ * rotateWebhookSecret: a zod `.default()` would make it required in the document's schema, and
+ * `{}` would not compile in a generated client (issue 20).
+ */
 export const rotateSecretSchema = z.strictObject({
   grace_seconds: z
     .number({ message: "must be a number of seconds" })
     .int("must be a whole number of seconds")
     .min(0, `must be from 0 to ${MAX_GRACE_SECONDS}`)
     .max(MAX_GRACE_SECONDS, `must be from 0 to ${MAX_GRACE_SECONDS}`)
-    .default(86_400)
-    .meta({ description: "seconds during which the previous secret goes on signing (default one day; 0 switches at once)" }),
+    .optional()
+    .meta({ description: "seconds during which the previous secret goes on signing (default 86400, one day; 0 switches at once)", example: 3600 }),
 });
 
 /**
@@ -153,17 +225,21 @@ export const rotateSecretSchema = z.strictObject({
  * receiver can install the new one first. The wire format stays one `sha256=` signature.
  * @throws AppError not_found
  */
-export async function rotateWebhookSecret(deps: ApiDeps, accountId: string, webhookId: string, graceSeconds: number): Promise<RotatedSecretView> {
+export async function rotateWebhookSecret(deps: ApiDeps, accountId: string, webhookId: string, graceSeconds: number = DEFAULT_GRACE_SECONDS): Promise<RotatedSecretView> {
   const secret = generateSecret();
   const activatesAt = await rotateSecret(deps.pool, accountId, webhookId, deps.keyring.encrypt(secret), graceSeconds);
   if (!activatesAt) throw notFound("webhook");
   return { secret, activates_at: activatesAt.toISOString() };
 }
 
+/** PATCH /v1/webhooks/{id}: each field absent keeps its value; `rate_limit: null` lifts the limit, `inbox_ids: null` means every inbox again, `headers` replaces the whole set. */
 export const updateWebhookSchema = z.strictObject({
   url: httpsUrl.optional(),
   events: webhookEvents.optional(),
   status: z.enum(["enabled", "disabled"], { message: "must be enabled or disabled" }).optional(),
+  rate_limit: rateLimitSchema.optional(),
+  inbox_ids: inboxIdsSchema.optional(),
+  headers: webhookHeadersSchema.optional(),
 });
 export type UpdateWebhookInput = z.infer<typeof updateWebhookSchema>;
 
@@ -174,22 +250,44 @@ export async function listWebhooks(deps: ApiDeps, accountId: string, page: { lim
     orderBy: newestFirst("createdAt"),
     take: page.limit + 1,
   });
-  return toPage(rows, page.limit, (w) => w.createdAt, toWebhookView);
+  return toPage(rows, page.limit, (w) => w.createdAt, (w) => toWebhookView(w, deps.keyring));
 }
 
 /**
- * Changes url, events or status. The secret is kept and no test event is sent. Disabling ends
- * the webhook's pending destinations as `cancelled`: they get no further attempt.
+ * Changes url, events, status, rate_limit, inbox_ids or headers (the whole set, stored
+ * encrypted). The secret is kept and no test event is sent. Disabling ends the webhook's pending
+ * destinations as `cancelled`: they get no further attempt.
  * @throws AppError not_found
  */
 export async function updateWebhook(deps: ApiDeps, accountId: string, webhookId: string, input: UpdateWebhookInput): Promise<WebhookView> {
   if (input.url !== undefined) assertDeliverableUrl(deps, input.url, "url");
-  const row = await changeWebhook(deps.pool, accountId, webhookId, input);
+  const row = await changeWebhook(deps.pool, accountId, webhookId, {
+    url: input.url,
+    events: input.events,
+    status: input.status,
+    rateLimit: input.rate_limit,
+    inboxIds: input.inbox_ids,
+    headers: input.headers === undefined ? undefined : encryptHeaders(deps.keyring, input.headers),
+  });
   if (!row) throw notFound("webhook");
-  return rowView(row);
+  return rowView(row, deps.keyring);
+}
+
+/** A live webhook of the account as answered: `toWebhookView` of `findWebhook`. @throws AppError not_found */
+export async function getWebhook(deps: ApiDeps, accountId: string, webhookId: string): Promise<WebhookView> {
+  return toWebhookView(await findWebhook(deps, accountId, webhookId), deps.keyring);
 }
 
 /** Soft-deletes: the webhook answers 404 from now on; its history stays readable; its pending destinations are cancelled. @throws AppError not_found */
 export async function deleteWebhook(deps: ApiDeps, accountId: string, webhookId: string): Promise<void> {
   if (!(await deleteWebhookState(deps.pool, accountId, webhookId))) throw notFound("webhook");
+}
+
+/**
+ * The extra headers of a live webhook with their values in clear: only for the dashboard to
+ * merge an edit (which adds or removes headers) into the whole set PATCH semantics need; never
+ * rendered or answered. @throws AppError not_found
+ */
+export async function currentHeaders(deps: ApiDeps, accountId: string, webhookId: string): Promise<Record<string, string>> {
+  return decryptHeaders(deps.keyring, (await findWebhook(deps, accountId, webhookId)).headers);
 }

@@ -15,7 +15,10 @@ export const deliverySchema = z
     error: z
       .string()
       .nullable()
-      .meta({ description: "null when a response was received, else timeout, connection_error, tls_error, dns_error, blocked_destination, insecure_url or payload_expired" }),
+      .meta({
+        description:
+          "null when a response was received, else timeout, connection_error, tls_error, dns_error, blocked_destination, insecure_url, payload_expired, or internal_error (work the service itself could not carry out)",
+      }),
     response_body: z.string().nullable().meta({ description: "at most the first 4096 bytes of the receiver's answer as text (invalid UTF-8 replaced), or null" }),
     duration_ms: z.number().int().min(0),
     created_at: timestamp,

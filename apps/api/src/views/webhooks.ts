@@ -19,6 +19,20 @@ export const webhookSchema = z
     secret_activates_at: timestamp
       .nullable()
       .meta({ description: "while a rotation is pending: when its new secret starts signing (until then the previous one signs); else null" }),
+    rate_limit: z
+      .number()
+      .int()
+      .min(1)
+      .max(1000)
+      .nullable()
+      .meta({ description: "the most requests per second sent to it, over every trigger and across all dispatchers; null: no limit", example: 50 }),
+    inbox_ids: z
+      .array(z.string())
+      .nullable()
+      .meta({ description: "the inboxes whose events it receives; null: every inbox of the account", example: ["inbox_support", "inbox_sales"] }),
+    headers: z
+      .record(z.string(), z.literal("***"))
+      .meta({ description: "its extra request headers by name; values are secrets and are never answered (always `***`); `{}`: none", example: { Authorization: "***" } }),
     created_at: timestamp,
     updated_at: timestamp,
   })
@@ -41,3 +55,11 @@ export const rotatedSecretSchema = z
   })
   .meta({ id: "RotatedSecret" });
 export type RotatedSecretView = z.infer<typeof rotatedSecretSchema>;
+
+/** POST /v1/webhooks/{id}/test. */
+export const testRequestedSchema = z
+  .object({
+    delivery_id: prefixedId("dlv", "the id of the delivery row (`trigger: \"test\"`, `event_id: null`) its one attempt writes (GET /v1/deliveries)"),
+  })
+  .meta({ id: "TestRequested" });
+export type TestRequestedView = z.infer<typeof testRequestedSchema>;

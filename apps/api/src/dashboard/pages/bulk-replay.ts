@@ -78,7 +78,7 @@ export function bulkReplayPages(deps: ApiDeps): Router {
     let webhook: WebhookView | null = null;
     if (options.webhook_id) {
       try {
-        webhook = toWebhookView(await findWebhook(deps, accountOf(req), options.webhook_id));
+        webhook = toWebhookView(await findWebhook(deps, accountOf(req), options.webhook_id), deps.keyring);
       } catch (error) {
         if (!(error instanceof AppError) || error.code !== "not_found") throw error;
         problems.push({ path: "webhook_id", message: "is not one of this account's endpoints" });

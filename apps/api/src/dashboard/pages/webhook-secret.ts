@@ -2,7 +2,7 @@ import { Router, type Request } from "express";
 import type { ApiDeps } from "../../deps.js";
 import { parseOrThrow } from "../../http/validate.js";
 import { resourceId } from "../../routes/webhooks.js";
-import { findWebhook, getWebhookSecret, rotateSecretSchema, rotateWebhookSecret, toWebhookView } from "../../services/webhooks.js";
+import { getWebhook, getWebhookSecret, rotateSecretSchema, rotateWebhookSecret } from "../../services/webhooks.js";
 import { field } from "../forms.js";
 import { render } from "../render.js";
 import { dashboardPrincipal } from "../session.js";
@@ -27,19 +27,19 @@ export function webhookSecretPages(deps: ApiDeps): Router {
   const router = Router();
 
   router.get("/webhooks/:id/secret", async (req, res) => {
-    const webhook = toWebhookView(await findWebhook(deps, accountOf(req), idOf(req)));
+    const webhook = await getWebhook(deps, accountOf(req), idOf(req));
     render(res, "webhooks/secret", { title: "Signing secret", nav: "webhooks", webhook, secret: null });
   });
 
   /** Reveals the secret: a POST (after the confirmation page) so that it never sits in a URL or a history. */
   router.post("/webhooks/:id/secret", async (req, res) => {
     const id = idOf(req);
-    const webhook = toWebhookView(await findWebhook(deps, accountOf(req), id));
+    const webhook = await getWebhook(deps, accountOf(req), id);
     render(res, "webhooks/secret", { title: "Signing secret", nav: "webhooks", webhook, secret: await getWebhookSecret(deps, accountOf(req), id) });
   });
 
   router.get("/webhooks/:id/rotate", async (req, res) => {
-    const webhook = toWebhookView(await findWebhook(deps, accountOf(req), idOf(req)));
+    const webhook = await getWebhook(deps, accountOf(req), idOf(req));
     render(res, "webhooks/rotate", { title: "Rotate the secret", nav: "webhooks", webhook, choices: GRACE_CHOICES, rotated: null, errors: {} });
   });
 
@@ -49,7 +49,7 @@ export function webhookSecretPages(deps: ApiDeps): Router {
     const grace = field(req.body, "grace_seconds");
     const { grace_seconds } = parseOrThrow(rotateSecretSchema, grace === "" ? {} : { grace_seconds: Number(grace) });
     const rotated = await rotateWebhookSecret(deps, accountOf(req), id, grace_seconds);
-    const webhook = toWebhookView(await findWebhook(deps, accountOf(req), id));
+    const webhook = await getWebhook(deps, accountOf(req), id);
     render(res, "webhooks/rotate", { title: "Secret rotated", nav: "webhooks", webhook, choices: GRACE_CHOICES, rotated, errors: {} });
   });
 

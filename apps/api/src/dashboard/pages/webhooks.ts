@@ -5,31 +5,90 @@ import { AppError } from "../../errors.js";
 import { paginationShape } from "../../http/pagination.js";
 import { parseOrThrow } from "../../http/validate.js";
 import { resourceId } from "../../routes/webhooks.js";
-import { latestTestEvent, sendTestEvent, webhookHealth } from "../../services/webhook-health.js";
+import { EVENT_TYPES } from "@mailhooks/events";
+import { latestTestEvent, sendTestEvent, testEventSchema, webhookHealth } from "../../services/webhook-health.js";
+import { editedHeaders } from "../../services/webhook-options.js";
 import {
   createWebhook,
   createWebhookSchema,
+  currentHeaders,
   deleteWebhook,
-  findWebhook,
+  getWebhook,
   listWebhooks,
-  toWebhookView,
   updateWebhook,
   updateWebhookSchema,
+  type WebhookView,
 } from "../../services/webhooks.js";
-import { asList, byField, field, filterQuery, formErrors } from "../forms.js";
+import { asList, asLines, asOptionalInteger, byField, field, filterQuery, formErrors } from "../forms.js";
 import { render } from "../render.js";
 import { dashboardPrincipal } from "../session.js";
 
 /**
  * Settings > Webhooks (spec: "enter the URL, select events, save"; CONTRACT.md sections 4 and
  * 4a): the list with each endpoint's health, "Add endpoint", and an endpoint's page (edit,
- * enable/disable, delete, send the test event again; its secret: webhook-secret.ts). Each handler
- * parses, calls the service the JSON routes call, and renders.
+ * enable/disable, delete, send a test event of a chosen kind; its secret: webhook-secret.ts).
+ * Each handler parses, calls the service the JSON routes call, and renders. Header values are
+ * write-only here too: typed once, then shown as `***`, never rendered back (not even after a
+ * refused form).
  */
 
 const accountOf = (req: Request) => dashboardPrincipal(req).accountId;
 const idOf = (req: Request) => parseOrThrow(resourceId, req.params.id, "id");
 const listQuery = z.object(paginationShape);
+
+/** Rows for new headers offered by a form. */
+const NEW_HEADER_ROWS = 3;
+
+/** What a webhook form shows back: never a header value. */
+interface FormValues {
+  url: string;
+  events: string[];
+  rate_limit: string;
+  inbox_ids: string;
+  header_names: string[];
+}
+
+const emptyValues = (): FormValues => ({ url: "", events: [], rate_limit: "", inbox_ids: "", header_names: [] });
+
+const valuesOf = (w: WebhookView): FormValues => ({
+  url: w.url,
+  events: w.events,
+  rate_limit: w.rate_limit === null ? "" : String(w.rate_limit),
+  inbox_ids: (w.inbox_ids ?? []).join(", "),
+  header_names: [],
+});
+
+/**
+ * A webhook form's fields in the JSON routes' shape. A field the form did not send at all keeps
+ * its value on an edit (undefined); an empty rate limit or inbox list is null (no limit, every
+ * inbox). New headers come as rows of `header_name`/`header_value`; a row left empty is skipped.
+ */
+function formInput(body: unknown) {
+  const fields = (body ?? {}) as Record<string, unknown>;
+  const names = asList(fields.header_name).map((n) => n.trim());
+  const values = asList(fields.header_value);
+  // fromEntries, not assignment: a row named `__proto__` stays a key, for the schema to refuse.
+  const added: Record<string, string> = Object.fromEntries(
+    names.map((name, i) => [name, values[i] ?? ""] as const).filter(([name, value]) => name !== "" || value !== ""),
+  );
+  return {
+    shown: {
+      url: field(body, "url"),
+      events: asList(fields.events),
+      rate_limit: field(body, "rate_limit"),
+      inbox_ids: typeof fields.inbox_ids === "string" ? fields.inbox_ids : "",
+      header_names: names.filter((n) => n !== ""),
+    } satisfies FormValues,
+    input: {
+      url: field(body, "url"),
+      events: asList(fields.events),
+      ...("rate_limit" in fields ? { rate_limit: asOptionalInteger(field(body, "rate_limit")) } : {}),
+      ...("inbox_ids" in fields ? { inbox_ids: asLines(field(body, "inbox_ids")) } : {}),
+    },
+    added,
+    removed: asList(fields.remove_headers),
+  };
+}
 
 export function webhookPages(deps: ApiDeps): Router {
   const router = Router();
@@ -47,19 +106,24 @@ export function webhookPages(deps: ApiDeps): Router {
   });
 
   router.get("/webhooks/new", (_req, res) => {
-    render(res, "webhooks/new", { title: "Add endpoint", nav: "webhooks", values: { url: "", events: [] }, errors: {} });
+    render(res, "webhooks/new", { title: "Add endpoint", nav: "webhooks", values: emptyValues(), errors: {}, newHeaderRows: NEW_HEADER_ROWS });
   });
 
   router.post("/webhooks", async (req, res) => {
-    const values = { url: field(req.body, "url"), events: asList(req.body?.events) };
+    const form = formInput(req.body);
     try {
-      const input = parseOrThrow(createWebhookSchema, values);
-      const created = await createWebhook(deps, accountOf(req), input);
-      render(res, "webhooks/created", { title: "Endpoint added", nav: "webhooks", webhook: created, secret: created.secret }, 201);
+      const input = parseOrThrow(createWebhookSchema, { ...form.input, ...(Object.keys(form.added).length ? { headers: form.added } : {}) });
+      const { webhook } = await createWebhook(deps, accountOf(req), input);
+      render(res, "webhooks/created", { title: "Endpoint added", nav: "webhooks", webhook, secret: webhook.secret }, 201);
     } catch (error) {
       const errors = formErrors(error) ?? (error instanceof AppError && error.code === "conflict" ? [{ path: "form", message: error.message }] : null);
       if (!errors) throw error;
-      render(res, "webhooks/new", { title: "Add endpoint", nav: "webhooks", values, errors: byField(errors) }, error instanceof AppError ? error.status : 422);
+      render(
+        res,
+        "webhooks/new",
+        { title: "Add endpoint", nav: "webhooks", values: form.shown, errors: byField(errors), newHeaderRows: NEW_HEADER_ROWS },
+        error instanceof AppError ? error.status : 422,
+      );
     }
   });
 
@@ -70,7 +134,7 @@ export function webhookPages(deps: ApiDeps): Router {
   /** An endpoint's page; `extra` carries a form's values and problems, or a notice. */
   async function showWebhook(req: Request, res: Response, extra: Record<string, unknown>, status = 200) {
     const id = idOf(req);
-    const webhook = toWebhookView(await findWebhook(deps, accountOf(req), id));
+    const webhook = await getWebhook(deps, accountOf(req), id);
     const [health, testEvent] = await Promise.all([webhookHealth(deps, accountOf(req), [id]), latestTestEvent(deps, accountOf(req), id)]);
     const notices: Record<string, string> = {
       saved: "Saved.",
@@ -87,8 +151,11 @@ export function webhookPages(deps: ApiDeps): Router {
         webhook,
         health: health.get(id)!,
         testEvent,
-        values: { url: webhook.url, events: webhook.events },
+        eventTypes: EVENT_TYPES,
+        values: valuesOf(webhook),
         errors: {},
+        newHeaderRows: NEW_HEADER_ROWS,
+        existingHeaders: Object.keys(webhook.headers),
         notice: notices[field(req.query, "done")] ?? null,
         ...extra,
       },
@@ -97,13 +164,17 @@ export function webhookPages(deps: ApiDeps): Router {
   }
 
   router.post("/webhooks/:id", async (req, res) => {
-    const values = { url: field(req.body, "url"), events: asList(req.body?.events) };
+    const form = formInput(req.body);
     try {
-      await updateWebhook(deps, accountOf(req), idOf(req), parseOrThrow(updateWebhookSchema, values));
+      // PATCH replaces the whole set of headers: the edit (some removed, some added) is merged
+      // into the current set first; untouched, the set is left as it is.
+      const headersChanged = form.removed.length > 0 || Object.keys(form.added).length > 0;
+      const headers = headersChanged ? editedHeaders(await currentHeaders(deps, accountOf(req), idOf(req)), form.removed, form.added) : undefined;
+      await updateWebhook(deps, accountOf(req), idOf(req), parseOrThrow(updateWebhookSchema, { ...form.input, ...(headers ? { headers } : {}) }));
     } catch (error) {
       const errors = formErrors(error);
       if (!errors) throw error;
-      return showWebhook(req, res, { values, errors: byField(errors) }, 422);
+      return showWebhook(req, res, { values: form.shown, errors: byField(errors) }, 422);
     }
     res.redirect(303, `/dashboard/webhooks/${encodeURIComponent(idOf(req))}?done=saved`);
   });
@@ -116,7 +187,9 @@ export function webhookPages(deps: ApiDeps): Router {
   });
 
   router.post("/webhooks/:id/test", async (req, res) => {
-    await sendTestEvent(deps, accountOf(req), idOf(req));
+    const kind = field(req.body, "event_type");
+    const { event_type } = parseOrThrow(testEventSchema, kind === "" ? {} : { event_type: kind });
+    await sendTestEvent(deps, accountOf(req), idOf(req), event_type);
     res.redirect(303, `/dashboard/webhooks/${encodeURIComponent(idOf(req))}?done=tested#test-event`);
   });
 
@@ -127,7 +200,7 @@ export function webhookPages(deps: ApiDeps): Router {
   });
 
   router.get("/webhooks/:id/delete", async (req, res) => {
-    const webhook = toWebhookView(await findWebhook(deps, accountOf(req), idOf(req)));
+    const webhook = await getWebhook(deps, accountOf(req), idOf(req));
     render(res, "webhooks/delete", { title: "Delete endpoint", nav: "webhooks", webhook });
   });
 

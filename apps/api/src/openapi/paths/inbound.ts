@@ -27,7 +27,13 @@ export const inboundPaths: ZodOpenApiPathsObject = {
       responses: {
         "200": { description: "a repeat of an Idempotency-Key: the first event", content: json(eventSummarySchema) },
         "201": { description: "accepted", content: json(eventSummarySchema) },
-        ...errorResponses({ 409: "the Idempotency-Key was used with another body", 413: true, 415: "the Content-Type is not message/rfc822", 422: true }),
+        ...errorResponses({
+          409: "the Idempotency-Key was used with another body",
+          413: "the raw message is over 10 MiB, or the envelope of its event would be (its text grows in JSON: a control character takes six bytes); nothing was stored",
+          415: "the Content-Type is not message/rfc822",
+          422: true,
+          503: "PostgreSQL is unreachable, or too many raw messages are being processed at once (with `Retry-After`, in seconds); nothing was stored",
+        }),
       },
     },
   },

@@ -1,15 +1,43 @@
 import { z } from "zod";
 import type { ZodOpenApiPathsObject } from "zod-openapi";
+import { idempotencyKey } from "../../routes/events.js";
 import { listQuery, resourceId } from "../../routes/webhooks.js";
+import { testEventSchema } from "../../services/webhook-health.js";
 import { createWebhookSchema, rotateSecretSchema, updateWebhookSchema } from "../../services/webhooks.js";
 import { webhookListSchema } from "../../views/lists.js";
-import { rotatedSecretSchema, webhookSchema, webhookSecretSchema, webhookWithSecretSchema } from "../../views/webhooks.js";
+import { rotatedSecretSchema, testRequestedSchema, webhookSchema, webhookSecretSchema, webhookWithSecretSchema } from "../../views/webhooks.js";
 import { errorResponses, JSON_BODY_ERRORS } from "../responses.js";
 import { json } from "./media.js";
 
 /** /v1/webhooks (CONTRACT.md section 4). */
 
-const path = { path: z.object({ id: resourceId.meta({ description: "webhook id" }) }) };
+const path = { path: z.object({ id: resourceId.meta({ description: "webhook id", example: "wh_019a2b3c4d5e7f00a1b2c3d4e5f60718" }) }) };
+
+const createRequest = createWebhookSchema.meta({
+  id: "CreateWebhookRequest",
+  example: {
+    url: "https://example.com/hooks/email",
+    events: ["message.delivered", "message.bounced"],
+    rate_limit: 50,
+    inbox_ids: ["inbox_support"],
+    headers: { Authorization: "Bearer gw_3f9c1a7d5e" },
+  },
+});
+
+const updateRequest = updateWebhookSchema.meta({
+  id: "UpdateWebhookRequest",
+  example: { events: ["message.sent", "message.delivered"], rate_limit: null, headers: { Authorization: "Bearer gw_8b2e4d6f0a" } },
+});
+
+const idempotencyHeader = {
+  header: z.object({
+    "Idempotency-Key": idempotencyKey.optional().meta({
+      description:
+        "printable ASCII, scoped to the account: repeated within 24 h with the same body it answers the first webhook (200, its secret included) and sends no second test event; with another body it is 409",
+      example: "create-webhook-7d1c2e",
+    }),
+  }),
+};
 
 export const webhookPaths: ZodOpenApiPathsObject = {
   "/v1/webhooks": {
@@ -25,11 +53,17 @@ export const webhookPaths: ZodOpenApiPathsObject = {
       operationId: "createWebhook",
       tags: ["Webhooks"],
       summary: "Register a webhook",
-      description: "Registers an endpoint and queues a test event (`webhook.test`) to it at once. The answer is the only one, with GET /v1/webhooks/{id}/secret, that shows the secret.",
-      requestBody: { required: true, content: json(createWebhookSchema.meta({ id: "CreateWebhookRequest" })) },
+      description:
+        "Registers an endpoint and queues a test event (`webhook.test`) to it at once. The answer is the only one, with GET /v1/webhooks/{id}/secret, that shows the secret. `rate_limit` (default null: no limit), `inbox_ids` (default null: every inbox) and `headers` (default `{}`; values stored encrypted, answered as `***`) are optional.",
+      requestParams: idempotencyHeader,
+      requestBody: { required: true, content: json(createRequest) },
       responses: {
+        "200": { description: "a repeat of an Idempotency-Key with the same body: the first webhook, its secret included; no second test event", content: json(webhookWithSecretSchema) },
         "201": { description: "registered (status `enabled`)", content: json(webhookWithSecretSchema) },
-        ...errorResponses({ ...JSON_BODY_ERRORS, 409: "the account already has MAX_WEBHOOKS_PER_ACCOUNT webhooks" }),
+        ...errorResponses({
+          ...JSON_BODY_ERRORS,
+          409: "the account already has MAX_WEBHOOKS_PER_ACCOUNT webhooks; or the Idempotency-Key was used with another body, or its webhook was deleted since",
+        }),
       },
     },
   },
@@ -46,9 +80,9 @@ export const webhookPaths: ZodOpenApiPathsObject = {
       tags: ["Webhooks"],
       summary: "Change a webhook",
       description:
-        "Changes url, events or status. The secret is kept and no test event is sent. Disabling cancels the webhook's pending deliveries; `status: \"enabled\"` also turns an auto-disabled webhook back on.",
+        "Changes url, events, status, rate_limit, inbox_ids or headers; an absent field keeps its value. `rate_limit: null` lifts the limit; `inbox_ids: null` means every inbox again (for events accepted after the change); `headers` replaces the whole set (`{}`: none). The secret is kept and no test event is sent. Disabling cancels the webhook's pending deliveries; `status: \"enabled\"` also turns an auto-disabled webhook back on.",
       requestParams: path,
-      requestBody: { required: true, content: json(updateWebhookSchema.meta({ id: "UpdateWebhookRequest" })) },
+      requestBody: { required: true, content: json(updateRequest) },
       responses: { "200": { description: "the changed webhook", content: json(webhookSchema) }, ...errorResponses({ ...JSON_BODY_ERRORS, 404: true }) },
     },
     delete: {
@@ -58,6 +92,21 @@ export const webhookPaths: ZodOpenApiPathsObject = {
       description: "It gets no new deliveries and answers 404 from now on; its history (events, deliveries, audit entries) stays readable.",
       requestParams: path,
       responses: { "204": { description: "deleted" }, ...errorResponses({ 404: true, 422: true }) },
+    },
+  },
+  "/v1/webhooks/{id}/test": {
+    post: {
+      operationId: "testWebhook",
+      tags: ["Webhooks"],
+      summary: "Send a test request",
+      description:
+        "Sends one signed test request now (one attempt, no retry), recorded as a delivery row with `trigger: \"test\"` and `event_id: null`; its `X-Service-Event-Id` is that row's id. Without `event_type` it is the `webhook.test` envelope (`data: {webhookId, url}`); with one of the six kinds, an example envelope of that kind (this document's example data, with a fresh `messageId` ending `@example.invalid`). The body may be absent.",
+      requestParams: path,
+      requestBody: { required: false, content: json(testEventSchema.meta({ id: "TestWebhookRequest", example: { event_type: "message.bounced" } })) },
+      responses: {
+        "202": { description: "the test request is on its way", content: json(testRequestedSchema) },
+        ...errorResponses({ ...JSON_BODY_ERRORS, 404: true, 409: "the webhook is disabled: enable it first" }),
+      },
     },
   },
   "/v1/webhooks/{id}/secret": {
@@ -77,7 +126,7 @@ export const webhookPaths: ZodOpenApiPathsObject = {
       description:
         "Makes a new secret, which signs every request from `activates_at` on; until then the previous one signs. The wire format never changes (one `sha256=` signature). The body may be absent.",
       requestParams: path,
-      requestBody: { required: false, content: json(rotateSecretSchema.meta({ id: "RotateSecretRequest" })) },
+      requestBody: { required: false, content: json(rotateSecretSchema.meta({ id: "RotateSecretRequest", example: { grace_seconds: 3600 } })) },
       responses: { "200": { description: "the new secret", content: json(rotatedSecretSchema) }, ...errorResponses({ ...JSON_BODY_ERRORS, 404: true }) },
     },
   },

@@ -1,0 +1,112 @@
+import { randomUUID } from "node:crypto";
+import { simpleParser, type AddressObject, type HeaderLines, type ParsedMail } from "mailparser";
+
+/**
+ * What the inbound parsers share: mailparser called the one way they need, and reading headers
+ * exactly as the message wrote them (CONTRACT.md section 5 wants Message-IDs as written).
+ */
+
+/** Thrown when the input is not an RFC 5322 message at all; the message says why. */
+export class UnparseableMessageError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "UnparseableMessageError";
+  }
+}
+
+/**
+ * The most characters of HTML rendered to text (html-to-text builds a DOM of it: some 40 times
+ * its size in heap, synchronously; 5 MiB of dense HTML passes the API's 192 MB heap alone).
+ * A message whose body is only longer HTML is refused, never cut: see MessageTooLargeError.
+ */
+export const HTML_TO_TEXT_MAX_CHARS = 1024 * 1024;
+
+/** A message the service will not turn into an event because of its size (413, nothing stored). */
+export class MessageTooLargeError extends Error {
+  override name = "MessageTooLargeError";
+}
+
+/** The three threading headers, raw and unfolded; `""` when absent. */
+export interface ThreadHeaders {
+  messageId: string;
+  inReplyTo: string;
+  references: string;
+}
+
+// RFC 5322 section 2.2: a field name is printable US-ASCII except the colon, no spaces.
+export const FIELD_NAME = /^[\x21-\x39\x3b-\x7e]+$/;
+
+/** Parses a message (or a header block) with mailparser. @throws UnparseableMessageError, MessageTooLargeError */
+export async function parseMail(raw: Buffer): Promise<ParsedMail> {
+  try {
+    // keepDeliveryStatus: otherwise mailparser appends the delivery-status fields to `text`
+    // instead of exposing them as an attachment.
+    return await simpleParser(raw, { keepDeliveryStatus: true, skipTextToHtml: true, skipImageLinks: true, maxHtmlLengthToParse: HTML_TO_TEXT_MAX_CHARS });
+  } catch (err) {
+    const tooLong = /^HTML too long for parsing (\d+)/.exec((err as Error).message);
+    if (tooLong) {
+      throw new MessageTooLargeError(`its HTML body of ${tooLong[1]} characters is over the ${HTML_TO_TEXT_MAX_CHARS} that are rendered to text; nothing was stored`, { cause: err });
+    }
+    throw new UnparseableMessageError(`message could not be parsed: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/**
+ * mailparser reports at least one header line for any input (an empty key for lines
+ * without a colon), so a real field is recognised by a well-formed field name.
+ */
+export function hasHeaderFields(lines: HeaderLines): boolean {
+  return lines.some(({ key }) => FIELD_NAME.test(key));
+}
+
+export function readThreadHeaders(lines: HeaderLines): ThreadHeaders {
+  return {
+    messageId: rawHeader(lines, "message-id") ?? "",
+    inReplyTo: rawHeader(lines, "in-reply-to") ?? "",
+    references: rawHeader(lines, "references") ?? "",
+  };
+}
+
+/**
+ * The value of the first `key` header exactly as written, unfolded: mailparser's decoded
+ * values drop or rewrite parts (angle brackets, comments), and the contract wants the
+ * message's own text. Header lines come back as binary strings, hence the re-decoding.
+ */
+export function rawHeader(lines: HeaderLines, key: string): string | undefined {
+  const header = lines.find((l) => l.key === key);
+  if (!header) return undefined;
+  const line = Buffer.from(header.line, "latin1").toString("utf8");
+  const value = line.slice(line.indexOf(":") + 1);
+  return value.replace(/\r?\n(?=[ \t])/g, "").replace(/\s+/g, " ").trim();
+}
+
+/** Bare addresses of an address header, groups flattened, unparsable entries dropped. */
+export function addressesOf(header: AddressObject | AddressObject[] | undefined): string[] {
+  const objects = header === undefined ? [] : Array.isArray(header) ? header : [header];
+  return objects
+    .flatMap((o) => o.value)
+    .flatMap((a) => (a.group ? a.group : [a]))
+    .map((a) => a.address ?? "")
+    .filter((address) => address !== "");
+}
+
+export function firstAddress(header: AddressObject | AddressObject[] | undefined): string {
+  return addressesOf(header)[0] ?? "";
+}
+
+export function messageIdsIn(value: string): string[] {
+  return value.match(/<[^<>]*>/g) ?? [];
+}
+
+/** Message-ID of the thread's root as far as these headers tell: first of References, else In-Reply-To, else the message's own. */
+export function threadRoot(headers: ThreadHeaders): string {
+  return messageIdsIn(headers.references)[0] ?? messageIdsIn(headers.inReplyTo)[0] ?? headers.messageId;
+}
+
+export function generateMessageId(): string {
+  return `<${randomUUID()}@mailhooks.invalid>`;
+}
+
+export function unique(values: string[]): string[] {
+  return [...new Set(values)];
+}
