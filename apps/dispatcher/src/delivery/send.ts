@@ -1,5 +1,5 @@
 import type { Got } from "got";
-import { signPayload, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "@mailhooks/signing";
+import { EVENT_ID_HEADER, signPayload, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "@mailhooks/signing";
 import { BLOCKED_CODE, checkDestinationUrl } from "@mailhooks/url-policy";
 import { postForAnswer } from "./http-client.js";
 
@@ -38,10 +38,15 @@ export interface AttemptResult {
 
 export interface SendInput {
   url: string;
-  /** The exact envelope bytes: signed and sent unchanged. */
-  body: string;
+  /** The exact envelope bytes: signed and sent unchanged (a shared Buffer is never copied). */
+  body: string | Buffer;
   secret: string;
   allowPrivateTargets: boolean;
+  /** X-Service-Event-Id: the event's id, or a test request's delivery row id. */
+  eventId: string;
+  /** The webhook's own headers (decryptWebhookHeaders): sent, never logged. The service's own
+   * headers win over one of the same name (the API refuses those names anyway). */
+  headers?: Record<string, string>;
 }
 
 const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|EPROTO$|HOSTNAME_MISMATCH)/;
@@ -81,8 +86,10 @@ export async function sendSigned(client: Got, input: SendInput): Promise<Attempt
     const answer = await postForAnswer(client, input.url, {
       body: input.body,
       headers: {
-        "content-type": "application/json",
         "user-agent": "mailhooks-dispatcher/1",
+        ...input.headers,
+        "content-type": "application/json",
+        [EVENT_ID_HEADER.toLowerCase()]: input.eventId,
         [TIMESTAMP_HEADER]: timestamp,
         [SIGNATURE_HEADER]: signPayload(input.secret, timestamp, input.body),
       },
