@@ -133,6 +133,22 @@ describe("sendSigned", () => {
     }
   });
 
+  it("a body over BODY_SLICE_BYTES (written in slices) arrives whole, with its Content-Length and a valid signature", async () => {
+    const receiver = await recordingReceiver(200);
+    const { client, agent } = createHttpClient({ timeoutMs: 5_000, allowPrivateTargets: true });
+    try {
+      const big = JSON.stringify({ event: "message.received", timestamp: 1795341600, data: { body: "é line\n".repeat(40_000) } });
+      const result = await sendSigned(client, { ...input(receiver.url("/hook"), true), body: Buffer.from(big) });
+      expect(result.ok).toBe(true);
+      const { body, headers } = receiver.received[0];
+      expect([body === big, headers["content-length"], headers["transfer-encoding"]]).toEqual([true, String(Buffer.byteLength(big)), undefined]);
+      expect(verify("whsec_test", headers, body)).toEqual(JSON.parse(big));
+    } finally {
+      agent.destroy();
+      await receiver.close();
+    }
+  });
+
   it("without ALLOW_PRIVATE_TARGETS, refuses a host name that resolves to loopback at connect time", async () => {
     const receiver = await recordingReceiver(200);
     const { client, agent } = createHttpClient({ timeoutMs: 5_000, allowPrivateTargets: false });
