@@ -95,7 +95,9 @@ export const AUTO_DISABLE_MIN_EVENTS = 20;
  * retry left is recorded and rethrown as RetryableDeliveryError so BullMQ schedules the retry;
  * the last failure makes it `failed`. A destination that is no longer pending is left alone, one
  * whose webhook was disabled or deleted ends `cancelled`, and an attempt that a dead dispatcher
- * already recorded is not sent again: its recorded outcome is acted on.
+ * already recorded is not sent again: its recorded outcome is acted on. A payload over
+ * INLINE_PAYLOAD_BYTES is held from the PayloadCache for the attempt (it may wait for budget).
+ * Every request carries X-Service-Event-Id (the event id) and the webhook's own headers.
  */
 export async function deliverDestination(ctx: WorkerContext, destinationId: string, attempt: number): Promise<void> {
   const target = await ctx.attempts.load(destinationId, attempt);
