@@ -68,14 +68,35 @@ export interface PayloadRef {
   payload: string | null;
 }
 
-/** The payload of one event (a large one, see INLINE_PAYLOAD_BYTES), or null once purged. */
-export async function loadPayload(db: Queryable, eventId: string): Promise<string | null> {
-  const { rows } = await run<{ payload: string | null }>(
-    db,
-    sql`SELECT p.payload FROM events e ${PAYLOAD_JOIN} WHERE e.id = ${eventId}`,
-    "delivery_state_load_payload",
-  );
-  return rows[0]?.payload ?? null;
+/** How many characters of a large payload one read takes (see loadPayload). */
+export const PAYLOAD_READ_CHARS = 1024 * 1024;
+
+/**
+ * The envelope bytes of one event (a large one, see INLINE_PAYLOAD_BYTES), or null once purged.
+ * Read PAYLOAD_READ_CHARS characters at a time and copied into one Buffer as they come, so that
+ * reading a 10 MiB payload never holds it twice more (as one driver buffer and one string) on
+ * top of the Buffer: only one slice of each.
+ */
+export async function loadPayload(db: Queryable, eventId: string): Promise<Buffer | null> {
+  const slice = (from: number) =>
+    run<{ chars: number | null; bytes: number | null; part: string | null }>(
+      db,
+      sql`SELECT char_length(p.payload) AS chars, octet_length(p.payload) AS bytes, substr(p.payload, ${from}::int, ${PAYLOAD_READ_CHARS}::int) AS part
+            FROM events e ${PAYLOAD_JOIN} WHERE e.id = ${eventId}`,
+      // Prepared: see PAYLOAD_JOIN.
+      "delivery_state_load_payload_slice",
+    );
+  const first = (await slice(1)).rows[0];
+  if (!first || first.part === null || first.chars === null || first.bytes === null) return null;
+  const out = Buffer.allocUnsafe(first.bytes);
+  let written = out.write(first.part, 0, "utf8");
+  for (let from = 1 + PAYLOAD_READ_CHARS; from <= first.chars; from += PAYLOAD_READ_CHARS) {
+    const part = (await slice(from)).rows[0]?.part;
+    // Purged between two reads.
+    if (part === null || part === undefined) return null;
+    written += out.write(part, written, "utf8");
+  }
+  return written === out.length ? out : null;
 }
 
 /** What an attempt produced (the dispatcher's AttemptResult has this shape). */

@@ -6,7 +6,10 @@ import {
   cancelReplay,
   cancelTestDelivery,
   failWithoutAttempt,
+  INLINE_PAYLOAD_BYTES,
   loadDestination,
+  loadPayload,
+  PAYLOAD_READ_CHARS,
   loadReplay,
   loadTestDelivery,
   recordDestinationAttempt,
@@ -428,5 +431,20 @@ describe("one clock: rows are stamped by PostgreSQL when they are written (issue
     } finally {
       client.release();
     }
+  });
+});
+
+describe("large payloads (issue 17 item 2)", () => {
+  test("loadPayload reads a payload over INLINE_PAYLOAD_BYTES slice by slice, byte for byte", async () => {
+    const accountId = await newAccount();
+    // Multi-byte characters (one emoji is two UTF-16 units) on every slice boundary.
+    const body = "é 🎉 line\n".repeat(Math.ceil((2.5 * PAYLOAD_READ_CHARS) / 10));
+    const data = { messageId: "<big@mail.example.com>", threadId: "thr_1", inboxId: "inbox_1", from: "alice@example.com", to: ["bob@example.org"], subject: "Big", body, headers: { messageId: "<big@mail.example.com>", inReplyTo: "", references: "" } };
+    const [accepted] = await acceptEvents(pool, accountId, prefix, [{ eventType: "message.received", data, occurredAt: new Date() }]);
+    const stored = (await pool.query<{ payload: string }>("SELECT payload FROM event_payloads WHERE event_id = $1", [accepted.id])).rows[0].payload;
+    const bytes = await loadPayload(pool, accepted.id);
+    expect(bytes!.equals(Buffer.from(stored, "utf8"))).toBe(true);
+    expect(bytes!.length).toBeGreaterThan(INLINE_PAYLOAD_BYTES);
+    expect(await loadPayload(pool, "evt_00000000000000000000000000000000")).toBeNull();
   });
 });

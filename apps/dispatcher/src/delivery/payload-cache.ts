@@ -30,9 +30,8 @@ export interface HeldPayload {
 
 /**
  * The default budget: a sixth of the V8 heap limit (`--max-old-space-size`), between 16 MiB and
- * 256 MiB. A payload read from PostgreSQL passes through the driver's buffer and a string before
- * it becomes the shared Buffer, so each one being read costs about three times its size for a
- * moment: with the shipped 128 MB heap this is about 23 MiB, two 10 MiB payloads at once.
+ * 256 MiB: with the shipped 128 MB heap about 23 MiB, two 10 MiB payloads at once (read a slice
+ * at a time into their Buffer, see loadPayload).
  */
 export function defaultPayloadBudgetBytes(): number {
   return Math.min(256 * 2 ** 20, Math.max(16 * 2 ** 20, Math.floor(getHeapStatistics().heap_size_limit / 6)));
@@ -45,7 +44,7 @@ interface Entry {
 }
 
 /** A PayloadCache reading payloads with `load` (loadPayload of @mailhooks/delivery-state). */
-export function createPayloadCache(load: (eventId: string) => Promise<string | null>, budgetBytes = defaultPayloadBudgetBytes()): PayloadCache {
+export function createPayloadCache(load: (eventId: string) => Promise<Buffer | string | null>, budgetBytes = defaultPayloadBudgetBytes()): PayloadCache {
   // Map order is recency: an entry is moved to the end each time it is held.
   const entries = new Map<string, Entry>();
   const waiters: { bytes: number; wake: () => void }[] = [];
@@ -119,7 +118,7 @@ export function createPayloadCache(load: (eventId: string) => Promise<string | n
           return hold(ref.eventId, readMeanwhile);
         }
       }
-      const entry: Entry = { bytes, holders: 0, body: load(ref.eventId).then((text) => (text === null ? null : Buffer.from(text, "utf8"))) };
+      const entry: Entry = { bytes, holders: 0, body: load(ref.eventId).then((bytes) => (typeof bytes === "string" ? Buffer.from(bytes, "utf8") : bytes)) };
       entries.set(ref.eventId, entry);
       return hold(ref.eventId, entry);
     },
