@@ -5,7 +5,8 @@ import { endChaosFile, freePort, startDispatcher, waitForOutput } from "./suppor
 /**
  * An outbox row that no worker could run (data its job's schema refuses, an unknown job name: a
  * bug in whatever wrote it) is not queued, and its work does not stay pending for the sweeper
- * to queue again and again: the relay ends it `failed` without an attempt, in the transaction
+ * to queue again and again: the relay ends it `failed` without an attempt (a delivery row with
+ * `error: "internal_error"` says why), in the transaction
  * that deletes the row, logs it with the row's id and counts it
  * (webhook_jobs_failed_total{reason="invalid_outbox_row"}). Nothing is sent, then or later.
  */
@@ -38,7 +39,8 @@ describe("an invalid outbox row", () => {
     const destination = await waitUntil(() => stack.prisma.destination.findUniqueOrThrow({ where: { id: destinationId } }), (d) => d.status !== "pending", 30_000);
     expect(destination.status).toBe("failed");
     expect((await stack.api("GET", `/v1/events/${eventId}`)).body.status).toBe("failed");
-    expect(await deliveryRows(stack, { event_id: eventId })).toEqual([]);
+    // Ended with a row that says why (CONTRACT.md section 8), and nothing sent.
+    expect((await deliveryRows(stack, { event_id: eventId })).map((r) => [r.trigger, r.attempt, r.response_status, r.error])).toEqual([["initial", 0, null, "internal_error"]]);
     expect((await stack.pool.query("SELECT count(*)::int AS n FROM outbox WHERE queue_prefix = $1", [stack.prefix])).rows[0].n).toBe(0);
 
     // Logged with the row's id, and counted.

@@ -50,7 +50,9 @@ describe("POST /v1/webhooks/{id}/test", () => {
       () => stack.prisma.delivery.findFirst({ where: { testDeliveryId: rows[1].id } }),
       (r) => r !== null,
     );
-    expect(row).toMatchObject({ trigger: "test", eventId: null, webhookId: hook.id, attempt: 0 });
+    // The answer's delivery_id is that row's id, and the request carried it as X-Service-Event-Id.
+    expect(row).toMatchObject({ id: asked.body.delivery_id, trigger: "test", eventId: null, webhookId: hook.id, attempt: 0 });
+    expect(arrivals.filter((x) => x.path === hook.path)[1].headers["x-service-event-id"]).toBe(asked.body.delivery_id);
     // A JSON body `{}` is the same.
     expect((await acct.api("POST", `/v1/webhooks/${hook.id}/test`, {})).status).toBe(202);
   });

@@ -8,7 +8,7 @@ import { deliveryJob, JOB_NAMES, QUEUE_NAMES, replayJob, testDeliveryJob, DELIVE
 import { randomUUID } from "node:crypto";
 import { createAdmissionControl, createRateLimits, startLeaseKeeper, type AdmissionControl, type RateLimits } from "@mailhooks/scheduler";
 import { RetryableDeliveryError } from "./delivery/retry-policy.js";
-import { createAttemptStore, deliverDestination, type DeliveryContext } from "./jobs/deliver-destination.js";
+import { deliverDestination, withDefaults, type DeliveryContext } from "./jobs/deliver-destination.js";
 import { deliverTestEvent } from "./jobs/deliver-test-event.js";
 import { replayEvent } from "./jobs/replay-event.js";
 
@@ -51,6 +51,15 @@ export const POSTPONED_MARK = "postponed too often:";
 /** The start of the failedReason of a job that failed for good (a bug, a constraint). */
 export const POISONED_MARK = "failed for good:";
 
+/**
+ * How many times a job may be taken over from a dispatcher that died while running it before its
+ * work ends `failed` with an internal_error row. A dispatcher that dies (killed, out of memory,
+ * its host gone) takes every job it was running with it, most of them other accounts' work that
+ * did nothing wrong, so a takeover is no reason to end work: only a job that keeps killing every
+ * dispatcher that runs it (a poison job) should end, and bounded memory makes that unlikely.
+ */
+export const MAX_STALLED_COUNT = 100;
+
 /** Delay before a job postponed by an infrastructure error runs again: 1 s doubling to 30 s. */
 export function postponeDelayMs(postponedBefore: number): number {
   return Math.min(30_000, 1_000 * 2 ** Math.max(0, postponedBefore));
@@ -74,11 +83,13 @@ function workOf(job: Job): { kind: WorkKind; id: string } | null {
  *   secret that no configured key decrypts, postpones the job without using up an attempt, at
  *   most `maxPostpones` times (then the job fails with POSTPONED_MARK and the sweeper queues the
  *   still-pending work again later);
- * - anything else is a poison job: logged with its id, counted, its work ended `failed` without
- *   an attempt, and the job failed for good: it never sends again.
+ * - anything else is a poison job: logged with its id, counted, its work ended `failed` with a
+ *   delivery row (a replay: and its audit entry) whose `error` is `internal_error` (CONTRACT.md
+ *   section 8), and the job failed for good: it never sends again. So does a job taken over more
+ *   than MAX_STALLED_COUNT times.
  */
 export function createDeliveryWorker(context: DeliveryContext, options: DeliveryWorkerOptions): Worker {
-  const ctx = { ...context, attempts: context.attempts ?? createAttemptStore(context.pool) };
+  const ctx = withDefaults(context);
   const maxPostpones = options.maxPostpones ?? 20;
   const run = async (job: Job) => {
     switch (job.name) {
@@ -185,9 +196,8 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
     concurrency: options.concurrency,
     lockDuration: options.lockDurationMs ?? 15_000,
     stalledInterval: options.stalledIntervalMs ?? 5_000,
-    // A job whose dispatcher died is taken over; one that keeps killing dispatchers is not
-    // handed on forever.
-    maxStalledCount: 3,
+    // A job whose dispatcher died is taken over; only one that keeps killing dispatchers ends.
+    maxStalledCount: MAX_STALLED_COUNT,
     settings: {
       backoffStrategy: (attemptsMade, type, _error, job) => {
         if (type !== DELIVERY_BACKOFF_TYPE) return -1;

@@ -5,7 +5,11 @@ import {
   cancelDestination,
   cancelReplay,
   cancelTestDelivery,
+  failWithoutAttempt,
+  INLINE_PAYLOAD_BYTES,
   loadDestination,
+  loadPayload,
+  PAYLOAD_READ_CHARS,
   loadReplay,
   loadTestDelivery,
   recordDestinationAttempt,
@@ -13,6 +17,7 @@ import {
   recordReplayAttempt,
   recordTestAttempt,
   replayCancelled,
+  testDeliveryRowId,
   type AttemptRecord,
   type DestinationTarget,
 } from "./attempts.js";
@@ -190,9 +195,8 @@ describe("replays", () => {
     const replay = await replayOf(target, accountId, eventId);
     expect(replay).toMatchObject({ status: "pending", toOwnUrl: true, webhookEnabled: true });
     expect(replayCancelled(replay)).toBe(false);
-    const at = new Date();
-    await Promise.all([recordReplayAttempt(pool, replay, OK, at), recordReplayAttempt(pool, replay, OK, at)]);
-    await recordReplayAttempt(pool, replay, FAILED, new Date());
+    await Promise.all([recordReplayAttempt(pool, replay, OK), recordReplayAttempt(pool, replay, OK)]);
+    await recordReplayAttempt(pool, replay, FAILED);
     expect(await deliveryRows("replay_id", replay.replayId)).toBe(1);
     expect(await auditRows(replay.replayId)).toBe(1);
     const { rows } = await pool.query("SELECT response_status, error, api_key_id FROM audit_entries WHERE replay_id = $1", [replay.replayId]);
@@ -220,8 +224,8 @@ describe("replays", () => {
       expect(replayCancelled((await loadReplay(pool, override.replayId))!)).toBe(false);
       expect(replayCancelled((await loadReplay(pool, ownByTargetUrl.replayId))!)).toBe(false);
 
-      await Promise.all([cancelReplay(pool, atAttempt, new Date()), cancelReplay(pool, atAttempt, new Date())]);
-      await cancelReplay(pool, atAttempt, new Date());
+      await Promise.all([cancelReplay(pool, atAttempt), cancelReplay(pool, atAttempt)]);
+      await cancelReplay(pool, atAttempt);
       expect((await loadReplay(pool, own.replayId))!.status).toBe("cancelled");
       expect(await deliveryRows("replay_id", own.replayId)).toBe(0);
       const { rows } = await pool.query("SELECT destination_url, response_status, error, api_key_id FROM audit_entries WHERE replay_id = $1", [own.replayId]);
@@ -229,8 +233,8 @@ describe("replays", () => {
       // The destination keeps its own status.
       expect((await loadDestination(pool, destinationId, 0))!.status).toBe("delivered");
       // A replay that ended otherwise is not cancelled afterwards.
-      await recordReplayAttempt(pool, override, OK, new Date());
-      await cancelReplay(pool, override, new Date());
+      await recordReplayAttempt(pool, override, OK);
+      await cancelReplay(pool, override);
       expect((await loadReplay(pool, override.replayId))!.status).toBe("delivered");
       expect((await pool.query("SELECT error FROM audit_entries WHERE replay_id = $1", [override.replayId])).rows).toEqual([{ error: null }]);
     }
@@ -315,9 +319,29 @@ describe("status rules (CONTRACT.md section 5)", () => {
     await expectStatus(eventId, "failed");
     const { rows } = await pool.query("SELECT webhook_id, status::text AS status FROM destinations WHERE event_id = $1 ORDER BY webhook_id", [eventId]);
     expect(rows.map((r) => r.status)).toEqual(["delivered", "cancelled", "cancelled", "cancelled"]);
-    // An ended destination stays as it is: a late attempt's outcome does not move it.
-    await recordDestinationAttempt(pool, targets[3], 0, OK, "delivered");
+    // A cancelled destination stays as it is when a late attempt (in flight while it was
+    // cancelled) fails; one that succeeded wins (issue 17 item 8): see the next test.
+    await recordDestinationAttempt(pool, targets[3], 0, FAILED, "retry");
+    await recordDestinationAttempt(pool, targets[3], 1, FAILED, "failed");
     await expectStatus(eventId, "failed");
+    expect((await loadDestination(pool, targets[3].destinationId, 0))!.status).toBe("cancelled");
+  });
+
+  test("a success wins over a concurrent disable or delete: an attempt in flight while its destination was cancelled, answered 2xx, delivers it, and the event follows", async () => {
+    const { accountId, hooks, eventId, targets } = await fanOut(3);
+    await recordDestinationAttempt(pool, targets[0], 0, OK, "delivered");
+    // The attempts of targets 1 and 2 are in flight when their webhooks are disabled and deleted.
+    await changeWebhook(pool, accountId, hooks[1].id, { status: "disabled" });
+    await deleteWebhook(pool, accountId, hooks[2].id);
+    await expectStatus(eventId, "failed");
+    await recordDestinationAttempt(pool, targets[1], 0, OK, "delivered");
+    await expectStatus(eventId, "failed");
+    // Recorded twice (its job ran again): counted once.
+    await recordDestinationAttempts(pool, [{ target: targets[2], attempt: 0, result: OK, outcome: "delivered" }]);
+    await recordDestinationAttempts(pool, [{ target: targets[2], attempt: 0, result: OK, outcome: "delivered" }]);
+    await expectStatus(eventId, "delivered");
+    const { rows } = await pool.query("SELECT status::text AS status FROM destinations WHERE event_id = $1", [eventId]);
+    expect(rows.map((r) => r.status)).toEqual(["delivered", "delivered", "delivered"]);
   });
 
   test("a successful replay to its own URL delivers a failed or cancelled destination, and the event follows", async () => {
@@ -334,8 +358,93 @@ describe("status rules (CONTRACT.md section 5)", () => {
         queuePrefix: prefix,
         targets: [{ webhookId: target.webhookId, destinationId: target.destinationId, destinationUrl: target.url, toOwnUrl: true, hasTargetUrl: false }],
       });
-      await recordReplayAttempt(pool, (await loadReplay(pool, accepted.replayId))!, OK, new Date());
+      await recordReplayAttempt(pool, (await loadReplay(pool, accepted.replayId))!, OK);
     }
     await expectStatus(eventId, "delivered");
+  });
+});
+
+describe("work that cannot be carried out ends with a row that says why (CONTRACT.md section 8)", () => {
+  test("failWithoutAttempt: a destination gets an internal_error row at its next attempt number, a replay its row and audit entry, a test delivery its row; once", async () => {
+    const { accountId, hook, eventId, destinationId, target } = await oneDestination();
+    await recordDestinationAttempt(pool, target, 0, FAILED, "retry");
+    await Promise.all([failWithoutAttempt(pool, "delivery", destinationId), failWithoutAttempt(pool, "delivery", destinationId)]);
+    const rows = await pool.query("SELECT trigger::text, attempt, response_status, error FROM deliveries WHERE destination_id = $1 ORDER BY attempt", [destinationId]);
+    expect(rows.rows).toEqual([
+      { trigger: "initial", attempt: 0, response_status: 503, error: null },
+      { trigger: "retry", attempt: 1, response_status: null, error: "internal_error" },
+    ]);
+    expect(await eventRow(eventId)).toEqual({ status: "failed", pending_destinations: 0, failed_destinations: 1 });
+
+    const [accepted] = await acceptReplays(pool, {
+      accountId,
+      apiKeyId: "key_test",
+      eventId,
+      queuePrefix: prefix,
+      targets: [{ webhookId: hook.id, destinationId, destinationUrl: hook.url, toOwnUrl: true, hasTargetUrl: false }],
+    });
+    await failWithoutAttempt(pool, "replay", accepted.replayId);
+    await failWithoutAttempt(pool, "replay", accepted.replayId);
+    expect((await loadReplay(pool, accepted.replayId))!.status).toBe("failed");
+    expect((await pool.query("SELECT trigger::text, url, error FROM deliveries WHERE replay_id = $1", [accepted.replayId])).rows).toEqual([{ trigger: "replay", url: hook.url, error: "internal_error" }]);
+    expect((await pool.query("SELECT destination_url, response_status, error, api_key_id FROM audit_entries WHERE replay_id = $1", [accepted.replayId])).rows).toEqual([
+      { destination_url: hook.url, response_status: null, error: "internal_error", api_key_id: "key_test" },
+    ]);
+
+    await failWithoutAttempt(pool, "test-delivery", hook.testDeliveryId);
+    await failWithoutAttempt(pool, "test-delivery", hook.testDeliveryId);
+    expect((await loadTestDelivery(pool, hook.testDeliveryId))!.status).toBe("failed");
+    expect((await pool.query("SELECT id, trigger::text, event_id, error FROM deliveries WHERE test_delivery_id = $1", [hook.testDeliveryId])).rows).toEqual([
+      { id: testDeliveryRowId(hook.testDeliveryId), trigger: "test", event_id: null, error: "internal_error" },
+    ]);
+  });
+});
+
+describe("one clock: rows are stamped by PostgreSQL when they are written (issue 17 item 9)", () => {
+  test("delivery rows of every trigger and audit entries carry the writing transaction's now()", async () => {
+    const { accountId, hook, eventId, destinationId, target } = await oneDestination();
+    const [accepted] = await acceptReplays(pool, {
+      accountId,
+      apiKeyId: "key_test",
+      eventId,
+      queuePrefix: prefix,
+      targets: [{ webhookId: hook.id, destinationId, destinationUrl: hook.url, toOwnUrl: true, hasTargetUrl: false }],
+    });
+    const replay = (await loadReplay(pool, accepted.replayId))!;
+    const testDelivery = (await loadTestDelivery(pool, hook.testDeliveryId))!;
+    const client = await pool.connect();
+    try {
+      await client.query("BEGIN");
+      const { rows: [{ now }] } = await client.query<{ now: Date }>("SELECT now()::timestamptz(3) AS now");
+      // Written well after the transaction began: a stamp from any other clock would differ.
+      await new Promise((r) => setTimeout(r, 50));
+      await recordDestinationAttempt(client, target, 0, OK, "delivered");
+      await recordReplayAttempt(client, replay, OK);
+      await recordTestAttempt(client, testDelivery, OK);
+      await client.query("COMMIT");
+      const stamps = await pool.query<{ at: Date }>(
+        `SELECT created_at AS at FROM deliveries WHERE destination_id = $1 OR test_delivery_id = $2
+         UNION ALL SELECT replayed_at FROM audit_entries WHERE replay_id = $3`,
+        [destinationId, hook.testDeliveryId, accepted.replayId],
+      );
+      expect(stamps.rows.map((r) => r.at.getTime())).toEqual([now.getTime(), now.getTime(), now.getTime(), now.getTime()]);
+    } finally {
+      client.release();
+    }
+  });
+});
+
+describe("large payloads (issue 17 item 2)", () => {
+  test("loadPayload reads a payload over INLINE_PAYLOAD_BYTES slice by slice, byte for byte", async () => {
+    const accountId = await newAccount();
+    // Multi-byte characters (one emoji is two UTF-16 units) on every slice boundary.
+    const body = "é 🎉 line\n".repeat(Math.ceil((2.5 * PAYLOAD_READ_CHARS) / 10));
+    const data = { messageId: "<big@mail.example.com>", threadId: "thr_1", inboxId: "inbox_1", from: "alice@example.com", to: ["bob@example.org"], subject: "Big", body, headers: { messageId: "<big@mail.example.com>", inReplyTo: "", references: "" } };
+    const [accepted] = await acceptEvents(pool, accountId, prefix, [{ eventType: "message.received", data, occurredAt: new Date() }]);
+    const stored = (await pool.query<{ payload: string }>("SELECT payload FROM event_payloads WHERE event_id = $1", [accepted.id])).rows[0].payload;
+    const bytes = await loadPayload(pool, accepted.id);
+    expect(bytes!.equals(Buffer.from(stored, "utf8"))).toBe(true);
+    expect(bytes!.length).toBeGreaterThan(INLINE_PAYLOAD_BYTES);
+    expect(await loadPayload(pool, "evt_00000000000000000000000000000000")).toBeNull();
   });
 });

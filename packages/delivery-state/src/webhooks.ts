@@ -5,6 +5,7 @@ import { JOB_NAMES } from "@mailhooks/queue";
 import { inTransaction, run } from "./db.js";
 import { IDEMPOTENCY_WINDOW_HOURS, IdempotencyConflictError } from "./ingest.js";
 import { enqueue } from "./outbox.js";
+import { testDeliveryRowId } from "./test-attempts.js";
 import { cancelPendingOfWebhook } from "./status.js";
 
 /**
@@ -161,12 +162,14 @@ export interface TestDeliveryIds {
 }
 
 /**
- * Adds a test delivery with its outbox row. Its delivery row's id is chosen here and stored in
- * `test_deliveries.delivery_id`, so that POST /v1/webhooks/{id}/test can answer it at once.
+ * Adds a test delivery with its outbox row. Its delivery row's id follows from its own
+ * (testDeliveryRowId: the dispatcher sends it as X-Service-Event-Id and writes the row under it)
+ * and is stored in `test_deliveries.delivery_id`, so that POST /v1/webhooks/{id}/test can answer
+ * it at once.
  */
 async function addTestDelivery(client: pg.PoolClient, accountId: string, webhookId: string, queuePrefix: string, now: Date, eventType: string | null): Promise<TestDeliveryIds> {
   const id = newId("tst");
-  const deliveryId = newId("dlv");
+  const deliveryId = testDeliveryRowId(id);
   await run(
     client,
     sql`INSERT INTO test_deliveries (id, account_id, webhook_id, queue_prefix, event_type, delivery_id, created_at, updated_at)

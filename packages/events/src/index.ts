@@ -3,3 +3,4 @@ export * from "./kinds.js";
 export * from "./addresses.js";
 export * from "./schemas.js";
 export * from "./envelope.js";
+export * from "./examples.js";

@@ -2,6 +2,9 @@ import https from "node:https";
 import type { AddressInfo } from "node:net";
 import { verify, isWebhookVerificationError, SIGNATURE_HEADER, TIMESTAMP_HEADER, type WebhookEnvelope } from "@mailhooks/verify";
 
+/** CONTRACT.md section 6: the event's id on every request (what `dedupeBy: "event-id"` keys on). */
+export const EVENT_ID_HEADER = "X-Service-Event-Id";
+
 /**
  * The reference receiver (CONTRACT.md section 9): an HTTPS endpoint that verifies every
  * signature with @mailhooks/verify (constant time, on the raw bytes) before looking at the
@@ -27,6 +30,10 @@ export interface Arrival {
   status: number;
   /** Date.now() at arrival, in ms. */
   receivedAt: number;
+  /** The request's headers, as Node parsed them (names lower-cased). */
+  headers: import("node:http").IncomingHttpHeaders;
+  /** X-Service-Event-Id (CONTRACT.md section 6), when sent. */
+  eventId?: string;
 }
 
 export interface Reply {
@@ -34,6 +41,8 @@ export interface Reply {
   /** Wait this many ms before answering (to provoke a time-out). */
   delayMs?: number;
   headers?: Record<string, string>;
+  /** Answer only once this settles (after `delayMs`), e.g. once a test has changed something. */
+  hold?: Promise<unknown>;
 }
 
 export interface ReceiverOptions {
@@ -47,6 +56,12 @@ export interface ReceiverOptions {
   secretFor: (path: string) => string | string[] | undefined | Promise<string | string[] | undefined>;
   /** Decides the answer to a verified request (default 200). Unverified requests get 401. */
   behavior?: (arrival: Arrival, nthAtPath: number) => Reply;
+  /**
+   * What makes an arrival a duplicate: `message-id` (default: the same envelope `event` about the
+   * same `data.messageId` again at a path) or `event-id` (the same X-Service-Event-Id again at a
+   * path, as CONTRACT.md section 6 advises receivers: two opens of one message are two events).
+   */
+  dedupeBy?: "message-id" | "event-id";
 }
 
 export interface Receiver {
@@ -95,9 +110,19 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
     const signature = req.headers[SIGNATURE_HEADER.toLowerCase()] as string | undefined;
     // Verify before processing: only a verified body is parsed (by verify itself).
     const { verified, envelope } = secret !== undefined && req.method === "POST" ? check(secret, req.headers, raw) : { verified: false };
-    const arrival: Arrival = { path, body: raw.toString("utf8"), timestamp, signature, verified, duplicate: false, status: 200, receivedAt: Date.now() };
+    const eventIdHeader = req.headers[EVENT_ID_HEADER.toLowerCase()];
+    const eventId = typeof eventIdHeader === "string" ? eventIdHeader : undefined;
+    const arrival: Arrival = { path, body: raw.toString("utf8"), timestamp, signature, verified, duplicate: false, status: 200, receivedAt: Date.now(), headers: req.headers, eventId };
     let dedupKey: string | undefined;
-    if (envelope) {
+    if (envelope && options.dedupeBy === "event-id") {
+      arrival.event = envelope.event;
+      const messageId = envelope.data.messageId;
+      arrival.messageId = typeof messageId === "string" ? messageId : undefined;
+      if (eventId) {
+        dedupKey = `${path} ${eventId}`;
+        arrival.duplicate = seen.has(dedupKey);
+      }
+    } else if (envelope) {
       arrival.event = envelope.event;
       const messageId = envelope.data.messageId;
       arrival.messageId = typeof messageId === "string" ? messageId : undefined;
@@ -119,6 +144,7 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
     // Only an accepted delivery is processed: the retry that follows a failure answer is no duplicate.
     if (dedupKey && arrival.status >= 200 && arrival.status < 300) seen.add(dedupKey);
     if (reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));
+    if (reply.hold) await reply.hold.catch(() => undefined);
     arrivals.push(arrival);
     for (const wake of waiters) wake();
     res.writeHead(arrival.status, { "content-type": "application/json", ...reply.headers });

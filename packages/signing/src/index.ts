@@ -10,6 +10,11 @@ import { createHmac } from "node:crypto";
 
 export const SIGNATURE_HEADER = "X-Service-Signature";
 export const TIMESTAMP_HEADER = "X-Service-Timestamp";
+/**
+ * The event's id on every request (CONTRACT.md section 6): the same on each retry and replay of
+ * one event, so receivers de-duplicate on it; a test request carries its delivery row's id.
+ */
+export const EVENT_ID_HEADER = "X-Service-Event-Id";
 
 /**
  * Signs `body` (the exact bytes sent) for `timestamp` (the exact X-Service-Timestamp value,

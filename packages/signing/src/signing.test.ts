@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { signPayload, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "./index.js";
+import { EVENT_ID_HEADER, signPayload, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "./index.js";
 
 // Fixed vectors, computed once outside this code with OpenSSL (the shell's locale is UTF-8, so
 // non-ASCII text and secrets go in as UTF-8 bytes):
@@ -21,6 +21,7 @@ describe("signPayload", () => {
   it("uses the spec's header names", () => {
     expect(SIGNATURE_HEADER).toBe("X-Service-Signature");
     expect(TIMESTAMP_HEADER).toBe("X-Service-Timestamp");
+    expect(EVENT_ID_HEADER).toBe("X-Service-Event-Id");
   });
 
   it("matches the OpenSSL vector for `<timestamp>.<body>`", () => {

@@ -1,13 +1,14 @@
 import { z } from "zod";
 import type { ZodOpenApiPathsObject } from "zod-openapi";
-import { EVENT_TYPES, TEST_EVENT_TYPE } from "@mailhooks/events";
-import { SIGNATURE_HEADER, TIMESTAMP_HEADER } from "@mailhooks/signing";
+import { EVENT_EXAMPLES, EVENT_TYPES, TEST_EVENT_TYPE, type EventType } from "@mailhooks/events";
+import { EVENT_ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "@mailhooks/signing";
 import { envelopeSchemas, testEnvelopeSchema } from "../views/events.js";
 import { json } from "./paths/media.js";
 
 /**
  * The requests the service sends to receivers (spec "Outbound request to the receiver";
- * CONTRACT.md section 6), as the document's `webhooks`: one per envelope `event`.
+ * CONTRACT.md section 6), as the document's `webhooks`: one per envelope `event`, each with the
+ * example a test request of that kind sends (EVENT_EXAMPLES, with a fresh messageId).
  */
 
 const signedHeaders = z.object({
@@ -16,7 +17,21 @@ const signedHeaders = z.object({
     .string()
     .regex(/^sha256=[0-9a-f]{64}$/)
     .meta({ description: "`sha256=` and the lowercase hex HMAC-SHA256, keyed with the webhook secret's UTF-8 bytes, of `<X-Service-Timestamp>.<body>`; verify it in constant time before processing" }),
+  [EVENT_ID_HEADER]: z
+    .string()
+    .meta({
+      description:
+        "the event's `event_id`: the same on every retry and replay of one event, so de-duplicate on it (`data.messageId` is shared by every event of one message); a test request carries its delivery row's `id`",
+      example: "evt_019a2b3c4d5e7f00a1b2c3d4e5f60718",
+    }),
 });
+
+/** Said of every request: the webhook's own headers come along. */
+const OWN_HEADERS =
+  "Every request also carries the webhook's own `headers` (set on the webhook; e.g. the `Authorization` your gateway wants), on the initial attempt, its retries, replays (to an override URL too) and test requests.";
+
+/** The envelope a receiver gets for `kind`, with the kind's example data. */
+const exampleEnvelope = (kind: EventType) => ({ event: kind, timestamp: 1795341600, data: EVENT_EXAMPLES[kind] });
 
 const responses = {
   "2XX": { description: "received; any 2xx within DELIVERY_TIMEOUT_MS (30 s) is a success" },
@@ -30,9 +45,9 @@ export const outboundWebhooks: ZodOpenApiPathsObject = Object.fromEntries([
       post: {
         operationId: `${kind.replace(".", "_")}_webhook`,
         summary: `${kind} delivered to your endpoint`,
-        description: "The body is the compact JSON envelope exactly as signed. Deliveries may repeat (retries, replays): de-duplicate by `data.messageId`.",
+        description: `The body is the compact JSON envelope exactly as signed. Deliveries may repeat (retries, replays): de-duplicate by \`${EVENT_ID_HEADER}\`. ${OWN_HEADERS} \`POST /v1/webhooks/{id}/test\` with this \`event_type\` sends this example with a fresh \`messageId\` ending \`@example.invalid\`.`,
         requestParams: { header: signedHeaders },
-        requestBody: { required: true, content: json(envelopeSchemas[kind]) },
+        requestBody: { required: true, content: { "application/json": { schema: envelopeSchemas[kind], example: exampleEnvelope(kind) } } },
         responses,
       },
     },
@@ -42,7 +57,8 @@ export const outboundWebhooks: ZodOpenApiPathsObject = Object.fromEntries([
     {
       post: {
         operationId: "webhook_test_webhook",
-        summary: "The test event, sent once when a webhook is created",
+        summary: "The test event, sent once when a webhook is created (and by `POST /v1/webhooks/{id}/test` without `event_type`)",
+        description: OWN_HEADERS,
         requestParams: { header: signedHeaders },
         requestBody: { required: true, content: json(testEnvelopeSchema) },
         responses,

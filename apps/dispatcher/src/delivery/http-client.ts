@@ -1,4 +1,5 @@
 import type { ClientRequest } from "node:http";
+import type { Readable } from "node:stream";
 import https from "node:https";
 import type { Socket } from "node:net";
 import got, { type Got } from "got";
@@ -93,7 +94,7 @@ export interface ReceiverAnswer {
  * got's error (TimeoutError, RequestError with the socket's code) when no status line was
  * received.
  */
-export function postForAnswer(client: Got, url: string, request: { body: string; headers: Record<string, string> }): Promise<ReceiverAnswer> {
+export function postForAnswer(client: Got, url: string, request: { body: string | Buffer | Readable; headers: Record<string, string> }): Promise<ReceiverAnswer> {
   return new Promise((resolve, reject) => {
     const stream = client.stream.post(url, { body: request.body, headers: request.headers });
     const excerpt = Buffer.allocUnsafe(RESPONSE_BODY_LIMIT_BYTES);

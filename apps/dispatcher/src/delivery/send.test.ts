@@ -50,7 +50,7 @@ const noRequestClient = {
 const BODY = '{"event":"message.sent","timestamp":1795341600,"data":{"messageId":"<m1@example.com>"}}';
 
 function input(url: string, allowPrivateTargets = false): SendInput {
-  return { url, body: BODY, secret: "whsec_test", allowPrivateTargets };
+  return { url, body: BODY, secret: "whsec_test", allowPrivateTargets, eventId: "evt_0" };
 }
 
 function errorWithCode(code: string): Error {
@@ -110,6 +110,39 @@ describe("sendSigned", () => {
       expect(headers["x-service-signature"]).toMatch(/^sha256=[0-9a-f]{64}$/);
       // What a receiver does: @mailhooks/verify on the headers and bytes received.
       expect(verify("whsec_test", headers, body)).toEqual(JSON.parse(BODY));
+    } finally {
+      agent.destroy();
+      await receiver.close();
+    }
+  });
+
+  it("sends X-Service-Event-Id and the webhook's own headers; the service's own headers win over a same-named one; a Buffer body is sent as is", async () => {
+    const receiver = await recordingReceiver(200);
+    const { client, agent } = createHttpClient({ timeoutMs: 5_000, allowPrivateTargets: true });
+    try {
+      const own = { authorization: "Bearer gateway-token", "x-tenant": "t1", "content-type": "text/plain" };
+      const result = await sendSigned(client, { ...input(receiver.url("/hook"), true), body: Buffer.from(BODY), eventId: "evt_0123", headers: own });
+      expect(result.ok).toBe(true);
+      const { body, headers } = receiver.received[0];
+      expect(body).toBe(BODY);
+      expect([headers["x-service-event-id"], headers.authorization, headers["x-tenant"], headers["content-type"]]).toEqual(["evt_0123", "Bearer gateway-token", "t1", "application/json"]);
+      expect(verify("whsec_test", headers, body)).toEqual(JSON.parse(BODY));
+    } finally {
+      agent.destroy();
+      await receiver.close();
+    }
+  });
+
+  it("a body over BODY_SLICE_BYTES (written in slices) arrives whole, with its Content-Length and a valid signature", async () => {
+    const receiver = await recordingReceiver(200);
+    const { client, agent } = createHttpClient({ timeoutMs: 5_000, allowPrivateTargets: true });
+    try {
+      const big = JSON.stringify({ event: "message.received", timestamp: 1795341600, data: { body: "é line\n".repeat(40_000) } });
+      const result = await sendSigned(client, { ...input(receiver.url("/hook"), true), body: Buffer.from(big) });
+      expect(result.ok).toBe(true);
+      const { body, headers } = receiver.received[0];
+      expect([body === big, headers["content-length"], headers["transfer-encoding"]]).toEqual([true, String(Buffer.byteLength(big)), undefined]);
+      expect(verify("whsec_test", headers, body)).toEqual(JSON.parse(big));
     } finally {
       agent.destroy();
       await receiver.close();

@@ -1,5 +1,6 @@
+import { Readable } from "node:stream";
 import type { Got } from "got";
-import { signPayload, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "@mailhooks/signing";
+import { EVENT_ID_HEADER, signPayload, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "@mailhooks/signing";
 import { BLOCKED_CODE, checkDestinationUrl } from "@mailhooks/url-policy";
 import { postForAnswer } from "./http-client.js";
 
@@ -38,10 +39,15 @@ export interface AttemptResult {
 
 export interface SendInput {
   url: string;
-  /** The exact envelope bytes: signed and sent unchanged. */
-  body: string;
+  /** The exact envelope bytes: signed and sent unchanged (a shared Buffer is never copied). */
+  body: string | Buffer;
   secret: string;
   allowPrivateTargets: boolean;
+  /** X-Service-Event-Id: the event's id, or a test request's delivery row id. */
+  eventId: string;
+  /** The webhook's own headers (decryptWebhookHeaders): sent, never logged. The service's own
+   * headers win over one of the same name (the API refuses those names anyway). */
+  headers?: Record<string, string>;
 }
 
 const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|EPROTO$|HOSTNAME_MISMATCH)/;
@@ -69,6 +75,26 @@ export function decodeExcerpt(bytes: Buffer, truncated: boolean): string {
   return text.replaceAll("\u0000", "\uFFFD");
 }
 
+/**
+ * A body larger than this many bytes is written in slices of this size, each once the socket
+ * has taken the previous ones (stream backpressure): TLS encrypts a write whole, so a 10 MiB
+ * Buffer written at once would sit encrypted in memory, once per receiver, for as long as the
+ * receiver takes to read it. Sliced, each connection holds about one slice; the plain bytes are
+ * the one Buffer shared by every attempt of the event (see payload-cache.ts).
+ */
+export const BODY_SLICE_BYTES = 64 * 1024;
+
+/** `body` as got sends it: as is when small, else a stream of slices of it (no copy). */
+function requestBody(body: string | Buffer): { body: string | Buffer | Readable; contentLength?: string } {
+  const bytes = typeof body === "string" ? Buffer.byteLength(body) : body.length;
+  if (bytes <= BODY_SLICE_BYTES) return { body };
+  const buffer = typeof body === "string" ? Buffer.from(body) : body;
+  function* slices() {
+    for (let start = 0; start < buffer.length; start += BODY_SLICE_BYTES) yield buffer.subarray(start, start + BODY_SLICE_BYTES);
+  }
+  return { body: Readable.from(slices(), { objectMode: false }), contentLength: String(buffer.length) };
+}
+
 /** Signs and POSTs `body` to `url` with `client` (see createHttpClient and postForAnswer). */
 export async function sendSigned(client: Got, input: SendInput): Promise<AttemptResult> {
   const started = performance.now();
@@ -78,11 +104,15 @@ export async function sendSigned(client: Got, input: SendInput): Promise<Attempt
   if (refused) return { ok: false, responseStatus: null, error: refused, responseBody: null, durationMs: 0 };
   const timestamp = String(Math.floor(Date.now() / 1000));
   try {
+    const sent = requestBody(input.body);
     const answer = await postForAnswer(client, input.url, {
-      body: input.body,
+      body: sent.body,
       headers: {
-        "content-type": "application/json",
         "user-agent": "mailhooks-dispatcher/1",
+        ...input.headers,
+        ...(sent.contentLength ? { "content-length": sent.contentLength } : {}),
+        "content-type": "application/json",
+        [EVENT_ID_HEADER.toLowerCase()]: input.eventId,
         [TIMESTAMP_HEADER]: timestamp,
         [SIGNATURE_HEADER]: signPayload(input.secret, timestamp, input.body),
       },

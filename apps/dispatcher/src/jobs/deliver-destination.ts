@@ -6,6 +6,7 @@ import {
   cancelDestination,
   createBatcher,
   loadDestinations,
+  loadPayload,
   recordDestinationAttempts,
   signingSecretAt,
   type AttemptRecord,
@@ -15,8 +16,10 @@ import {
 } from "@mailhooks/delivery-state";
 import type { Keyring } from "@mailhooks/secrets";
 import { observeAttempt, type DispatcherMetrics } from "../metrics.js";
-import { sendSigned } from "../delivery/send.js";
+import { sendSigned, type AttemptResult } from "../delivery/send.js";
 import { RetryableDeliveryError } from "../delivery/retry-policy.js";
+import { createPayloadCache, type PayloadCache } from "../delivery/payload-cache.js";
+import { decryptWebhookHeaders } from "../delivery/webhook-headers.js";
 
 export interface DeliveryContext {
   pool: pg.Pool;
@@ -32,6 +35,38 @@ export interface DeliveryContext {
   autoDisableAfterMs: number;
   /** Batched reads and writes of destination attempts; made by createDeliveryWorker when absent. */
   attempts?: AttemptStore;
+  /** Large payloads, shared per event within a byte budget; made by createDeliveryWorker when absent. */
+  payloads?: PayloadCache;
+}
+
+/** A context with the parts createDeliveryWorker fills in. */
+export type WorkerContext = DeliveryContext & { attempts: AttemptStore; payloads: PayloadCache };
+
+/** `context` with its AttemptStore and PayloadCache (new ones over its pool when absent). */
+export function withDefaults(context: DeliveryContext): WorkerContext {
+  return {
+    ...context,
+    attempts: context.attempts ?? createAttemptStore(context.pool),
+    payloads: context.payloads ?? createPayloadCache((eventId) => loadPayload(context.pool, eventId)),
+  };
+}
+
+/** What an attempt sends: the target's URL, its webhook's secret and headers, the event id. */
+export interface SignedTarget {
+  url: string;
+  secret: string;
+  eventId: string;
+  storedHeaders: string | null;
+}
+
+/**
+ * Sends `body` to `target` (see sendSigned), with the webhook's own headers decrypted just
+ * before and dropped right after.
+ * @throws SecretDecryptionError, StoredHeadersError from the stored headers
+ */
+export function sendToWebhook(ctx: DeliveryContext, target: SignedTarget, body: string | Buffer): Promise<AttemptResult> {
+  const headers = decryptWebhookHeaders(ctx.keyring, target.storedHeaders);
+  return sendSigned(ctx.client, { url: target.url, body, secret: target.secret, eventId: target.eventId, headers, allowPrivateTargets: ctx.allowPrivateTargets });
 }
 
 /**
@@ -60,9 +95,11 @@ export const AUTO_DISABLE_MIN_EVENTS = 20;
  * retry left is recorded and rethrown as RetryableDeliveryError so BullMQ schedules the retry;
  * the last failure makes it `failed`. A destination that is no longer pending is left alone, one
  * whose webhook was disabled or deleted ends `cancelled`, and an attempt that a dead dispatcher
- * already recorded is not sent again: its recorded outcome is acted on.
+ * already recorded is not sent again: its recorded outcome is acted on. A payload over
+ * INLINE_PAYLOAD_BYTES is held from the PayloadCache for the attempt (it may wait for budget).
+ * Every request carries X-Service-Event-Id (the event id) and the webhook's own headers.
  */
-export async function deliverDestination(ctx: DeliveryContext & { attempts: AttemptStore }, destinationId: string, attempt: number): Promise<void> {
+export async function deliverDestination(ctx: WorkerContext, destinationId: string, attempt: number): Promise<void> {
   const target = await ctx.attempts.load(destinationId, attempt);
   if (!target || target.status !== "pending") return;
   if (!target.webhookEnabled) {
@@ -74,13 +111,20 @@ export async function deliverDestination(ctx: DeliveryContext & { attempts: Atte
   let result: AttemptRecord;
   if (target.recorded) {
     result = { ok: target.recorded.ok, responseStatus: null, error: null, durationMs: 0 };
-  } else if (target.payload === null) {
-    // Purged before it could be delivered: nothing may be sent, and no retry can change that.
-    result = { ok: false, responseStatus: null, error: "payload_expired", responseBody: null, durationMs: 0 };
   } else {
-    const secret = ctx.keyring.decrypt(signingSecretAt(target.secrets, new Date()));
-    result = await sendSigned(ctx.client, { url: target.url, body: target.payload, secret, allowPrivateTargets: ctx.allowPrivateTargets });
-    observeAttempt(ctx.metrics, trigger, result.ok, result.durationMs);
+    const held = await ctx.payloads.acquire(target);
+    if (held === null) {
+      // Purged before it could be delivered: nothing may be sent, and no retry can change that.
+      result = { ok: false, responseStatus: null, error: "payload_expired", responseBody: null, durationMs: 0 };
+    } else {
+      try {
+        const secret = ctx.keyring.decrypt(signingSecretAt(target.secrets, new Date()));
+        result = await sendToWebhook(ctx, { url: target.url, secret, eventId: target.eventId, storedHeaders: target.storedHeaders }, held.body);
+      } finally {
+        held.release();
+      }
+      observeAttempt(ctx.metrics, trigger, result.ok, result.durationMs);
+    }
   }
   const outcome = result.ok ? "delivered" : last || result.error === "payload_expired" ? "failed" : "retry";
   const streak = await ctx.attempts.record({ target, attempt, result, outcome });

@@ -1,0 +1,176 @@
+import sql from "sql-template-tag";
+import { newId } from "@mailhooks/db";
+import { run, runStatement, type Queryable } from "./db.js";
+import { moveDestinationCte, type DestinationStatus } from "./status.js";
+import { PAYLOAD_COLUMNS, PAYLOAD_JOIN, SECRET_COLUMNS, secretsOf, type AttemptRecord, type PayloadRef, type StoredSecrets } from "./attempt-common.js";
+
+/**
+ * The attempts of destinations (event x webhook): what an attempt needs, read for many attempts
+ * in one query, and what they leave, written in one statement. Rows are unique per (destination,
+ * attempt), so a job that runs twice (its dispatcher died after writing) never writes a second row.
+ */
+
+export interface DestinationTarget extends PayloadRef {
+  destinationId: string;
+  accountId: string;
+  webhookId: string;
+  status: DestinationStatus;
+  url: string;
+  secrets: StoredSecrets;
+  /** The webhook's extra request headers, encrypted (CONTRACT.md section 4); null: none. */
+  storedHeaders: string | null;
+  webhookEnabled: boolean;
+  /** The row this attempt number already has (its job ran before and died), else null. */
+  recorded: { ok: boolean } | null;
+}
+
+/**
+ * Everything the attempts `items` (destination, attempt number) need, in one query; null for an
+ * unknown destination. Results are in the order of `items`. Payloads over INLINE_PAYLOAD_BYTES
+ * are left out (`payload` null, `payloadBytes` set): a batch never carries them.
+ */
+export async function loadDestinations(db: Queryable, items: { destinationId: string; attempt: number }[]): Promise<(DestinationTarget | null)[]> {
+  const { rows } = await run<Omit<DestinationTarget, "secrets"> & { ord: string; secrets: never; recordedStatus: number | null; hasRecord: boolean }>(
+    db,
+    sql`SELECT i.ord, d.id AS "destinationId", d.account_id AS "accountId", d.event_id AS "eventId", d.webhook_id AS "webhookId",
+               d.status::text AS status, w.url, ${SECRET_COLUMNS}, (w.status = 'enabled' AND w.deleted_at IS NULL) AS "webhookEnabled",
+               ${PAYLOAD_COLUMNS}, e.created_at AS "eventCreatedAt", x.id IS NOT NULL AS "hasRecord", x.response_status AS "recordedStatus"
+          FROM unnest(${items.map((i) => i.destinationId)}::text[], ${items.map((i) => i.attempt)}::int[]) WITH ORDINALITY AS i(id, attempt, ord)
+          JOIN destinations d ON d.id = i.id
+          JOIN webhooks w ON w.id = d.webhook_id
+          JOIN events e ON e.id = d.event_id
+          ${PAYLOAD_JOIN}
+          LEFT JOIN deliveries x ON x.destination_id = d.id AND x.attempt = i.attempt AND x.trigger IN ('initial', 'retry')`,
+    // Prepared: see PAYLOAD_JOIN.
+    "delivery_state_load_destinations_v2",
+  );
+  const byOrdinal = new Map(rows.map((row) => [Number(row.ord), row]));
+  return items.map((_, index) => {
+    const row = byOrdinal.get(index + 1);
+    if (!row) return null;
+    const { hasRecord, recordedStatus, secrets, ord: _ord, ...target } = row;
+    return {
+      ...target,
+      secrets: secretsOf(secrets),
+      recorded: hasRecord ? { ok: recordedStatus !== null && recordedStatus >= 200 && recordedStatus < 300 } : null,
+    };
+  });
+}
+
+/** One destination's attempt; see loadDestinations. */
+export async function loadDestination(db: Queryable, destinationId: string, attempt: number): Promise<DestinationTarget | null> {
+  return (await loadDestinations(db, [{ destinationId, attempt }]))[0];
+}
+
+/** Where a webhook stands on the way to auto-disable, after a failed attempt. */
+export interface FailingStreak {
+  /** Since when every attempt has failed. */
+  since: Date;
+  /** Events whose initial attempt failed since then. */
+  events: number;
+}
+
+/** One attempt of a destination to record. */
+export interface DestinationAttempt {
+  target: Pick<DestinationTarget, "destinationId" | "accountId" | "eventId" | "webhookId" | "url">;
+  /** 0 for the initial attempt, n for retry n. */
+  attempt: number;
+  result: AttemptRecord;
+  /** `retry` leaves the destination pending (a retry is scheduled); `delivered` and `failed` end it. */
+  outcome: "retry" | "delivered" | "failed";
+}
+
+/**
+ * Records attempts of destinations and their consequences, in one statement however many there
+ * are (the dispatcher batches the attempts that end at the same time): one delivery row each (a
+ * row that exists already is kept: the attempt ran twice; `created_at` is PostgreSQL's now()),
+ * the destinations that end move from `pending` with their events' counters and status
+ * (CONTRACT.md section 5), and each webhook's auto-disable counters move without reading the
+ * deliveries table: a success clears them (a write only when there is something to clear, so a
+ * healthy webhook's row is never locked), a failure starts or extends the failing streak. The
+ * counters move only for the rows actually written, so an attempt recorded again (its job ran
+ * twice) is not counted twice.
+ *
+ * A success wins over a concurrent disable or delete (issue 17 item 8): a destination cancelled
+ * while its attempt was in flight, whose attempt then got a 2xx, moves from `cancelled` to
+ * `delivered` (the receiver did get it), and its event's counters follow.
+ * @returns per attempt, the webhook's failing streak after a failure whose webhook's counters
+ *   moved in this call, else null
+ */
+export async function recordDestinationAttempts(db: Queryable, attempts: DestinationAttempt[]): Promise<(FailingStreak | null)[]> {
+  const col = <T>(pick: (a: DestinationAttempt) => T) => attempts.map(pick);
+  const { rows } = await runStatement<{ webhook_id: string; since: Date | null; events: number }>(
+    db,
+    sql`
+    WITH input AS (
+      SELECT * FROM unnest(
+        ${col(() => newId("dlv"))}::text[], ${col((a) => a.target.accountId)}::text[], ${col((a) => a.target.eventId)}::text[],
+        ${col((a) => a.target.webhookId)}::text[], ${col((a) => a.target.destinationId)}::text[], ${col((a) => a.target.url)}::text[],
+        ${col((a) => (a.attempt === 0 ? "initial" : "retry"))}::text[], ${col((a) => a.attempt)}::int[],
+        ${col((a) => a.result.responseStatus)}::int[], ${col((a) => a.result.error)}::text[], ${col((a) => a.result.responseBody ?? null)}::text[],
+        ${col((a) => a.result.durationMs)}::int[], ${col((a) => a.outcome)}::text[], ${col((a) => a.result.ok)}::boolean[]
+      ) AS t(id, account_id, event_id, webhook_id, destination_id, url, trigger, attempt, response_status, error, response_body,
+             duration_ms, outcome, ok)
+    ), inserted AS (
+      INSERT INTO deliveries (id, account_id, event_id, webhook_id, destination_id, url, trigger, attempt, response_status, error,
+                              response_body, duration_ms, created_at)
+      SELECT id, account_id, event_id, webhook_id, destination_id, url, trigger::"DeliveryTrigger", attempt, response_status, error,
+             response_body, duration_ms, now() FROM input
+      ON CONFLICT (destination_id, attempt) WHERE trigger IN ('initial', 'retry') DO NOTHING
+      RETURNING id
+    ), prev AS (
+      SELECT d.id, d.event_id, i.outcome, d.status::text AS was FROM destinations d JOIN input i ON i.destination_id = d.id
+       WHERE (i.outcome IN ('delivered', 'failed') AND d.status = 'pending') OR (i.outcome = 'delivered' AND d.status = 'cancelled')
+       ORDER BY d.id
+       FOR UPDATE OF d
+    ), moved AS (
+      UPDATE destinations d SET status = prev.outcome::"DeliveryStatus", updated_at = now()
+        FROM prev WHERE d.id = prev.id
+      RETURNING prev.event_id, prev.outcome, prev.was
+    ), per_event AS (
+      SELECT event_id, (count(*) FILTER (WHERE was = 'pending'))::int AS ended,
+             ((count(*) FILTER (WHERE outcome = 'failed')) - (count(*) FILTER (WHERE was = 'cancelled')))::int AS failed
+        FROM moved GROUP BY event_id
+    ), event_moved AS (
+      UPDATE events e SET
+        pending_destinations = e.pending_destinations - p.ended,
+        failed_destinations = e.failed_destinations + p.failed,
+        status = (CASE WHEN e.pending_destinations - p.ended > 0 THEN 'pending'
+                       WHEN e.failed_destinations + p.failed > 0 THEN 'failed' ELSE 'delivered' END)::"DeliveryStatus"
+        FROM per_event p WHERE e.id = p.event_id
+      RETURNING e.id
+    ), per_webhook AS (
+      -- A webhook that answered 2xx to any of these attempts is not failing; else its streak grows
+      -- by the events whose initial attempt failed. Only rows written now count: an attempt whose
+      -- row exists already (its job ran again) was counted when that row was written.
+      SELECT i.webhook_id, bool_or(i.ok) AS any_ok, (count(*) FILTER (WHERE NOT i.ok AND i.attempt = 0))::int AS initial_failures
+        FROM input i JOIN inserted USING (id) GROUP BY i.webhook_id
+    ), streak AS (
+      UPDATE webhooks w SET
+        failing_since = (CASE WHEN p.any_ok THEN NULL ELSE coalesce(w.failing_since, now()) END),
+        failing_events = (CASE WHEN p.any_ok THEN 0 ELSE w.failing_events + p.initial_failures END)
+        FROM per_webhook p
+       WHERE w.id = p.webhook_id AND (NOT p.any_ok OR w.failing_since IS NOT NULL OR w.failing_events <> 0)
+      RETURNING w.id AS webhook_id, w.failing_since AS since, w.failing_events AS events
+    )
+    SELECT webhook_id, since, events FROM streak`,
+  );
+  const streaks = new Map(rows.filter((r) => r.since !== null).map((r) => [r.webhook_id, { since: r.since!, events: r.events }]));
+  return attempts.map((a) => (a.result.ok ? null : (streaks.get(a.target.webhookId) ?? null)));
+}
+
+/** One attempt; see recordDestinationAttempts. */
+export async function recordDestinationAttempt(
+  db: Queryable,
+  target: DestinationAttempt["target"],
+  attempt: number,
+  result: AttemptRecord,
+  outcome: DestinationAttempt["outcome"],
+): Promise<FailingStreak | null> {
+  return (await recordDestinationAttempts(db, [{ target, attempt, result, outcome }]))[0];
+}
+
+/** Ends a pending destination whose webhook was disabled or deleted before it was delivered. */
+export async function cancelDestination(db: Queryable, destinationId: string): Promise<void> {
+  await runStatement(db, sql`WITH ${moveDestinationCte(destinationId, "cancelled", ["pending"])} SELECT count(*) FROM moved`);
+}

@@ -1,0 +1,129 @@
+import sql, { empty } from "sql-template-tag";
+import { newId } from "@mailhooks/db";
+import { run, runStatement, type Queryable } from "./db.js";
+import { moveDestinationCte } from "./status.js";
+import { clearStreakCte, PAYLOAD_COLUMNS, PAYLOAD_JOIN, SECRET_COLUMNS, secretsOf, type AttemptRecord, type PayloadRef, type StoredSecrets } from "./attempt-common.js";
+
+/**
+ * The one attempt of a replay (CONTRACT.md section 7): read what it needs, and write its
+ * delivery row, its audit entry and its status in one statement, stamped with PostgreSQL's now()
+ * when the statement runs (not when the attempt started: one clock for every log).
+ */
+
+export interface ReplayAttemptTarget extends PayloadRef {
+  replayId: string;
+  accountId: string;
+  webhookId: string;
+  destinationId: string;
+  destinationUrl: string;
+  toOwnUrl: boolean;
+  /** Asked for with a target_url. */
+  hasTargetUrl: boolean;
+  apiKeyId: string;
+  secrets: StoredSecrets;
+  /** The webhook's extra request headers, encrypted; sent to an override URL too. */
+  storedHeaders: string | null;
+  /** The webhook is enabled and not deleted (read at attempt time). */
+  webhookEnabled: boolean;
+  status: "pending" | "delivered" | "failed" | "cancelled";
+}
+
+/**
+ * Whether a replay must end `cancelled` without an attempt (CONTRACT.md sections 4 and 7): it
+ * was asked for without a target_url (so it goes to its webhook's own URL), and that webhook was
+ * disabled or deleted after the replay was accepted. A replay with a target_url is sent whatever
+ * its webhook's status, even to the webhook's own URL: the disabled webhook's secret still signs.
+ */
+export function replayCancelled(target: Pick<ReplayAttemptTarget, "hasTargetUrl" | "webhookEnabled">): boolean {
+  return !target.hasTargetUrl && !target.webhookEnabled;
+}
+
+/** What the attempt of replay `replayId` needs (a payload over INLINE_PAYLOAD_BYTES left out), or null. */
+export async function loadReplay(db: Queryable, replayId: string): Promise<ReplayAttemptTarget | null> {
+  const { rows } = await run<ReplayAttemptTarget & { secrets: never }>(
+    db,
+    sql`SELECT r.id AS "replayId", r.account_id AS "accountId", r.event_id AS "eventId", r.webhook_id AS "webhookId",
+               r.destination_id AS "destinationId", r.destination_url AS "destinationUrl", r.to_own_url AS "toOwnUrl",
+               r.has_target_url AS "hasTargetUrl", r.api_key_id AS "apiKeyId", r.status::text AS status, ${SECRET_COLUMNS},
+               (w.status = 'enabled' AND w.deleted_at IS NULL) AS "webhookEnabled", ${PAYLOAD_COLUMNS}, e.created_at AS "eventCreatedAt"
+          FROM replays r JOIN webhooks w ON w.id = r.webhook_id JOIN events e ON e.id = r.event_id ${PAYLOAD_JOIN}
+         WHERE r.id = ${replayId}`,
+    "delivery_state_load_replay_v3",
+  );
+  return rows[0] ? { ...rows[0], secrets: secretsOf(rows[0].secrets) } : null;
+}
+
+/**
+ * Records a replay's one attempt: its delivery row, its audit entry and its status in one
+ * statement; a success to the webhook's own URL also makes the destination `delivered`, from any
+ * state (CONTRACT.md section 5). A second run writes nothing more.
+ */
+export async function recordReplayAttempt(db: Queryable, target: ReplayAttemptTarget, result: AttemptRecord): Promise<void> {
+  const own = result.ok && target.toOwnUrl;
+  const move = own ? sql`, ${moveDestinationCte(target.destinationId, "delivered", ["pending", "failed", "cancelled"])}, ${clearStreakCte(target.webhookId)}` : empty;
+  await runStatement(
+    db,
+    sql`WITH inserted AS (
+          INSERT INTO deliveries (id, account_id, event_id, webhook_id, destination_id, url, trigger, attempt, response_status,
+                                  error, response_body, duration_ms, replay_id, created_at)
+          VALUES (${newId("dlv")}, ${target.accountId}, ${target.eventId}, ${target.webhookId}, ${target.destinationId},
+                  ${target.destinationUrl}, 'replay'::"DeliveryTrigger", 0, ${result.responseStatus}, ${result.error}, ${result.responseBody ?? null},
+                  ${result.durationMs}, ${target.replayId}, now())
+          ON CONFLICT (replay_id) DO NOTHING RETURNING id
+        ), audit AS (
+          INSERT INTO audit_entries (id, account_id, event_id, replay_id, webhook_id, replayed_at, destination_url,
+                                     response_status, error, api_key_id)
+          VALUES (${newId("aud")}, ${target.accountId}, ${target.eventId}, ${target.replayId}, ${target.webhookId}, now(),
+                  ${target.destinationUrl}, ${result.responseStatus}, ${result.error}, ${target.apiKeyId})
+          ON CONFLICT (replay_id) DO NOTHING RETURNING id
+        ), done AS (
+          UPDATE replays SET status = ${result.ok ? "delivered" : "failed"}::"DeliveryStatus", updated_at = now()
+           WHERE id = ${target.replayId} AND status = 'pending' RETURNING id
+        ) ${move}
+        SELECT (SELECT count(*) FROM inserted) + (SELECT count(*) FROM audit) + (SELECT count(*) FROM done) AS written`,
+  );
+}
+
+/** The `error` of the audit entry of a replay that ended `cancelled` without an attempt. */
+export const REPLAY_CANCELLED_ERROR = "cancelled";
+
+/**
+ * Ends a pending replay `cancelled` without an attempt (see replayCancelled): no delivery row,
+ * since nothing was sent, and its audit entry with `response_status` null and `error`
+ * "cancelled", so that the audit log still shows the replay that was asked for. One statement;
+ * a second run (or a replay that ended otherwise meanwhile) writes nothing.
+ */
+export async function cancelReplay(db: Queryable, target: ReplayAttemptTarget): Promise<void> {
+  await endReplayWithoutAttempt(db, target.replayId, "cancelled", REPLAY_CANCELLED_ERROR, false);
+}
+
+/**
+ * Ends pending replay `replayId` without an attempt, `status` with an audit entry whose `error`
+ * is `error` (and, with `withRow`, a delivery row saying the same), stamped now(). Nothing when
+ * it is no longer pending.
+ */
+export async function endReplayWithoutAttempt(db: Queryable, replayId: string, status: "cancelled" | "failed", error: string, withRow: boolean): Promise<void> {
+  const row = withRow
+    ? sql`, dlv AS (
+          INSERT INTO deliveries (id, account_id, event_id, webhook_id, destination_id, url, trigger, attempt, response_status,
+                                  error, response_body, duration_ms, replay_id, created_at)
+          SELECT ${newId("dlv")}::text, account_id, event_id, webhook_id, destination_id, destination_url, 'replay'::"DeliveryTrigger", 0, NULL, ${error}::text,
+                 NULL, 0, id, now() FROM done
+          ON CONFLICT (replay_id) DO NOTHING RETURNING id)`
+    : empty;
+  await runStatement(
+    db,
+    sql`WITH done AS (
+          UPDATE replays SET status = ${status}::"DeliveryStatus", updated_at = now()
+           WHERE id = ${replayId} AND status = 'pending'
+          RETURNING id, account_id, event_id, webhook_id, destination_id, destination_url, api_key_id
+        ), audit AS (
+          INSERT INTO audit_entries (id, account_id, event_id, replay_id, webhook_id, replayed_at, destination_url,
+                                     response_status, error, api_key_id)
+          SELECT ${newId("aud")}::text, account_id, event_id, id, webhook_id, now(), destination_url, NULL::int, ${error}::text, api_key_id
+            FROM done
+          ON CONFLICT (replay_id) DO NOTHING RETURNING id
+        ) ${row}
+        SELECT (SELECT count(*) FROM done) + (SELECT count(*) FROM audit) AS written`,
+  );
+}
