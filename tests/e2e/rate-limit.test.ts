@@ -65,7 +65,7 @@ describe("rate_limit", () => {
     expect(mostInAnyWindow(arrivals, 1_000)).toBeLessThanOrEqual(5);
     // 30 events plus their retries at 5 per second: at least (n - 5) / 5 s from the first to the last.
     const span = arrivals[arrivals.length - 1].receivedAt - arrivals[0].receivedAt;
-    expect(span).toBeGreaterThanOrEqual(((arrivals.length - 5) / 5) * 1000 * 0.95);
+    expect(span).toBeGreaterThanOrEqual(((arrivals.length - 5) / 5) * 1000);
     // Both dispatchers sent some of them.
     expect(Number((await second.metrics.deliveries.get()).values.reduce((n, v) => n + v.value, 0))).toBeGreaterThan(0);
     // Held back is not an attempt: every event's rows are its real attempts (one, or a failure and its retry).

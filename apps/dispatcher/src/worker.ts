@@ -257,8 +257,11 @@ export function createConfiguredDeliveryWorker(
   return worker;
 }
 
-/** The heartbeat's period, in ms; a dispatcher's slots count for three periods after its last. */
-const HEARTBEAT_MS = 2_000;
+/**
+ * The heartbeat's period, in ms; a dispatcher's slots count for three periods after its last.
+ * A lifted rate_limit takes effect within this plus the rate limits' cache (1 s).
+ */
+const HEARTBEAT_MS = 1_000;
 
 /**
  * The scheduler of one dispatcher: admission over `wiring.connection`, the webhooks' rate limits
@@ -282,8 +285,12 @@ function startWorkerScheduler(
   });
   const releases = createBatcher(async (ids: string[]) => (await releaseLeases(pool, ids), ids.map(() => undefined)), { maxBatch: 64, maxConcurrency: 2 });
   const id = randomUUID();
-  const beat = () =>
+  const rateLimits = createRateLimits(pool);
+  // Each heartbeat also gives back the work of webhooks whose rate_limit was lifted or changed.
+  const beat = () => {
     void admission.heartbeat(id, HEARTBEAT_MS * 3).catch((error: Error) => logger.warn("scheduler heartbeat failed", { error: error.message }));
+    void admission.reviewRateLimits((webhookId) => rateLimits.get(webhookId)).catch((error: Error) => logger.warn("rate limit review failed", { error: error.message }));
+  };
   beat();
   const heartbeat = setInterval(beat, HEARTBEAT_MS);
   heartbeat.unref();
@@ -301,7 +308,7 @@ function startWorkerScheduler(
   });
   return {
     admission,
-    rateLimits: createRateLimits(pool),
+    rateLimits,
     releaseLease: (workId) =>
       void releases.submit(workId).catch((error: Error) => logger.warn("could not release a lease; the lease keeper will", { workId, error: error.message })),
     wakeHeldJobs: (wake) => (promote = wake),

@@ -21,8 +21,9 @@ import type { RedisClient } from "@mailhooks/queue";
  *   account's running webhooks, at least one), never the reserve, until one of its attempts is
  *   quick again. This bounds what hanging receivers hold: together at most C - R slots, each at
  *   most its fair share once it is known slow, and their retries come back under the same rule;
- * - a webhook with a `rate_limit` r is admitted at most once per 1.05 / r s (GCRA): the job whose
- *   turn is not yet due is given a reserved time and waits until then (no attempt is used).
+ * - a webhook with a `rate_limit` r is admitted at most once per 1.15 / r s (GCRA): the job whose
+ *   turn is not yet due is given a reserved time and waits until then (no attempt is used). When
+ *   the limit is lifted or changed (PATCH), liftRateLimit gives the waiting jobs back at once.
  * A job held back waits in the queue's delayed set without using an attempt and comes back at the
  * time the answer names.
  */
@@ -54,9 +55,14 @@ export interface AdmissionOptions {
   maxAttemptMs: number;
 }
 
-/** Spacing of a rate-limited webhook's attempts, in ms: 5 % above 1/r, for network jitter. */
+/**
+ * Spacing of a rate-limited webhook's attempts, in ms: 1.15 s / r. The 15 % are for the jitter
+ * between an attempt's turn and its request reaching the receiver (a queue promotion, a
+ * connection, a busy process): r turns then span 1.15 s, so that up to 150 ms of jitter still
+ * puts at most r requests in any one second at the receiver.
+ */
 export function rateIntervalMs(rateLimit: number): number {
-  return (1000 / rateLimit) * 1.05;
+  return 1150 / rateLimit;
 }
 
 const ADMIT = `
@@ -115,6 +121,7 @@ if not admit then
   -- two attempts never come closer than the interval.
   redis.call('DEL', slotKey)
   redis.call('ZREM', reservedKey, member)
+  redis.call('LREM', whPrefix .. 'rate-waiting:' .. W, 0, string.match(member, '^[^|]*'))
   if slow then
     -- Woken by the end of one of its webhook's attempts (RELEASE), or at the latest then.
     local heldKey = whPrefix .. 'held:' .. W
@@ -133,6 +140,7 @@ if interval > 0 then
   if slot >= 0 then
     redis.call('DEL', slotKey)
     redis.call('ZREM', reservedKey, member)
+    redis.call('LREM', whPrefix .. 'rate-waiting:' .. W, 0, string.match(member, '^[^|]*'))
   else
     local tat = tonumber(redis.call('GET', rateKey) or '0')
     if tat > now then
@@ -141,6 +149,11 @@ if interval > 0 then
       redis.call('SET', slotKey, tostring(tat), 'PX', ttl)
       redis.call('ZADD', limitedKey, tat + interval, W)
       redis.call('ZADD', reservedKey, tat, member)
+      -- Who waits for a turn, and at which interval: a lifted or changed limit gives them back.
+      local waitingKey = whPrefix .. 'rate-waiting:' .. W
+      redis.call('RPUSH', waitingKey, string.match(member, '^[^|]*'))
+      redis.call('PEXPIRE', waitingKey, ttl)
+      redis.call('HSET', whPrefix .. 'rate-interval', W, tostring(interval))
       return {0, 'rate_limit', math.ceil(tat)}
     end
     redis.call('SET', rateKey, tostring(now + interval), 'PX', math.ceil(interval + 60000))
@@ -171,6 +184,17 @@ if slowUntil > 0 then redis.call('ZADD', slowKey, slowUntil, W) else redis.call(
 return redis.call('LPOP', whPrefix .. 'held:' .. W, 2) or {}
 `;
 
+const LIFT = `
+local rateKey, waitingKey, limitedKey, intervals = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local W, turnPrefix = ARGV[1], ARGV[2]
+local jobs = redis.call('LRANGE', waitingKey, 0, -1)
+for _, jobId in ipairs(jobs) do redis.call('DEL', turnPrefix .. jobId) end
+redis.call('DEL', rateKey, waitingKey)
+redis.call('ZREM', limitedKey, W)
+redis.call('HDEL', intervals, W)
+return jobs
+`;
+
 const HEARTBEAT = `
 local workers, capacities, capKey = KEYS[1], KEYS[2], KEYS[3]
 local now, id, concurrency, ttl = tonumber(ARGV[1]), ARGV[2], ARGV[3], tonumber(ARGV[4])
@@ -190,6 +214,7 @@ type Scripted = RedisClient & {
   schedulerAdmit(...args: (string | number)[]): Promise<[number, string?, number?]>;
   schedulerRelease(...args: (string | number)[]): Promise<string[]>;
   schedulerHeartbeat(...args: (string | number)[]): Promise<number>;
+  schedulerLift(...args: (string | number)[]): Promise<string[]>;
 };
 
 /** What the scheduler knows of a deployment right now (metrics, tests). */
@@ -215,6 +240,13 @@ export interface AdmissionControl {
   admit(input: { jobId: string; webhookId: string; accountId: string; holds: number; rateLimit: number | null }): Promise<Admission>;
   /** The attempt of an admitted job ended after `durationMs`: its slot is free again. */
   release(input: { jobId: string; webhookId: string; accountId: string; durationMs: number }): Promise<void>;
+  /**
+   * Looks at the webhooks whose rate_limit holds work back now: where `currentLimit` says the
+   * limit was lifted or changed since their turns were given out, their turns are dropped and
+   * their waiting jobs promoted (so that lifting a limit takes effect at once). Returns how many
+   * webhooks were given back their work.
+   */
+  reviewRateLimits(currentLimit: (webhookId: string) => Promise<number | null>): Promise<number>;
   /** The webhooks marked slow now (the relay gives them a smaller job limit). */
   slowWebhooks(): Promise<string[]>;
   /** Tells the others that this dispatcher (`id`) lives with its slots, for `ttlMs`. */
@@ -240,6 +272,7 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
     redis.defineCommand("schedulerAdmit", { numberOfKeys: 9, lua: ADMIT });
     redis.defineCommand("schedulerRelease", { numberOfKeys: 4, lua: RELEASE });
     redis.defineCommand("schedulerHeartbeat", { numberOfKeys: 3, lua: HEARTBEAT });
+    redis.defineCommand("schedulerLift", { numberOfKeys: 4, lua: LIFT });
   }
   const slowMemoryMs = options.slowMemoryMs ?? 600_000;
   const memberOf = (input: { jobId: string; webhookId: string; accountId: string }) => `${input.jobId}|${input.webhookId}|${input.accountId}`;
@@ -279,6 +312,21 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
     },
     heartbeat(id, ttlMs) {
       return redis.schedulerHeartbeat(k("workers"), k("capacities"), k("capacity-sum"), Date.now(), id, options.localConcurrency, ttlMs);
+    },
+    async reviewRateLimits(currentLimit) {
+      const limited = await redis.zrangebyscore(k("rate-limited"), Date.now(), "+inf", "LIMIT", 0, 1000);
+      if (limited.length === 0) return 0;
+      const intervals = await redis.hmget(k("webhooks:rate-interval"), ...limited);
+      let lifted = 0;
+      for (const [i, webhookId] of limited.entries()) {
+        const limit = await currentLimit(webhookId);
+        const interval = limit ? rateIntervalMs(limit) : 0;
+        if (intervals[i] !== null && Math.abs(Number(intervals[i]) - interval) < 1e-6) continue;
+        const jobs = await redis.schedulerLift(k(`rate:${webhookId}`), k(`webhooks:rate-waiting:${webhookId}`), k("rate-limited"), k("webhooks:rate-interval"), webhookId, k("turn:"));
+        for (const jobId of jobs) await options.promote?.(jobId).catch(() => undefined);
+        lifted++;
+      }
+      return lifted;
     },
     async slowWebhooks() {
       return redis.zrangebyscore(k("slow"), Date.now(), "+inf");
