@@ -3,11 +3,11 @@
  * (CONTRACT.md section 9). Starts an embedded PostgreSQL and a redis-server when nothing answers
  * at DATABASE_URL or REDIS_URL; applies the migrations, starts the API and a dispatcher as
  * separate processes, and an HTTPS reference receiver that verifies every signature; registers
- * webhooks; feeds real RFC 5322 messages through POST /v1/inboxes/{id}/messages and the other
- * five kinds through POST /v1/events; makes the receiver fail some deliveries so that retries and
+ * webhooks (one of them scoped to one inbox); feeds real RFC 5322 messages to two inboxes through
+ * POST /v1/inboxes/{id}/messages and the other five kinds through POST /v1/events; makes the receiver fail some deliveries so that retries and
  * a failed event happen; replays the failed event once its endpoint is back; and prints a report
- * read back from the API. Exits 1 when a signature did not verify or an expected delivery is
- * missing. With --keep, everything stays up after the report until Ctrl-C.
+ * read back from the API. Exits 1 when a signature did not verify, an expected delivery is
+ * missing, or the scoped webhook received an event of another inbox or missed one of its own. With --keep, everything stays up after the report until Ctrl-C.
  */
 import { randomUUID } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
@@ -43,6 +43,8 @@ const keep = options.keep ?? false;
 // service's defaults are the spec's 10 s, 60 s, 300 s.
 const RETRY_DELAYS_MS = [500, 1_000, 1_500];
 const INBOX = "support@inbox.example.net";
+// Every third message goes here instead, so that the webhook scoped to INBOX has events to leave out.
+const OTHER_INBOX = "sales@inbox.example.net";
 
 function log(line: string) {
   console.log(`demo: ${line}`);
@@ -103,7 +105,7 @@ try {
   const cert = await ensureLocalCertificate(path.join(ROOT, ".tmp/demo-certs"));
   const secrets = new Map<string, Promise<string>>();
   const resolvers = new Map<string, (secret: string) => void>();
-  for (const hook of ["/hooks/inbox", "/hooks/archive"]) secrets.set(hook, new Promise((resolve) => resolvers.set(hook, resolve)));
+  for (const hook of ["/hooks/inbox", "/hooks/archive", "/hooks/support"]) secrets.set(hook, new Promise((resolve) => resolvers.set(hook, resolve)));
   const firstTries = new Set<string>();
   const archive = { up: false };
   const receiver = await startReceiver({
@@ -115,7 +117,7 @@ try {
       // last retry, and is then replayed.
       if (arrival.path === "/hooks/archive" && !archive.up && arrival.event !== "webhook.test") return { status: 503 };
       // /hooks/inbox fails the first try of every opened and delivered event: a retry fixes it.
-      if (arrival.event === "message.opened" || arrival.event === "message.delivered") {
+      if (arrival.path === "/hooks/inbox" && (arrival.event === "message.opened" || arrival.event === "message.delivered")) {
         const key = `${arrival.event} ${arrival.messageId}`;
         if (!firstTries.has(key)) {
           firstTries.add(key);
@@ -156,26 +158,32 @@ try {
   const getEvent = async (id: string) => dataOf(await api.GET("/v1/events/{event_id}", { params: { path: { event_id: id } } }));
   log(`account ${issued.account_id}, API key ${issued.id}`);
 
-  const register = async (url: string, events: Schemas["Webhook"]["events"]) => dataOf(await api.POST("/v1/webhooks", { body: { url, events } }));
-  const inboxHook = await register(receiver.url("/hooks/inbox"), ["message.sent", "message.delivered", "message.opened", "message.clicked", "message.received", "message.bounced"]);
+  const register = async (url: string, events: Schemas["Webhook"]["events"], inboxIds: string[] | null = null) =>
+    dataOf(await api.POST("/v1/webhooks", { body: { url, events, inbox_ids: inboxIds } }));
+  const allKinds: Schemas["Webhook"]["events"] = ["message.sent", "message.delivered", "message.opened", "message.clicked", "message.received", "message.bounced"];
+  const inboxHook = await register(receiver.url("/hooks/inbox"), allKinds);
   const archiveHook = await register(receiver.url("/hooks/archive"), ["message.clicked"]);
+  // CONTRACT.md section 4: an event becomes a destination of this one only when its inbox_id is INBOX.
+  const scopedHook = await register(receiver.url("/hooks/support"), allKinds, [INBOX]);
   resolvers.get("/hooks/inbox")!(inboxHook.secret);
   resolvers.get("/hooks/archive")!(archiveHook.secret);
-  log(`webhooks ${inboxHook.id} (all six kinds) and ${archiveHook.id} (message.clicked, endpoint down)`);
+  resolvers.get("/hooks/support")!(scopedHook.secret);
+  log(`webhooks ${inboxHook.id} (all six kinds), ${archiveHook.id} (message.clicked, endpoint down) and ${scopedHook.id} (all six kinds, inbox ${INBOX} only)`);
 
   const files = (await readdir(mailDir)).filter((f) => f.endsWith(".eml")).sort();
   if (files.length === 0) throw new Error(`no .eml files in ${mailDir}`);
   const eventIds: string[] = [];
   let firstReceived: { messageId: string; threadId: string; from: string; to: string[]; subject: string } | null = null;
-  for (const file of files) {
+  for (const [i, file] of files.entries()) {
     const raw = await readFile(path.join(mailDir, file));
-    const { data: accepted, error, response } = await postRawMessage(api, INBOX, raw);
+    const inbox = i % 3 === 2 ? OTHER_INBOX : INBOX;
+    const { data: accepted, error, response } = await postRawMessage(api, inbox, raw);
     if (!accepted) {
       log(`${file}: ${response.status} ${error?.error.message ?? ""} (skipped)`);
       continue;
     }
     eventIds.push(accepted.event_id);
-    log(`${file} -> ${accepted.event_type} ${accepted.event_id}`);
+    log(`${file} -> ${inbox}: ${accepted.event_type} ${accepted.event_id}`);
     if (!firstReceived && accepted.event_type === "message.received") {
       const payload = (await getEvent(accepted.event_id)).payload;
       if (payload) {
@@ -236,7 +244,8 @@ try {
   details = await Promise.all(eventIds.map(getEvent));
 
   const deliveries = await listAll(api, "/v1/deliveries");
-  const facts: DemoFacts = { events: details, failedBeforeReplay, audit, deliveries, arrivals: receiver.arrivals as Arrival[] };
+  const scoped = { webhookId: scopedHook.id, inboxId: INBOX, deliveries: await listAll(api, "/v1/deliveries", { webhook_id: scopedHook.id }) };
+  const facts: DemoFacts = { events: details, failedBeforeReplay, audit, deliveries, arrivals: receiver.arrivals as Arrival[], webhooks: 3, scoped };
   exitCode = printReport(facts) ? 0 : 1;
   reportDone = true;
 

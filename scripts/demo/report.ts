@@ -12,6 +12,37 @@ export interface DemoFacts {
   /** Every row of GET /v1/deliveries for the demo's account. */
   deliveries: Schemas["Delivery"][];
   arrivals: Arrival[];
+  /** How many webhooks the demo registered (each gets a test event). */
+  webhooks: number;
+  /** The webhook scoped to one inbox (CONTRACT.md section 4, `inbox_ids: [inboxId]`). */
+  scoped: {
+    webhookId: string;
+    inboxId: string;
+    /** GET /v1/deliveries?webhook_id=<webhookId>: every attempt made to it. */
+    deliveries: Schemas["Delivery"][];
+  };
+}
+
+/**
+ * What the scoped webhook received, against what its inbox had: `received` are the events with a
+ * 2xx attempt to it; `foreign` the events of another inbox it was sent at all (any attempt);
+ * `missed` the events of its inbox it never received.
+ */
+export function scopedReceipt(events: Schemas["EventDetail"][], scoped: DemoFacts["scoped"]) {
+  const byId = new Map(events.map((e) => [e.event_id, e]));
+  const attempted = new Set(scoped.deliveries.flatMap((d) => (d.event_id ? [d.event_id] : [])));
+  const receivedIds = new Set(
+    scoped.deliveries.flatMap((d) => (d.event_id && d.response_status !== null && d.response_status >= 200 && d.response_status < 300 ? [d.event_id] : [])),
+  );
+  // A destination is the API's own record that the event was meant for the webhook, attempted or not.
+  for (const e of events) if (e.destinations.some((d) => d.webhook_id === scoped.webhookId)) attempted.add(e.event_id);
+  const ofInbox = events.filter((e) => e.inbox_id === scoped.inboxId);
+  return {
+    received: ofInbox.filter((e) => receivedIds.has(e.event_id)),
+    ofInbox,
+    foreign: [...attempted].filter((id) => byId.get(id)?.inbox_id !== scoped.inboxId),
+    missed: ofInbox.filter((e) => !receivedIds.has(e.event_id)).map((e) => e.event_id),
+  };
 }
 
 const countBy = <T>(items: T[], key: (item: T) => string) =>
@@ -28,6 +59,7 @@ export function printReport(facts: DemoFacts): boolean {
   const failed = events.filter((e) => failedBeforeReplay.includes(e.event_id));
   const verified = arrivals.filter((a) => a.verified).length;
   const byTrigger = countBy(deliveries, (d) => d.trigger);
+  const scoped = scopedReceipt(events, facts.scoped);
 
   // Every destination that ended delivered must have a verified arrival of that event's bytes.
   const missing: string[] = [];
@@ -48,8 +80,12 @@ export function printReport(facts: DemoFacts): boolean {
     ["exactly one event failed (its endpoint was down)", failed.length === 1],
     ["its replay delivered it and wrote one audit entry with status 200", audit.length === 1 && audit[0].response_status === 200 && failed.every((e) => e.status === "delivered")],
     ["no event is left pending or failed", events.every((e) => e.status === "delivered")],
-    ["a test event reached each webhook", (byTrigger.test ?? 0) >= 2],
+    ["a test event reached each webhook", (byTrigger.test ?? 0) >= facts.webhooks],
     ["the deliveries log has one row per arrival", deliveries.filter((d) => d.response_status !== null).length === arrivals.length],
+    [
+      `the scoped webhook received every event of ${facts.scoped.inboxId} and none of another inbox`,
+      scoped.foreign.length === 0 && scoped.missed.length === 0 && scoped.ofInbox.length > 0,
+    ],
   ];
 
   console.log("\n=== demo report (read back from the API) ===");
@@ -59,7 +95,12 @@ export function printReport(facts: DemoFacts): boolean {
   console.log(`failed events:         ${failed.map((e) => `${e.event_id} (${e.event_type}), ${e.status} after replay`).join(", ") || "none"}`);
   console.log(`audit entries:         ${audit.length} (${audit.map((a) => `${a.event_id} -> ${a.destination_url}: ${a.response_status ?? a.error}`).join(", ")})`);
   console.log(`signatures verified:   ${verified}/${arrivals.length} at the receiver`);
+  console.log(
+    `scoped webhook:        inbox ${facts.scoped.inboxId} only: ${scoped.received.length} of ${events.length} events (${fmt(countBy(scoped.received, (e) => e.event_type))})`,
+  );
   for (const line of missing) console.log(`missing delivery:      ${line}`);
+  for (const id of scoped.foreign) console.log(`scoped webhook got:    ${id} of ${events.find((e) => e.event_id === id)?.inbox_id ?? "an unknown event"}`);
+  for (const id of scoped.missed) console.log(`scoped webhook missed: ${id}`);
   for (const [name, ok] of checks) console.log(`${ok ? "ok  " : "FAIL"}  ${name}`);
   const passed = checks.every(([, ok]) => ok);
   console.log(passed ? "demo: OK" : "demo: FAILED");
