@@ -122,6 +122,6 @@ describe("a relay holding claimed outbox rows", () => {
     await hr.receiver.waitFor((all) => emailArrivals(all, "/frozen-relay").length >= EVENTS, LOCK_BOUND_MS);
     console.log(`relayed by the other dispatcher ${Date.now() - stoppedAt} ms after A stopped`);
     await expectDeliveredOnce(acct, hr, hook, "/frozen-relay", eventIds);
-    await waitUntil(() => deliveries.getJobCounts("wait", "delayed", "active"), (c) => c.wait + c.delayed + c.active === 0, 10_000);
+    await waitUntil(() => deliveries.getJobCounts("wait", "prioritized", "delayed", "active"), (c) => c.wait + c.prioritized + c.delayed + c.active === 0, 10_000);
   }, 90_000);
 });

@@ -4,7 +4,7 @@ import { acceptEvents } from "@mailhooks/delivery-state";
 import { createRedisConnection, DeliveryQueue, QUEUE_NAMES } from "@mailhooks/queue";
 import { sweepLostWork } from "../../apps/dispatcher/src/jobs/sweep-lost-work.js";
 import { POISONED_MARK } from "../../apps/dispatcher/src/worker.js";
-import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
+import { sampleData, startStack, waitUntil, type Stack, queued } from "../support/stack.js";
 import { createHook, emailArrivals, startHookReceiver } from "../support/hooks.js";
 import { testRedisUrl } from "../support/env.js";
 import { endChaosFile, startDispatcher } from "./support/processes.js";
@@ -44,8 +44,8 @@ describe("the sweeper", () => {
     const eventId = posted.body.event_id as string;
     const [{ id: destinationId }] = await stack.prisma.destination.findMany({ where: { eventId }, select: { id: true } });
     const [{ id: testDeliveryId }] = await stack.prisma.testDelivery.findMany({ where: { webhookId: hook.id }, select: { id: true } });
-    await waitUntil(() => queue.queue.getJobState(destinationId), (s) => s === "waiting");
-    await waitUntil(() => queue.queue.getJobState(testDeliveryId), (s) => s === "waiting");
+    await waitUntil(() => queue.queue.getJobState(destinationId), (s) => queued(s));
+    await waitUntil(() => queue.queue.getJobState(testDeliveryId), (s) => queued(s));
 
     // A worker fails both jobs for good, as the dispatcher's does, but could not end their work
     // (PostgreSQL was away at that moment): the work stays pending behind failed jobs.
@@ -81,8 +81,8 @@ describe("the sweeper", () => {
     expect(replay.status).toBe(202);
     const replayId = replay.body.replays[0].replay_id as string;
     const [{ id: testDeliveryId }] = await stack.prisma.testDelivery.findMany({ where: { webhookId: hook.id }, select: { id: true } });
-    await waitUntil(() => queue.queue.getJobState(replayId), (s) => s === "waiting");
-    await waitUntil(() => queue.queue.getJobState(testDeliveryId), (s) => s === "waiting");
+    await waitUntil(() => queue.queue.getJobState(replayId), (s) => queued(s));
+    await waitUntil(() => queue.queue.getJobState(testDeliveryId), (s) => queued(s));
     // Redis loses the replay's and the test delivery's jobs...
     await queue.queue.remove(replayId);
     await queue.queue.remove(testDeliveryId);
@@ -124,7 +124,7 @@ describe("a sweep run walks batch after batch within its budget", () => {
     await createHook(stack, hr, "/backlog", ["message.sent"]);
     const events = Array.from({ length: 13 }, () => ({ eventType: "message.sent" as const, data: sampleData("message.sent") as any, occurredAt: new Date() }));
     await acceptEvents(stack.pool, stack.accountId, stack.prefix, events);
-    await waitUntil(() => deliveries.getJobCounts("wait"), (c) => c.wait === 14); // 13 + the test delivery
+    await waitUntil(() => deliveries.getJobCounts("wait", "prioritized"), (c) => c.wait + c.prioritized === 14); // 13 + the test delivery, in the wait list or the prioritized set
     // Redis loses them all; they are older than SWEEP_AFTER_MS before the dispatcher starts.
     await deliveries.obliterate({ force: true });
     await waitUntil(

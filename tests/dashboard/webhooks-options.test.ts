@@ -35,6 +35,20 @@ describe("dashboard: webhook options", () => {
     expectNoInlineCode(form.text);
   });
 
+  test("an endpoint's page shows its rate limit and its waiting work (docs/scheduler.md)", async () => {
+    const { session, api } = await freshSession();
+    const created = await api("POST", "/v1/webhooks", { url: "https://receiver.example/waiting", events: ["message.sent"], rate_limit: 3 });
+    expect(created.status).toBe(201);
+    // No dispatcher runs here: its test event and three events wait in the outbox for their turn.
+    for (let i = 0; i < 3; i++) {
+      const data = { messageId: `<${randomUUID()}@x>`, threadId: "t", inboxId: "inbox_1", from: "a@example.com", to: ["b@example.org"], subject: "s", status: "sent" };
+      expect((await api("POST", "/v1/events", { event_type: "message.sent", data })).status).toBe(201);
+    }
+    const page = await session.get(`/dashboard/webhooks/${created.body.id}`);
+    expect(page.text).toContain("3 requests per second");
+    expect(page.text).toContain("4 waiting for its turn, 0 in the queue");
+  });
+
   test("set on creation, shown on the endpoint's page with header values as ***, edited (one header removed, one added), cleared", async () => {
     const { session, api } = await freshSession();
     const value = `Bearer gw_${randomUUID()}`;

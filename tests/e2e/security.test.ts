@@ -448,10 +448,11 @@ describe("without ADMIN_USERNAME/ADMIN_PASSWORD, and with only the outbox relay 
       const jobs = all.filter((j) => Object.values(j.data as Record<string, string>).some((v) => ours.has(v)));
       // test event, two destinations (JSON event and raw message), two replays
       expect(jobs.map((j) => j.name).sort()).toEqual(["delivery", "delivery", "replay", "replay", "test-delivery"]);
-      // Every job of the queue, this test's or not, carries ids only.
+      // Every job of the queue, this test's or not, carries ids only (its work's, and the
+      // webhook's and account's the scheduler shares capacity by).
       for (const job of all) {
         for (const value of Object.values(job.data as Record<string, unknown>)) {
-          expect(value).toMatch(/^(tst|dst|rpl)_[0-9a-f]{32}$/);
+          expect(value).toMatch(/^(tst|dst|rpl|wh|acct)_[0-9a-f]{32}$/);
         }
       }
     } finally {

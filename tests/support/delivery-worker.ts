@@ -2,6 +2,7 @@ import type pg from "pg";
 import { dispatcherConfigSchema, loadConfig, type DispatcherConfig } from "@mailhooks/config";
 import { getLogger } from "@mailhooks/logger";
 import { createRedisConnection, DeliveryQueue } from "@mailhooks/queue";
+import { createAdmissionControl } from "@mailhooks/scheduler";
 import { createHttpClient } from "../../apps/dispatcher/src/delivery/http-client.js";
 import { createDispatcherMetrics, type DispatcherMetrics } from "../../apps/dispatcher/src/metrics.js";
 import { startRelay } from "../../apps/dispatcher/src/relay.js";
@@ -31,7 +32,7 @@ export function startInProcessDispatcher(
   if (options.parts !== "relay-only") {
     const connection = createRedisConnection(config.REDIS_URL, "worker", cluster);
     const { client, agent } = createHttpClient({ timeoutMs: config.DELIVERY_TIMEOUT_MS, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS });
-    const worker = createConfiguredDeliveryWorker(config, { pool, client, logger, metrics, connection, prefix: options.keyPrefix });
+    const worker = createConfiguredDeliveryWorker(config, { pool, client, logger, metrics, connection, prefix: options.keyPrefix, queuePrefix: options.queuePrefix });
     closers.push(async () => {
       await worker.close();
       agent.destroy();
@@ -43,7 +44,24 @@ export function startInProcessDispatcher(
     connection.on("error", () => undefined);
     const queue = new DeliveryQueue(connection, options.keyPrefix, config.DELIVERY_RETRY_DELAYS_MS);
     queue.queue.on("error", () => undefined);
-    const relay = startRelay({ pool, databaseUrl: config.DATABASE_URL, queue, queuePrefix: options.queuePrefix, pollIntervalMs: config.RELAY_POLL_INTERVAL_MS, logger, metrics });
+    const schedulerState = createAdmissionControl({
+      redis: connection,
+      keyPrefix: options.keyPrefix,
+      localConcurrency: config.DISPATCHER_CONCURRENCY,
+      slowAttemptMs: config.DISPATCHER_SLOW_ATTEMPT_MS,
+      maxAttemptMs: config.DELIVERY_TIMEOUT_MS,
+    });
+    const relay = startRelay({
+      pool,
+      databaseUrl: config.DATABASE_URL,
+      queue,
+      queuePrefix: options.queuePrefix,
+      pollIntervalMs: config.RELAY_POLL_INTERVAL_MS,
+      webhookJobLimit: config.DISPATCHER_WEBHOOK_JOB_LIMIT,
+      slowWebhooks: () => schedulerState.slowWebhooks(),
+      logger,
+      metrics,
+    });
     // The relay stops first: nothing is relayed to a worker that is already gone.
     closers.unshift(async () => {
       await relay.close();

@@ -218,6 +218,14 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
 }
 
 /** Polls `read` until `accept` holds (for state that no receiver sees, e.g. a status in the API). */
+/**
+ * A job state that means "queued, waiting for a worker": BullMQ's wait list, or its prioritized
+ * set (the fair scheduler gives a webhook's later jobs a priority by their turn).
+ */
+export function queued(state: string): boolean {
+  return state === "waiting" || state === "prioritized";
+}
+
 export async function waitUntil<T>(read: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 20_000, everyMs = 50): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

@@ -7,11 +7,12 @@ import { dispatcherConfigSchema, loadConfig, usesInsecureDevelopmentKey, type Di
 import { createDatabase } from "@mailhooks/db";
 import { configureLogger, getLogger } from "@mailhooks/logger";
 import { createCommand } from "@mailhooks/command-line";
-import { ensurePayloadPartitions } from "@mailhooks/delivery-state";
+import { ensurePayloadPartitions, schedulerBacklog } from "@mailhooks/delivery-state";
 import { createRedisConnection, DeliveryQueue, redisKeyPrefix } from "@mailhooks/queue";
+import { createAdmissionControl } from "@mailhooks/scheduler";
 import { createHttpClient } from "./delivery/http-client.js";
 import { startMaintenance } from "./maintenance.js";
-import { createDispatcherMetrics, serveMetrics } from "./metrics.js";
+import { createDispatcherMetrics, registerSchedulerGauges, serveMetrics } from "./metrics.js";
 import { startRelay } from "./relay.js";
 import { createConfiguredDeliveryWorker } from "./worker.js";
 
@@ -52,13 +53,31 @@ const relayQueue = new DeliveryQueue(relayConnection, keyPrefix, config.DELIVERY
 relayQueue.queue.on("error", () => undefined);
 const metrics = createDispatcherMetrics(deliveryQueue.queue);
 const metricsServer = await serveMetrics(metrics.registry, config.METRICS_PORT);
-const worker = createConfiguredDeliveryWorker(config, { pool: db.pool, client, logger, metrics, connection, prefix: keyPrefix });
+const worker = createConfiguredDeliveryWorker(config, { pool: db.pool, client, logger, metrics, connection, prefix: keyPrefix, queuePrefix: config.QUEUE_PREFIX });
+// The scheduler's state as the relay (slow webhooks) and the gauges read it, over the relay's
+// connection, which fails fast while Redis is away.
+const schedulerState = createAdmissionControl({
+  redis: relayConnection,
+  keyPrefix,
+  localConcurrency: config.DISPATCHER_CONCURRENCY,
+  slowAttemptMs: config.DISPATCHER_SLOW_ATTEMPT_MS,
+  maxAttemptMs: config.DELIVERY_TIMEOUT_MS,
+});
+registerSchedulerGauges(metrics.registry, {
+  backlog: () => schedulerBacklog(db.pool, config.QUEUE_PREFIX, config.DISPATCHER_WEBHOOK_JOB_LIMIT),
+  rateLimited: async () => {
+    const state = await schedulerState.state();
+    return { waiting: state.waitingForRateLimit, webhooks: state.rateLimitedWebhooks };
+  },
+});
 const relay = startRelay({
   pool: db.pool,
   databaseUrl: config.DATABASE_URL,
   queue: relayQueue,
   queuePrefix: config.QUEUE_PREFIX,
   pollIntervalMs: config.RELAY_POLL_INTERVAL_MS,
+  webhookJobLimit: config.DISPATCHER_WEBHOOK_JOB_LIMIT,
+  slowWebhooks: () => schedulerState.slowWebhooks(),
   logger: getLogger("relay"),
   metrics,
 });

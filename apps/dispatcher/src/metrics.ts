@@ -1,6 +1,6 @@
 import http from "node:http";
 import type { Queue } from "bullmq";
-import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { registerQueueDepthGauge } from "@mailhooks/queue";
 
 /**
@@ -31,6 +31,18 @@ export interface DispatcherMetrics {
   schedulersRestored: Counter;
   /** Webhooks disabled because every attempt failed for WEBHOOK_AUTO_DISABLE_AFTER_HOURS. */
   webhooksAutoDisabled: Counter;
+  /** Attempts the fair scheduler held back, by reason (share, rate_limit); none used an attempt. */
+  held: Counter<"reason">;
+  /** Leases dropped by the lease keeper because their job was gone from Redis. */
+  leasesDropped: Counter;
+}
+
+/** What the scheduler gauges read at each scrape (docs/scheduler.md). */
+export interface SchedulerReadings {
+  /** Work waiting for its webhook's share in the outbox, and webhooks at their job limit. */
+  backlog: () => Promise<{ waiting: number; webhooksAtLimit: number }>;
+  /** Jobs waiting for a rate_limit turn, and webhooks whose rate_limit holds work back. */
+  rateLimited: () => Promise<{ waiting: number; webhooks: number }>;
 }
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900];
@@ -51,9 +63,41 @@ export function createDispatcherMetrics(queue?: Queue): DispatcherMetrics {
     webhooksAutoDisabled: new Counter({ name: "webhook_auto_disabled_total", help: "Webhooks disabled because every attempt failed for WEBHOOK_AUTO_DISABLE_AFTER_HOURS", registers: [registry] }),
     schedulersRestored: new Counter({ name: "webhook_maintenance_schedulers_restored_total", help: "Times the maintenance job schedulers were found gone from Redis and made again", registers: [registry] }),
     lostWorkRequeued: new Counter({ name: "webhook_lost_work_requeued_total", help: "Pending work whose job was lost, queued again by the sweeper", registers: [registry] }),
+    held: new Counter({ name: "webhook_attempts_held_total", help: "Attempts held back by the fair scheduler, by reason (share, rate_limit); none used an attempt", labelNames: ["reason"], registers: [registry] }),
+    leasesDropped: new Counter({ name: "webhook_leases_dropped_total", help: "Scheduler leases dropped because their job was gone from Redis", registers: [registry] }),
   };
   if (queue) registerQueueDepthGauge(registry, queue);
   return metrics;
+}
+
+/**
+ * The scheduler's gauges: work waiting by reason (`share`: in the outbox behind its webhook's job
+ * limit; `rate_limit`: jobs waiting for a turn of their webhook's rate_limit) and webhooks at
+ * their limit by reason. Read at each scrape; a reading that fails leaves the gauge as it was.
+ */
+export function registerSchedulerGauges(registry: Registry, readings: SchedulerReadings): void {
+  new Gauge({
+    name: "webhook_work_waiting",
+    help: "Work waiting for its turn, by reason: share (in the outbox, its webhook holds its job limit) or rate_limit (queued for a rate_limit turn)",
+    labelNames: ["reason"],
+    registers: [registry],
+    async collect() {
+      const [backlog, limited] = await Promise.all([readings.backlog().catch(() => null), readings.rateLimited().catch(() => null)]);
+      if (backlog) this.set({ reason: "share" }, backlog.waiting);
+      if (limited) this.set({ reason: "rate_limit" }, limited.waiting);
+    },
+  });
+  new Gauge({
+    name: "webhook_webhooks_at_limit",
+    help: "Webhooks at their limit, by reason: share (holding their job limit in the queue) or rate_limit (their rate_limit holds work back)",
+    labelNames: ["reason"],
+    registers: [registry],
+    async collect() {
+      const [backlog, limited] = await Promise.all([readings.backlog().catch(() => null), readings.rateLimited().catch(() => null)]);
+      if (backlog) this.set({ reason: "share" }, backlog.webhooksAtLimit);
+      if (limited) this.set({ reason: "rate_limit" }, limited.webhooks);
+    },
+  });
 }
 
 /** Records one attempt's outcome. */

@@ -15,7 +15,10 @@ export const RELAY_LOCK_TIMEOUT_MS = 15_000;
  * once on the outbox trigger's NOTIFY for its own QUEUE_PREFIX (a dedicated LISTEN connection,
  * opened again when it drops) and also polls every `pollIntervalMs`, so nothing waits long for a
  * notification that was missed. Batches are claimed with FOR UPDATE SKIP LOCKED: any number of
- * dispatchers relay side by side, each row once. While Redis is unreachable a batch rolls back
+ * dispatchers relay side by side, each row once. The relay is the first half of the fair
+ * scheduler (docs/scheduler.md): a webhook gets at most `webhookJobLimit` jobs in the queue, the
+ * rest of its work waits in the outbox, and its jobs are added in turns with every other
+ * webhook's (their position is their priority). A webhook's released lease wakes the relay. While Redis is unreachable a batch rolls back
  * and is tried again with a growing pause (up to 5 s); nothing is lost.
  *
  * A claimed batch holds its rows' locks in an open transaction while Redis is asked, so that
@@ -35,6 +38,10 @@ export interface RelayOptions {
   pollIntervalMs: number;
   /** Rows per claim (one addBulk each). */
   batchSize?: number;
+  /** Jobs one webhook may hold in the queue (DISPATCHER_WEBHOOK_JOB_LIMIT); the rest waits in the outbox. */
+  webhookJobLimit?: number;
+  /** The webhooks the scheduler marked slow now (they get a smaller job limit); none when absent. */
+  slowWebhooks?: () => Promise<string[]>;
   /** How long adding a batch to Redis may take before it is rolled back, in ms. */
   pushTimeoutMs?: number;
   /** How long a claimed batch may hold its row locks before PostgreSQL ends the transaction, in ms
@@ -98,7 +105,8 @@ export function startRelay(options: RelayOptions): Relay {
       pending = false;
       try {
         for (;;) {
-          const { claimed, rejected } = await relayOutbox(options.pool, options.queuePrefix, batchSize, push, { lockTimeoutMs });
+          const slow = options.slowWebhooks ? await options.slowWebhooks().catch(() => []) : [];
+          const { claimed, rejected } = await relayOutbox(options.pool, options.queuePrefix, batchSize, push, { lockTimeoutMs }, options.webhookJobLimit, slow);
           for (const { row, reason } of rejected) {
             options.logger.error("outbox row cannot be queued; its work ended failed", { outboxId: row.id, jobName: row.jobName, jobId: row.jobId, error: reason });
             options.metrics.jobsFailed.inc({ job: row.jobName, reason: "invalid_outbox_row" });

@@ -1,10 +1,12 @@
-import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
+import { DelayedError, Job, UnrecoverableError, Worker } from "bullmq";
 import { ZodError } from "zod";
-import { failWithoutAttempt, retryDelayFor, type WorkKind } from "@mailhooks/delivery-state";
+import { createBatcher, failWithoutAttempt, releaseLeases, retryDelayFor, type WorkKind } from "@mailhooks/delivery-state";
 import { isInfrastructureError } from "@mailhooks/infrastructure-errors";
 import { secretKeysOf, type DispatcherConfig } from "@mailhooks/config";
 import { createKeyring, parseKeys, SecretDecryptionError } from "@mailhooks/secrets";
 import { deliveryJob, JOB_NAMES, QUEUE_NAMES, replayJob, testDeliveryJob, DELIVERY_BACKOFF_TYPE, type RedisClient } from "@mailhooks/queue";
+import { randomUUID } from "node:crypto";
+import { createAdmissionControl, createRateLimits, startLeaseKeeper, type AdmissionControl, type RateLimits } from "@mailhooks/scheduler";
 import { RetryableDeliveryError } from "./delivery/retry-policy.js";
 import { deliverDestination, withDefaults, type DeliveryContext } from "./jobs/deliver-destination.js";
 import { deliverTestEvent } from "./jobs/deliver-test-event.js";
@@ -21,6 +23,26 @@ export interface DeliveryWorkerOptions {
   stalledIntervalMs?: number;
   /** How many times an attempt that PostgreSQL or Redis kept from running is postponed. */
   maxPostpones?: number;
+  /** The fair scheduler (packages/scheduler): without it every attempt starts at once. */
+  scheduler?: WorkerScheduler;
+}
+
+/**
+ * What the worker asks of the fair scheduler (docs/scheduler.md): whether an attempt may start
+ * (its webhook's and account's share, its rate_limit), that it ended, and that a job's work
+ * ended so that its webhook's lease is released (fire and forget: the lease keeper drops a lease
+ * whose release was lost).
+ */
+export interface WorkerScheduler {
+  admission: AdmissionControl;
+  rateLimits: RateLimits;
+  releaseLease: (workId: string) => void;
+}
+
+/** The webhook and account of a job, from its (unchecked) data; null for jobs relayed without them. */
+function ownerOf(job: Job): { webhookId: string; accountId: string } | null {
+  const data = (job.data ?? {}) as Record<string, unknown>;
+  return typeof data.webhookId === "string" && typeof data.accountId === "string" ? { webhookId: data.webhookId, accountId: data.accountId } : null;
 }
 
 /** The start of the failedReason of a job given up after `maxPostpones` outages: its work is
@@ -97,7 +119,8 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
     }
   };
 
-  const processor = async (job: Job, token?: string) => {
+  /** One attempt of `job`, its errors sorted by the rule above. */
+  const attempt = async (job: Job, token?: string) => {
     try {
       return await run(job);
     } catch (error) {
@@ -109,11 +132,14 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
       // A secret no key of SECRET_ENCRYPTION_KEYS opens is the operator's to fix (a key dropped too
       // early): the work waits like an outage instead of failing for good.
       if (isInfrastructureError(error) || error instanceof SecretDecryptionError) {
-        const postponedBefore = Math.max(0, job.attemptsStarted - job.attemptsMade - 1);
+        // Counted in the job's data: a job also comes back without an attempt when the scheduler
+        // held it back, which must not use up its postpones.
+        const postponedBefore = typeof job.data?.postpones === "number" ? (job.data.postpones as number) : 0;
         if (postponedBefore < maxPostpones) {
           const delay = postponeDelayMs(postponedBefore);
           ctx.logger.warn("attempt postponed", { jobId: job.id, job: job.name, delayMs: delay, error: (error as Error).message });
           ctx.metrics.postponed.inc({ job: job.name });
+          await job.updateData({ ...(job.data as object), postpones: postponedBefore + 1 });
           await job.moveToDelayed(Date.now() + delay, token);
           throw new DelayedError();
         }
@@ -123,6 +149,44 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
       }
       await giveUp(job, "error", error);
       throw new UnrecoverableError(`${POISONED_MARK} ${(error as Error)?.message}`);
+    }
+  };
+
+  const scheduler = options.scheduler;
+  /**
+   * Asks the scheduler before the attempt: a job held back waits in the delayed set until the
+   * time it was given, without using an attempt. When the attempt's work ends (no retry follows:
+   * delivered, failed, cancelled, or failed for good), its webhook's lease is released.
+   */
+  const processor = async (job: Job, token?: string) => {
+    const owner = scheduler ? ownerOf(job) : null;
+    if (!scheduler || !owner || !job.id) return attempt(job, token);
+    const ticket = { jobId: job.id, ...owner };
+    const holds = Math.max(0, job.attemptsStarted - job.attemptsMade - 1);
+    const decision = await scheduler.rateLimits
+      .get(owner.webhookId)
+      .then((rateLimit) => scheduler.admission.admit({ ...ticket, holds, rateLimit }))
+      // Redis trouble: the attempt goes ahead (BullMQ itself needs Redis to go on anyway).
+      .catch((error: Error) => (ctx.logger.warn("scheduler unavailable; attempt admitted", { jobId: job.id, error: error.message }), { admitted: true as const }));
+    if (!decision.admitted) {
+      ctx.metrics.held.inc({ reason: decision.reason });
+      await job.moveToDelayed(Math.max(decision.retryAt, Date.now() + 1), token);
+      throw new DelayedError();
+    }
+    const started = performance.now();
+    let finished = false;
+    try {
+      const result = await attempt(job, token);
+      finished = true;
+      return result;
+    } catch (error) {
+      finished = error instanceof UnrecoverableError;
+      throw error;
+    } finally {
+      if (finished) scheduler.releaseLease(job.id);
+      await scheduler.admission
+        .release({ ...ticket, durationMs: performance.now() - started })
+        .catch((error: Error) => ctx.logger.warn("could not release a scheduler slot; it expires", { jobId: job.id, error: error.message }));
     }
   };
 
@@ -157,14 +221,17 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
 /**
  * The delivery worker of a dispatcher configured by `config` (apps/dispatcher/src/main.ts, and
  * the tests' in-process dispatchers): which settings feed the deliveries (retry delays, private
- * targets, secret keys, auto-disable) and the worker (concurrency, lock, stalled checks,
- * postpones) is written here once.
+ * targets, secret keys, auto-disable), the worker (concurrency, lock, stalled checks, postpones)
+ * and its fair scheduler (docs/scheduler.md: admission in Redis, rate limits, lease releases,
+ * the lease keeper and this dispatcher's heartbeat, stopped when the worker closes) is written
+ * here once.
  */
 export function createConfiguredDeliveryWorker(
   config: DispatcherConfig,
-  wiring: Pick<DeliveryContext, "pool" | "client" | "logger" | "metrics"> & Pick<DeliveryWorkerOptions, "connection" | "prefix">,
+  wiring: Pick<DeliveryContext, "pool" | "client" | "logger" | "metrics"> & Pick<DeliveryWorkerOptions, "connection" | "prefix"> & { queuePrefix?: string },
 ): Worker {
-  return createDeliveryWorker(
+  const scheduler = startWorkerScheduler(config, { ...wiring, queuePrefix: wiring.queuePrefix ?? config.QUEUE_PREFIX });
+  const worker = createDeliveryWorker(
     {
       pool: wiring.pool,
       client: wiring.client,
@@ -182,6 +249,72 @@ export function createConfiguredDeliveryWorker(
       lockDurationMs: config.DISPATCHER_LOCK_DURATION_MS,
       stalledIntervalMs: config.DISPATCHER_STALLED_INTERVAL_MS,
       maxPostpones: config.DISPATCHER_MAX_POSTPONES,
+      scheduler,
     },
   );
+  scheduler.wakeHeldJobs((jobId) => Job.fromId(worker, jobId).then((job) => job?.promote()));
+  worker.on("closing", () => scheduler.stop());
+  return worker;
+}
+
+/**
+ * The heartbeat's period, in ms; a dispatcher's slots count for three periods after its last.
+ * A lifted rate_limit takes effect within this plus the rate limits' cache (1 s).
+ */
+const HEARTBEAT_MS = 1_000;
+
+/**
+ * The scheduler of one dispatcher: admission over `wiring.connection`, the webhooks' rate limits
+ * from PostgreSQL, lease releases batched, the lease keeper every DISPATCHER_STALLED_INTERVAL_MS,
+ * and a heartbeat that tells the other dispatchers this one's slots. `stop` ends the timers.
+ */
+function startWorkerScheduler(
+  config: DispatcherConfig,
+  wiring: Pick<DeliveryContext, "pool" | "logger" | "metrics"> & Pick<DeliveryWorkerOptions, "connection" | "prefix"> & { queuePrefix: string },
+): WorkerScheduler & { stop: () => void; wakeHeldJobs: (promote: (jobId: string) => Promise<void>) => void } {
+  const { pool, logger, metrics, connection } = wiring;
+  let promote: ((jobId: string) => Promise<void>) | undefined;
+  const admission = createAdmissionControl({
+    promote: (jobId) => promote?.(jobId) ?? Promise.resolve(),
+    redis: connection,
+    keyPrefix: wiring.prefix,
+    localConcurrency: config.DISPATCHER_CONCURRENCY,
+    slowAttemptMs: config.DISPATCHER_SLOW_ATTEMPT_MS,
+    // The longest attempt: the deadline, the body read (1 s) and the database write.
+    maxAttemptMs: config.DELIVERY_TIMEOUT_MS + 10_000,
+  });
+  const releases = createBatcher(async (ids: string[]) => (await releaseLeases(pool, ids), ids.map(() => undefined)), { maxBatch: 64, maxConcurrency: 2 });
+  const id = randomUUID();
+  const rateLimits = createRateLimits(pool);
+  // Each heartbeat also gives back the work of webhooks whose rate_limit was lifted or changed.
+  const beat = () => {
+    void admission.heartbeat(id, HEARTBEAT_MS * 3).catch((error: Error) => logger.warn("scheduler heartbeat failed", { error: error.message }));
+    void admission.reviewRateLimits((webhookId) => rateLimits.get(webhookId)).catch((error: Error) => logger.warn("rate limit review failed", { error: error.message }));
+  };
+  beat();
+  const heartbeat = setInterval(beat, HEARTBEAT_MS);
+  heartbeat.unref();
+  const keeper = startLeaseKeeper({
+    pool,
+    redis: connection,
+    keyPrefix: wiring.prefix,
+    queuePrefix: wiring.queuePrefix,
+    intervalMs: config.DISPATCHER_STALLED_INTERVAL_MS,
+    onDropped: (count) => {
+      logger.info("scheduler leases dropped: their jobs were gone from Redis", { count });
+      metrics.leasesDropped.inc(count);
+    },
+    onError: (error) => logger.warn("lease keeper failed; it tries again", { error: error.message }),
+  });
+  return {
+    admission,
+    rateLimits,
+    releaseLease: (workId) =>
+      void releases.submit(workId).catch((error: Error) => logger.warn("could not release a lease; the lease keeper will", { workId, error: error.message })),
+    wakeHeldJobs: (wake) => (promote = wake),
+    stop: () => {
+      clearInterval(heartbeat);
+      void keeper.close();
+    },
+  };
 }

@@ -8,6 +8,7 @@ export * from "./db.js";
 export * from "./batcher.js";
 export * from "./status.js";
 export * from "./outbox.js";
+export * from "./leases.js";
 export * from "./ingest.js";
 export * from "./webhooks.js";
 export * from "./replays.js";

@@ -32,6 +32,8 @@ export interface OutboxRow extends Omit<OutboxEntry, "webhookId" | "accountId"> 
   id: string;
   webhookId: string | null;
   accountId: string | null;
+  /** Its place among its webhook's jobs in the queue (1: the webhook's first): its job's priority. */
+  position: number;
 }
 
 /**
@@ -73,15 +75,72 @@ export interface RelayGuard {
 
 const WORK_KINDS = new Set<string>(["delivery", "replay", "test-delivery"] satisfies WorkKind[]);
 
+/** DISPATCHER_WEBHOOK_JOB_LIMIT's default: jobs one webhook may hold in the queue at once. */
+export const DEFAULT_WEBHOOK_JOB_LIMIT = 128;
+
 /**
- * Moves up to `limit` outbox rows of `queuePrefix` into the queue, in one transaction: claims
- * them with `FOR UPDATE SKIP LOCKED` (any number of relays share the work, each row goes to one)
- * and deletes them in the same statement, calls `push` (which must add them to BullMQ with their
- * job ids and return the rows it could not), ends the work of the rejected rows `failed` without
- * an attempt (it could never run; queueing it again would fail again), and commits. When `push`
- * throws (Redis away), the transaction rolls back: the rows are back for the next run. Two round
- * trips precede `push` (BEGIN with the guard's settings; the claim), one follows it (COMMIT).
- * Returns how many rows were claimed, and the rejected ones.
+ * The job limit of a webhook the scheduler marked slow: an eighth of the limit, at least 4. Its
+ * attempts take a dispatcher slot for up to the deadline and it gets only its fair share of
+ * them, so more jobs in Redis would only wait there (and ask again and again).
+ */
+export function slowWebhookJobLimit(jobLimit: number): number {
+  return Math.max(4, Math.ceil(jobLimit / 8));
+}
+
+/**
+ * The fair claim (CONTRACT.md section 6; docs/scheduler.md). The webhooks with rows waiting are
+ * found by a loose index scan (one probe per webhook, however many rows wait); each may have up
+ * to `jobLimit` minus the jobs it holds already (its leases); of those, rows are taken in turns
+ * (every webhook's first, then every webhook's second, ...) up to `limit`, deleted, and leased
+ * in the same statement. Rows written before outbox rows named their webhook are taken as
+ * before, oldest first.
+ */
+const CLAIM = (queuePrefix: string, limit: number, jobLimit: number, slow: string[], slowJobLimit: number) => sql`
+    WITH RECURSIVE hooks AS (
+      (SELECT o.webhook_id FROM outbox o WHERE o.queue_prefix = ${queuePrefix} AND o.webhook_id IS NOT NULL ORDER BY o.webhook_id LIMIT 1)
+      UNION ALL
+      SELECT (SELECT o.webhook_id FROM outbox o WHERE o.queue_prefix = ${queuePrefix} AND o.webhook_id > h.webhook_id
+               ORDER BY o.webhook_id LIMIT 1)
+        FROM hooks h WHERE h.webhook_id IS NOT NULL
+    ), room AS (
+      SELECT h.webhook_id,
+             (SELECT count(*)::int FROM webhook_leases l WHERE l.queue_prefix = ${queuePrefix} AND l.webhook_id = h.webhook_id) AS held
+        FROM hooks h WHERE h.webhook_id IS NOT NULL
+    ), candidates AS (
+      SELECT c.id, (r.held + row_number() OVER (PARTITION BY r.webhook_id ORDER BY c.id))::int AS position
+        FROM room r CROSS JOIN LATERAL (
+          SELECT o.id FROM outbox o WHERE o.queue_prefix = ${queuePrefix} AND o.webhook_id = r.webhook_id
+           ORDER BY o.id
+           LIMIT greatest(0, (CASE WHEN r.webhook_id = ANY(${slow}::text[]) THEN ${slowJobLimit}::int ELSE ${jobLimit}::int END) - r.held)
+           FOR UPDATE SKIP LOCKED) c
+      UNION ALL
+      SELECT c.id, 1 FROM (SELECT o.id FROM outbox o WHERE o.queue_prefix = ${queuePrefix} AND o.webhook_id IS NULL
+                            ORDER BY o.id LIMIT ${limit}::int FOR UPDATE SKIP LOCKED) c
+    ), picked AS (
+      SELECT id, position FROM candidates ORDER BY position, id LIMIT ${limit}::int
+    ), claimed AS (
+      DELETE FROM outbox o USING picked p WHERE o.id = p.id
+      RETURNING o.id, o.job_name, o.job_id, o.data, o.webhook_id, o.account_id, p.position
+    ), leased AS (
+      INSERT INTO webhook_leases (work_id, queue_prefix, webhook_id, account_id, job_name)
+      SELECT job_id, ${queuePrefix}, webhook_id, account_id, job_name FROM claimed WHERE webhook_id IS NOT NULL AND account_id IS NOT NULL
+      ON CONFLICT (work_id) DO UPDATE SET created_at = now()
+      RETURNING 1
+    )
+    SELECT c.*, (SELECT count(*) FROM leased)::int AS leased FROM claimed c`;
+
+/**
+ * Moves outbox rows of `queuePrefix` into the queue, in one transaction, sharing the queue among
+ * webhooks (the fair claim above: each webhook holds at most `jobLimit` jobs in Redis, the rest
+ * waits here): claims up to `limit` rows with `FOR UPDATE SKIP LOCKED` (any number of relays
+ * share the work, each row goes to one; each relay keeps a webhook at `jobLimit`, so the bound
+ * holds per relay pass), deletes and leases them in the same statement, calls `push` (which must
+ * add them to BullMQ with their job ids and return the rows it could not), ends the work of the
+ * rejected rows `failed` without an attempt (it could never run; queueing it again would fail
+ * again), and commits. When `push` throws (Redis away), the transaction rolls back: the rows are
+ * back for the next run, unleased. Two round trips precede `push` (BEGIN with the guard's
+ * settings; the claim), one follows it (COMMIT). Returns how many rows were claimed, and the
+ * rejected ones.
  */
 export async function relayOutbox(
   pool: pg.Pool,
@@ -89,25 +148,32 @@ export async function relayOutbox(
   limit: number,
   push: (rows: OutboxRow[]) => Promise<RejectedRow[]>,
   guard: RelayGuard = {},
+  jobLimit = DEFAULT_WEBHOOK_JOB_LIMIT,
+  slowWebhooks: string[] = [],
 ): Promise<{ claimed: number; rejected: RejectedRow[] }> {
   const ms = guard.lockTimeoutMs ? Math.ceil(guard.lockTimeoutMs) : undefined;
   return inTransaction(
     pool,
     async (client) => {
-      const { rows } = await run<{ id: string; job_name: OutboxJobName; job_id: string; data: Record<string, unknown>; webhook_id: string | null; account_id: string | null }>(
-        client,
-        sql`DELETE FROM outbox WHERE id IN (
-              SELECT id FROM outbox WHERE queue_prefix = ${queuePrefix} ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED)
-            RETURNING id, job_name, job_id, data, webhook_id, account_id`,
-        "delivery_state_claim_outbox_v2",
-      );
+      const { rows } = await run<{
+        id: string;
+        job_name: OutboxJobName;
+        job_id: string;
+        data: Record<string, unknown>;
+        webhook_id: string | null;
+        account_id: string | null;
+        position: number;
+      }>(client, CLAIM(queuePrefix, limit, jobLimit, slowWebhooks, slowWebhookJobLimit(jobLimit)), "delivery_state_claim_outbox_fair");
       if (rows.length === 0) return { claimed: 0, rejected: [] };
-      // RETURNING has no order; jobs are added oldest first (ids are a bigint sequence).
-      rows.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
-      const rejected = await push(rows.map((r) => ({ id: r.id, jobName: r.job_name, jobId: r.job_id, data: r.data, webhookId: r.webhook_id, accountId: r.account_id })));
+      // RETURNING has no order: jobs are added in turns (position), oldest first within a turn.
+      rows.sort((a, b) => a.position - b.position || (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
+      const rejected = await push(
+        rows.map((r) => ({ id: r.id, jobName: r.job_name, jobId: r.job_id, data: r.data, webhookId: r.webhook_id, accountId: r.account_id, position: r.position })),
+      );
       for (const { row } of rejected) {
         if (WORK_KINDS.has(row.jobName)) await failWithoutAttempt(client, row.jobName as WorkKind, row.jobId);
       }
+      if (rejected.length > 0) await run(client, sql`DELETE FROM webhook_leases WHERE work_id = ANY(${rejected.map((r) => r.row.jobId)}::text[])`);
       return { claimed: rows.length, rejected };
     },
     ms ? { idle_in_transaction_session_timeout: ms, statement_timeout: ms } : {},

@@ -15,7 +15,19 @@ export interface QueuedJob {
   jobName: string;
   jobId: string;
   data: unknown;
+  /** The webhook and account the work is for (null for rows from before they were recorded). */
+  webhookId?: string | null;
+  accountId?: string | null;
+  /**
+   * Its place among its webhook's jobs in the queue (1: the first). It becomes the job's BullMQ
+   * priority, so that workers take every webhook's first job before any webhook's second: a
+   * webhook with a backlog never stands in front of another's work.
+   */
+  position?: number;
 }
+
+/** BullMQ's highest priority number (the lowest priority). */
+const LOWEST_PRIORITY = 2_097_152;
 
 export class DeliveryQueue {
   readonly queue: Queue;
@@ -37,15 +49,18 @@ export class DeliveryQueue {
    * @throws ZodError for data that no worker could run, Error for an unknown job name
    */
   toBulkJob(job: QueuedJob, now = Date.now()): { name: string; data: unknown; opts: JobsOptions } {
+    const owner = job.webhookId && job.accountId ? { webhookId: job.webhookId, accountId: job.accountId } : {};
+    const priority = Math.min(LOWEST_PRIORITY, Math.max(1, Math.trunc(job.position ?? 1)));
     switch (job.jobName) {
       case JOB_NAMES.delivery: {
-        const data = deliveryJob.schema.parse(job.data);
+        const data = deliveryJob.schema.parse({ ...(job.data as object), ...owner });
         const firstAttempt = data.firstAttempt ?? 0;
         return {
           name: deliveryJob.name,
           data,
           opts: {
             jobId: job.jobId,
+            priority,
             attempts: Math.max(1, 1 + this.retryDelaysMs.length - firstAttempt),
             backoff: { type: DELIVERY_BACKOFF_TYPE },
             ...(data.notBefore && data.notBefore > now ? { delay: data.notBefore - now } : {}),
@@ -53,9 +68,9 @@ export class DeliveryQueue {
         };
       }
       case JOB_NAMES.testDelivery:
-        return { name: testDeliveryJob.name, data: testDeliveryJob.schema.parse(job.data), opts: { jobId: job.jobId, attempts: 1 } };
+        return { name: testDeliveryJob.name, data: testDeliveryJob.schema.parse({ ...(job.data as object), ...owner }), opts: { jobId: job.jobId, priority, attempts: 1 } };
       case JOB_NAMES.replay:
-        return { name: replayJob.name, data: replayJob.schema.parse(job.data), opts: { jobId: job.jobId, attempts: 1 } };
+        return { name: replayJob.name, data: replayJob.schema.parse({ ...(job.data as object), ...owner }), opts: { jobId: job.jobId, priority, attempts: 1 } };
       default:
         throw new Error(`unknown job name ${JSON.stringify(job.jobName)}`);
     }

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { requestTestDelivery } from "@mailhooks/delivery-state";
+import { requestTestDelivery, webhookBacklog } from "@mailhooks/delivery-state";
 import { EVENT_TYPES, type EventType } from "@mailhooks/events";
 import type { ApiDeps } from "../deps.js";
 import { AppError } from "../errors.js";
@@ -7,7 +7,8 @@ import { findWebhook } from "./webhooks.js";
 
 /**
  * What the dashboard shows about a webhook beyond its registration: its last attempt, its
- * success rate over the last 24 hours, and its test event (CONTRACT.md sections 4 and 6).
+ * success rate over the last 24 hours, its test event (CONTRACT.md sections 4 and 6), and its
+ * work waiting in the scheduler (docs/scheduler.md).
  * Reads only; asking for the test event again goes through @mailhooks/delivery-state.
  */
 
@@ -112,4 +113,13 @@ export async function sendTestEvent(deps: ApiDeps, accountId: string, webhookId:
   if (ids) return ids.deliveryId;
   await findWebhook(deps, accountId, webhookId);
   throw new AppError("conflict", "the webhook is disabled: enable it to send it a test event");
+}
+
+/**
+ * A webhook's work waiting in the scheduler (docs/scheduler.md): `waiting` in the outbox for its
+ * turn in the queue, `queued` in the queue (running, held for its share or its rate_limit, or
+ * a retry's delay). The caller has checked that the webhook is the account's.
+ */
+export async function webhookWaitingWork(deps: ApiDeps, webhookId: string): Promise<{ waiting: number; queued: number }> {
+  return webhookBacklog(deps.pool, deps.config.QUEUE_PREFIX, webhookId);
 }

@@ -6,7 +6,7 @@ import { paginationShape } from "../../http/pagination.js";
 import { parseOrThrow } from "../../http/validate.js";
 import { resourceId } from "../../routes/webhooks.js";
 import { EVENT_TYPES } from "@mailhooks/events";
-import { latestTestEvent, sendTestEvent, testEventSchema, webhookHealth } from "../../services/webhook-health.js";
+import { latestTestEvent, sendTestEvent, testEventSchema, webhookHealth, webhookWaitingWork } from "../../services/webhook-health.js";
 import { editedHeaders } from "../../services/webhook-options.js";
 import {
   createWebhook,
@@ -135,7 +135,11 @@ export function webhookPages(deps: ApiDeps): Router {
   async function showWebhook(req: Request, res: Response, extra: Record<string, unknown>, status = 200) {
     const id = idOf(req);
     const webhook = await getWebhook(deps, accountOf(req), id);
-    const [health, testEvent] = await Promise.all([webhookHealth(deps, accountOf(req), [id]), latestTestEvent(deps, accountOf(req), id)]);
+    const [health, testEvent, waitingWork] = await Promise.all([
+      webhookHealth(deps, accountOf(req), [id]),
+      latestTestEvent(deps, accountOf(req), id),
+      webhookWaitingWork(deps, id),
+    ]);
     const notices: Record<string, string> = {
       saved: "Saved.",
       enabled: "The endpoint is enabled: new events are delivered to it.",
@@ -151,6 +155,7 @@ export function webhookPages(deps: ApiDeps): Router {
         webhook,
         health: health.get(id)!,
         testEvent,
+        waitingWork,
         eventTypes: EVENT_TYPES,
         values: valuesOf(webhook),
         errors: {},

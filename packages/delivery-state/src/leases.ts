@@ -1,0 +1,93 @@
+import sql from "sql-template-tag";
+import { run, type Queryable } from "./db.js";
+import { OUTBOX_CHANNEL } from "./outbox.js";
+
+/**
+ * Leases of the fair scheduler (docs/scheduler.md): one row per job the relay handed to the
+ * queue for a webhook (relayOutbox writes them), until its work ends. A webhook's leases are what
+ * it holds in Redis; the relay hands it no more than DISPATCHER_WEBHOOK_JOB_LIMIT.
+ */
+
+/**
+ * Ends the leases of work whose job finished (delivered, failed for good, cancelled), and wakes
+ * the relays (OUTBOX_CHANNEL) when a webhook whose lease ended has work waiting in the outbox.
+ * Unknown ids are ignored (a lease dropped already).
+ */
+export async function releaseLeases(db: Queryable, workIds: string[]): Promise<void> {
+  if (workIds.length === 0) return;
+  await run(
+    db,
+    sql`WITH gone AS (DELETE FROM webhook_leases WHERE work_id = ANY(${workIds}::text[]) RETURNING queue_prefix, webhook_id)
+        SELECT pg_notify(${OUTBOX_CHANNEL}, w.queue_prefix)
+          FROM (SELECT DISTINCT g.queue_prefix FROM gone g
+                 WHERE EXISTS (SELECT 1 FROM outbox o WHERE o.queue_prefix = g.queue_prefix AND o.webhook_id = g.webhook_id)) w`,
+    "delivery_state_release_leases",
+  );
+}
+
+export interface Lease {
+  workId: string;
+  jobName: string;
+}
+
+/**
+ * Up to `limit` leases of `queuePrefix` made more than `olderThanMs` ago, with work ids after
+ * `afterWorkId` ("" for the start), in work id order: the lease keeper asks Redis whether their
+ * jobs still live.
+ */
+export async function leasesAfter(db: Queryable, queuePrefix: string, afterWorkId: string, olderThanMs: number, limit: number): Promise<Lease[]> {
+  const { rows } = await run<Lease>(
+    db,
+    sql`SELECT work_id AS "workId", job_name AS "jobName" FROM webhook_leases
+         WHERE queue_prefix = ${queuePrefix} AND work_id > ${afterWorkId}
+           AND created_at < now() - make_interval(secs => ${olderThanMs / 1000})
+         ORDER BY work_id LIMIT ${limit}`,
+  );
+  return rows;
+}
+
+/**
+ * Drops the leases `workIds` whose job is gone, if they are still older than `olderThanMs` (a
+ * lease made again meanwhile, for a job the relay queued again, is kept), and wakes the relays.
+ * Returns how many were dropped.
+ */
+export async function dropLeases(db: Queryable, workIds: string[], olderThanMs: number): Promise<number> {
+  if (workIds.length === 0) return 0;
+  const { rows } = await run<{ n: number }>(
+    db,
+    sql`WITH gone AS (DELETE FROM webhook_leases
+                       WHERE work_id = ANY(${workIds}::text[]) AND created_at < now() - make_interval(secs => ${olderThanMs / 1000})
+                      RETURNING queue_prefix),
+             woken AS (SELECT pg_notify(${OUTBOX_CHANNEL}, w.queue_prefix) FROM (SELECT DISTINCT queue_prefix FROM gone) w)
+        SELECT (SELECT count(*) FROM gone)::int AS n, (SELECT count(*) FROM woken)::int AS woken`,
+  );
+  return rows[0]?.n ?? 0;
+}
+
+/** What waits in the scheduler of `queuePrefix`, for the metrics. */
+export interface SchedulerBacklog {
+  /** Outbox rows (work waiting in PostgreSQL for its webhook's share, or for a relay). */
+  waiting: number;
+  /** Webhooks that hold `jobLimit` jobs in the queue (their further work waits in the outbox). */
+  webhooksAtLimit: number;
+}
+
+export async function schedulerBacklog(db: Queryable, queuePrefix: string, jobLimit: number): Promise<SchedulerBacklog> {
+  const { rows } = await run<SchedulerBacklog>(
+    db,
+    sql`SELECT (SELECT count(*)::int FROM outbox WHERE queue_prefix = ${queuePrefix}) AS waiting,
+               (SELECT count(*)::int FROM (SELECT 1 FROM webhook_leases WHERE queue_prefix = ${queuePrefix}
+                                           GROUP BY webhook_id HAVING count(*) >= ${jobLimit}) x) AS "webhooksAtLimit"`,
+  );
+  return rows[0] ?? { waiting: 0, webhooksAtLimit: 0 };
+}
+
+/** A webhook's work waiting in the outbox, and the jobs it holds in the queue (the dashboard). */
+export async function webhookBacklog(db: Queryable, queuePrefix: string, webhookId: string): Promise<{ waiting: number; queued: number }> {
+  const { rows } = await run<{ waiting: number; queued: number }>(
+    db,
+    sql`SELECT (SELECT count(*)::int FROM outbox WHERE queue_prefix = ${queuePrefix} AND webhook_id = ${webhookId}) AS waiting,
+               (SELECT count(*)::int FROM webhook_leases WHERE queue_prefix = ${queuePrefix} AND webhook_id = ${webhookId}) AS queued`,
+  );
+  return rows[0] ?? { waiting: 0, queued: 0 };
+}

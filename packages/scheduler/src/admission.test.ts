@@ -1,0 +1,105 @@
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import { createAdmissionControl, rateIntervalMs, type AdmissionControl } from "./admission.js";
+
+/**
+ * The admission rule against a real Redis (STYLE.md habit 16): one dispatcher of 8 slots, so
+ * C = 8 and the reserve R = 1. Each test has a key prefix of its own.
+ */
+const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+
+describe("admission", () => {
+  let redis: Redis;
+  let promoted: string[];
+  let admission: AdmissionControl;
+  let prefix: string;
+
+  beforeAll(() => {
+    redis = new Redis(redisUrl);
+  });
+  afterAll(async () => {
+    await redis.quit();
+  });
+  beforeEach(() => {
+    prefix = `test-sched-${randomUUID()}`;
+    promoted = [];
+    admission = createAdmissionControl({
+      redis,
+      keyPrefix: prefix,
+      localConcurrency: 8,
+      slowAttemptMs: 1_000,
+      maxAttemptMs: 60_000,
+      promote: async (jobId) => void promoted.push(jobId),
+    });
+  });
+  afterEach(async () => {
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+  });
+
+  const ask = (jobId: string, webhookId: string, accountId: string, rateLimit: number | null = null) =>
+    admission.admit({ jobId, webhookId, accountId, holds: 0, rateLimit });
+
+  test("alone, a webhook takes C - R slots; the reserve is a newcomer's, of another account or the same one", async () => {
+    for (let i = 0; i < 7; i++) expect(await ask(`a${i}`, "wh_a", "acct_1")).toEqual({ admitted: true });
+    expect(await ask("a7", "wh_a", "acct_1")).toMatchObject({ admitted: false, reason: "share" });
+    // Another account's webhook, and (once the first account's attempts are no longer quick)
+    // another webhook of the same account, find the reserve.
+    expect(await ask("b0", "wh_b", "acct_2")).toEqual({ admitted: true });
+    expect((await admission.state()).running).toBe(8);
+  });
+
+  test("a slow webhook gets its fair share and never the reserve; a quick attempt makes it fast again", async () => {
+    expect(await ask("s0", "wh_slow", "acct_1")).toEqual({ admitted: true });
+    await admission.release({ jobId: "s0", webhookId: "wh_slow", accountId: "acct_1", durationMs: 5_000 });
+    // Alone it may still use C - R = 7 (its fair share is all of C, less the reserve).
+    for (let i = 1; i <= 7; i++) expect(await ask(`s${i}`, "wh_slow", "acct_1")).toEqual({ admitted: true });
+    expect(await ask("s8", "wh_slow", "acct_1")).toMatchObject({ admitted: false, reason: "share" });
+    // Another account arrives: the slow one is over its share now and waits; the other is admitted.
+    expect(await ask("o0", "wh_other", "acct_2")).toEqual({ admitted: true });
+    await admission.release({ jobId: "s1", webhookId: "wh_slow", accountId: "acct_1", durationMs: 5_000 });
+    const held = await ask("s9", "wh_slow", "acct_1");
+    expect(held).toMatchObject({ admitted: false, reason: "share" });
+    // The end of one of its attempts wakes its held jobs at once.
+    await admission.release({ jobId: "s2", webhookId: "wh_slow", accountId: "acct_1", durationMs: 5_000 });
+    expect(promoted).toEqual(expect.arrayContaining(["s8"]));
+    expect((await admission.state()).slowWebhooks).toBe(1);
+    await admission.release({ jobId: "s3", webhookId: "wh_slow", accountId: "acct_1", durationMs: 10 });
+    expect((await admission.state()).slowWebhooks).toBe(0);
+  });
+
+  test("rate_limit: one turn per 1.15 s / r, each waiting job a turn of its own; a lifted limit gives them back", async () => {
+    const interval = rateIntervalMs(10);
+    const start = Date.now();
+    expect(await ask("r0", "wh_r", "acct_1", 10)).toEqual({ admitted: true });
+    const second = await ask("r1", "wh_r", "acct_1", 10);
+    const third = await ask("r2", "wh_r", "acct_1", 10);
+    expect(second).toMatchObject({ admitted: false, reason: "rate_limit" });
+    expect(third).toMatchObject({ admitted: false, reason: "rate_limit" });
+    const at = (d: typeof second) => (d.admitted ? 0 : d.retryAt);
+    expect(at(second) - start).toBeGreaterThanOrEqual(interval - 5);
+    expect(at(third) - at(second)).toBeGreaterThanOrEqual(Math.floor(interval) - 1);
+    expect((await admission.state()).waitingForRateLimit).toBe(2);
+    // Asked again before its turn: still waiting, for the same turn.
+    expect(await ask("r1", "wh_r", "acct_1", 10)).toMatchObject({ admitted: false, reason: "rate_limit", retryAt: at(second) });
+    // The limit is lifted: the turns are dropped and the waiting jobs promoted.
+    expect(await admission.reviewRateLimits(async () => null)).toBe(1);
+    expect(promoted.sort()).toEqual(["r1", "r2"]);
+    expect(await ask("r1", "wh_r", "acct_1", null)).toEqual({ admitted: true });
+    // Unchanged limits are left alone.
+    expect(await ask("q0", "wh_q", "acct_1", 5)).toEqual({ admitted: true });
+    expect(await ask("q1", "wh_q", "acct_1", 5)).toMatchObject({ admitted: false });
+    expect(await admission.reviewRateLimits(async () => 5)).toBe(0);
+  });
+
+  test("a dead dispatcher's attempt stops counting after maxAttemptMs, or when its job is admitted again", async () => {
+    const short = createAdmissionControl({ redis, keyPrefix: prefix, localConcurrency: 2, slowAttemptMs: 1_000, maxAttemptMs: 50 });
+    expect(await short.admit({ jobId: "d0", webhookId: "wh_d", accountId: "acct_1", holds: 0, rateLimit: null })).toEqual({ admitted: true });
+    // The same job taken over by another dispatcher replaces its own entry.
+    expect(await short.admit({ jobId: "d0", webhookId: "wh_d", accountId: "acct_1", holds: 0, rateLimit: null })).toEqual({ admitted: true });
+    expect((await short.state()).running).toBe(1);
+    await new Promise((r) => setTimeout(r, 80));
+    expect(await short.admit({ jobId: "d1", webhookId: "wh_d", accountId: "acct_1", holds: 0, rateLimit: null })).toEqual({ admitted: true });
+    expect((await short.state()).running).toBe(1);
+  });
+});
