@@ -1,16 +1,16 @@
 import { DelayedError, Job, UnrecoverableError, Worker } from "bullmq";
 import { ZodError } from "zod";
-import { createBatcher, failWithoutAttempt, releaseLeases, retryDelayFor, type WorkKind } from "@mailhooks/delivery-state";
+import { failWithoutAttempt, retryDelayFor, type WorkKind } from "@mailhooks/delivery-state";
 import { isInfrastructureError } from "@mailhooks/infrastructure-errors";
 import { secretKeysOf, type DispatcherConfig } from "@mailhooks/config";
 import { createKeyring, parseKeys, SecretDecryptionError } from "@mailhooks/secrets";
 import { deliveryJob, JOB_NAMES, QUEUE_NAMES, replayJob, testDeliveryJob, DELIVERY_BACKOFF_TYPE, type RedisClient } from "@mailhooks/queue";
-import { randomUUID } from "node:crypto";
-import { createAdmissionControl, createRateLimits, startLeaseKeeper, type AdmissionControl, type RateLimits } from "@mailhooks/scheduler";
+import type { AdmissionControl, RateLimits } from "@mailhooks/scheduler";
 import { RetryableDeliveryError } from "./delivery/retry-policy.js";
 import { deliverDestination, withDefaults, type DeliveryContext } from "./jobs/deliver-destination.js";
 import { deliverTestEvent } from "./jobs/deliver-test-event.js";
 import { replayEvent } from "./jobs/replay-event.js";
+import { startWorkerScheduler } from "./scheduler.js";
 
 export interface DeliveryWorkerOptions {
   connection: RedisClient;
@@ -255,66 +255,4 @@ export function createConfiguredDeliveryWorker(
   scheduler.wakeHeldJobs((jobId) => Job.fromId(worker, jobId).then((job) => job?.promote()));
   worker.on("closing", () => scheduler.stop());
   return worker;
-}
-
-/**
- * The heartbeat's period, in ms; a dispatcher's slots count for three periods after its last.
- * A lifted rate_limit takes effect within this plus the rate limits' cache (1 s).
- */
-const HEARTBEAT_MS = 1_000;
-
-/**
- * The scheduler of one dispatcher: admission over `wiring.connection`, the webhooks' rate limits
- * from PostgreSQL, lease releases batched, the lease keeper every DISPATCHER_STALLED_INTERVAL_MS,
- * and a heartbeat that tells the other dispatchers this one's slots. `stop` ends the timers.
- */
-function startWorkerScheduler(
-  config: DispatcherConfig,
-  wiring: Pick<DeliveryContext, "pool" | "logger" | "metrics"> & Pick<DeliveryWorkerOptions, "connection" | "prefix"> & { queuePrefix: string },
-): WorkerScheduler & { stop: () => void; wakeHeldJobs: (promote: (jobId: string) => Promise<void>) => void } {
-  const { pool, logger, metrics, connection } = wiring;
-  let promote: ((jobId: string) => Promise<void>) | undefined;
-  const admission = createAdmissionControl({
-    promote: (jobId) => promote?.(jobId) ?? Promise.resolve(),
-    redis: connection,
-    keyPrefix: wiring.prefix,
-    localConcurrency: config.DISPATCHER_CONCURRENCY,
-    slowAttemptMs: config.DISPATCHER_SLOW_ATTEMPT_MS,
-    // The longest attempt: the deadline, the body read (1 s) and the database write.
-    maxAttemptMs: config.DELIVERY_TIMEOUT_MS + 10_000,
-  });
-  const releases = createBatcher(async (ids: string[]) => (await releaseLeases(pool, ids), ids.map(() => undefined)), { maxBatch: 64, maxConcurrency: 2 });
-  const id = randomUUID();
-  const rateLimits = createRateLimits(pool);
-  // Each heartbeat also gives back the work of webhooks whose rate_limit was lifted or changed.
-  const beat = () => {
-    void admission.heartbeat(id, HEARTBEAT_MS * 3).catch((error: Error) => logger.warn("scheduler heartbeat failed", { error: error.message }));
-    void admission.reviewRateLimits((webhookId) => rateLimits.get(webhookId)).catch((error: Error) => logger.warn("rate limit review failed", { error: error.message }));
-  };
-  beat();
-  const heartbeat = setInterval(beat, HEARTBEAT_MS);
-  heartbeat.unref();
-  const keeper = startLeaseKeeper({
-    pool,
-    redis: connection,
-    keyPrefix: wiring.prefix,
-    queuePrefix: wiring.queuePrefix,
-    intervalMs: config.DISPATCHER_STALLED_INTERVAL_MS,
-    onDropped: (count) => {
-      logger.info("scheduler leases dropped: their jobs were gone from Redis", { count });
-      metrics.leasesDropped.inc(count);
-    },
-    onError: (error) => logger.warn("lease keeper failed; it tries again", { error: error.message }),
-  });
-  return {
-    admission,
-    rateLimits,
-    releaseLease: (workId) =>
-      void releases.submit(workId).catch((error: Error) => logger.warn("could not release a lease; the lease keeper will", { workId, error: error.message })),
-    wakeHeldJobs: (wake) => (promote = wake),
-    stop: () => {
-      clearInterval(heartbeat);
-      void keeper.close();
-    },
-  };
 }
