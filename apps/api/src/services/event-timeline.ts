@@ -72,18 +72,8 @@ export function payloadExpiry(deps: Pick<ApiDeps, "config">, createdAt: Date, re
 
 const isOk = (status: number | null) => status !== null && status >= 200 && status < 300;
 
-interface AttemptRow {
-  id: string;
-  webhook_id: string;
-  url: string;
-  trigger: string;
-  attempt: number;
-  response_status: number | null;
-  error: string | null;
-  response_body: string | null;
-  duration_ms: number;
-  created_at: Date;
-}
+/** An attempt as PostgreSQL returns it: its time a Date, its outcome not yet decided. */
+type AttemptRow = Omit<TimelineAttempt, "created_at" | "ok"> & { created_at: Date };
 
 export interface TimelineOptions {
   /** How many of the newest attempts to return (TIMELINE_ATTEMPTS). */
