@@ -4,12 +4,11 @@
  * share. Every key lives under the deployment's prefix (one hash slot on a Redis Cluster).
  */
 
-/** Admits an attempt or holds it back (see admission.ts for the rule); one atomic step. */
-export const ADMIT = `
-local active, accounts, slowKey, capKey, rateKey, slotKey, limitedKey, reservedKey, hooks = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
-local now, member, W, A = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4]
-local maxAge, localCap, interval, holdMs, whPrefix, slowHoldMs, slowMs = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11])
-
+/**
+ * Lua: `forget(m)` takes the running attempt `m` ("<jobId>|<webhookId>|<accountId>") out of the
+ * counts, if it is there. Needs `active`, `accounts`, `hooks` and `whPrefix` in scope.
+ */
+const FORGET = `
 -- Per account and per webhook, the attempts running, by start time (started:a:<A>, started:w:<W>).
 local function forget(m)
   if redis.call('ZREM', active, m) == 1 then
@@ -23,7 +22,15 @@ local function forget(m)
     end
   end
 end
--- Attempts of dispatchers that died mid-way stop counting; this job's own earlier entry too.
+`;
+
+/** Admits an attempt or holds it back (see admission.ts for the rule); one atomic step. */
+export const ADMIT = `
+local active, accounts, slowKey, capKey, rateKey, slotKey, limitedKey, reservedKey, hooks = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local now, member, W, A = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4]
+local maxAge, localCap, interval, holdMs, whPrefix, slowHoldMs, slowMs = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11])
+
+${FORGET}-- Attempts of dispatchers that died mid-way stop counting; this job's own earlier entry too.
 for _, m in ipairs(redis.call('ZRANGEBYSCORE', active, '-inf', now - maxAge, 'LIMIT', 0, 20)) do forget(m) end
 forget(member)
 redis.call('ZREMRANGEBYSCORE', slowKey, '-inf', now)
@@ -113,13 +120,8 @@ return {1}
 export const RELEASE = `
 local active, accounts, slowKey, hooks = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local member, W, A, slowUntil, whPrefix = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
-if redis.call('ZREM', active, member) == 1 then
-  if redis.call('HINCRBY', accounts, A, -1) <= 0 then redis.call('HDEL', accounts, A) end
-  if redis.call('HINCRBY', whPrefix .. A, W, -1) <= 0 then redis.call('HDEL', whPrefix .. A, W) end
-  if redis.call('HINCRBY', hooks, W, -1) <= 0 then redis.call('HDEL', hooks, W) end
-  redis.call('ZREM', whPrefix .. 'started:a:' .. A, member)
-  redis.call('ZREM', whPrefix .. 'started:w:' .. W, member)
-end
+${FORGET}
+forget(member)
 if slowUntil > 0 then redis.call('ZADD', slowKey, slowUntil, W) else redis.call('ZREM', slowKey, W) end
 -- A slot of this webhook is free: the job of it held back longest may ask again now.
 return redis.call('LPOP', whPrefix .. 'held:' .. W, 2) or {}
