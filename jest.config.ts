@@ -1,16 +1,29 @@
 import type { Config } from "jest";
 
 /**
- * One jest run for every workspace. Sources are ESM TypeScript, compiled by ts-jest
- * without type checking (`npm run build` type-checks); workspace packages resolve to their
- * sources so that tests never need a build. Run through `npm test` (scripts/test.mjs),
- * which prepares the test database and the receivers' certificate first.
+ * One jest run for every workspace, in two tiers (CONTRIBUTING.md "Tests in two tiers"):
+ *
+ * - `unit`: runs in the jest process alone: no PostgreSQL, no Redis, no child process.
+ *   `npm run test:unit` runs it with every server address pointing at a closed port.
+ * - `integration`: everything else: a whole stack (every file under tests/e2e, tests/chaos and
+ *   tests/dashboard), or a file named `*.integration.test.ts` (against PostgreSQL or Redis, or
+ *   starting processes: services, compilers, the CLI).
+ *
+ * Sources are ESM TypeScript, compiled by ts-jest without type checking (`npm run build`
+ * type-checks); workspace packages resolve to their sources so that tests never need a build.
+ * Run through `npm test` (scripts/test.mjs, both tiers), which prepares the test database and
+ * the receivers' certificate first, or `npm run test:unit` (scripts/test-unit.mjs).
  */
-const config: Config = {
+
+/** Folders of tests/ whose every test starts a stack: the integration tier whatever the name. */
+const STACK_FOLDERS = ["e2e", "chaos", "dashboard"];
+/** The name of an integration test anywhere else. */
+const INTEGRATION_SUFFIX = ".integration.test.ts";
+
+const shared: Config = {
   testEnvironment: "node",
   extensionsToTreatAsEsm: [".ts"],
   roots: ["<rootDir>/packages", "<rootDir>/apps", "<rootDir>/tests", "<rootDir>/examples", "<rootDir>/docs"],
-  testMatch: ["**/*.test.ts"],
   moduleNameMapper: {
     "^@mailhooks/([a-z-]+)$": "<rootDir>/packages/$1/src/index.ts",
     "^@mailhooks/([a-z-]+)/([a-z-]+)$": "<rootDir>/packages/$1/src/$2.ts",
@@ -20,6 +33,22 @@ const config: Config = {
     "^.+\\.ts$": ["ts-jest", { useESM: true, tsconfig: "<rootDir>/tsconfig.jest.json", diagnostics: false }],
   },
   testTimeout: 60_000,
+};
+
+const config: Config = {
+  projects: [
+    {
+      ...shared,
+      displayName: "unit",
+      testMatch: ["**/*.test.ts"],
+      testPathIgnorePatterns: ["/node_modules/", `<rootDir>/tests/(${STACK_FOLDERS.join("|")})/`, `${INTEGRATION_SUFFIX.replace(/\./g, "\\.")}$`],
+    },
+    {
+      ...shared,
+      displayName: "integration",
+      testMatch: [`<rootDir>/tests/{${STACK_FOLDERS.join(",")}}/**/*.test.ts`, `**/*${INTEGRATION_SUFFIX}`],
+    },
+  ],
   // Exit once the results are written. After some full runs Node 20's own teardown spun at 100 %
   // CPU for good in Environment::CleanupHandles (a gdb backtrace of the jest process, with no
   // libuv handle nor request left active), so `npm test` and CI waited forever after printing

@@ -1,21 +1,23 @@
 /**
  * Run by scripts/test.mjs before jest: makes the HTTPS receivers' certificate in the folder given
- * as the only argument, and (re)creates the test database (TEST_DATABASE_URL) from
- * prisma/migrations, so every run starts from exactly what `npm run db:migrate` builds. With
- * `--drop` instead, after jest: drops that database (the run's own).
+ * as the first argument, and (re)creates the test database (TEST_DATABASE_URL) from
+ * prisma/migrations, so every run starts from exactly what `npm run db:migrate` builds; with
+ * `--no-database` after the folder (scripts/test-unit.mjs), only the certificate. With `--drop`
+ * instead, after jest: drops that database (the run's own).
  */
 import pg from "pg";
 import { ensureLocalCertificate } from "@mailhooks/receiver";
 import { MIGRATIONS_DIR, migrate } from "@mailhooks/db";
 import { testDatabaseUrl } from "../tests/support/env.js";
 
-const certDir = process.argv[2];
-if (!certDir) {
-  console.error("usage: prepare-tests CERT_DIR | --drop");
+const [certDir, option] = process.argv.slice(2);
+if (!certDir || (option !== undefined && option !== "--no-database")) {
+  console.error("usage: prepare-tests CERT_DIR [--no-database] | --drop");
   process.exit(2);
 }
 const drop = certDir === "--drop";
 if (!drop) await ensureLocalCertificate(certDir);
+if (option === "--no-database") process.exit(0);
 
 /** The name scripts/test.mjs gives a run's own database. */
 const OWN = /^webhooks_test_\d+$/;

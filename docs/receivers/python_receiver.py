@@ -2,7 +2,7 @@
 """A receiver for the email event webhooks service, with the Python standard library only.
 
 verify() checks a request as @mailhooks/verify does: the same checks in the same order, with
-the same error codes (docs/receivers/python_receiver.test.ts runs it on every vector of
+the same error codes (docs/receivers/python_receiver.integration.test.ts runs it on every vector of
 packages/verify/test-vectors.json). Copy verify() into your application, or run:
 
     WEBHOOK_SECRET=whsec_... python3 python_receiver.py [--port 8080]

@@ -2,7 +2,7 @@ import { verify, verifyEvent, type WebhookEnvelope, type WebhookEvent, type Webh
 import * as web from "../src/web.js";
 
 /**
- * Compiled, never run (test/typecheck.test.ts runs tsc on it): the verified envelope's `data` is
+ * Compiled, never run (test/typecheck.integration.test.ts runs tsc on it): the verified envelope's `data` is
  * typed by `event`, a union discriminated on it (the six kinds and webhook.test), and each
  * `@ts-expect-error` below proves that a field of another kind does not type-check.
  */

@@ -15,7 +15,7 @@ import { bodyOf, loadVectors, VECTORS_PATH, type TestVector } from "../../packag
  * vector's outcome (the envelope with the vector's X-Service-Event-Id, or the error code). The
  * Go one runs only where `go` is on the PATH (Go is not part of this repository's toolchain);
  * elsewhere its test is skipped. The "For integrators" typed client runs in a new project
- * against a running API (readme-client.test.ts).
+ * against a running API (readme-client.integration.test.ts).
  */
 
 const require = createRequire(import.meta.url);

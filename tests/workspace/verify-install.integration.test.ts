@@ -103,7 +103,7 @@ beforeAll(async () => {
   const [packLine] = packBlock.split("\n");
   expect(packLine).toBe("cd /path/to/clone/packages/verify && npm pack --pack-destination /tmp");
   // --ignore-scripts: its prepack would build again what the root build has just made (and
-  // write into dist while packages/verify/test/package.test.ts may pack too).
+  // write into dist while packages/verify/test/package.integration.test.ts may pack too).
   await run("npm", ["pack", "--ignore-scripts", "--pack-destination", tarballs], { cwd: path.join(root, "packages/verify"), env });
   const [tarball] = readdirSync(tarballs);
   expect(projectCommands(packBlock)).toEqual([`npm install /tmp/${tarball}`]);

@@ -48,7 +48,7 @@ function fromSource(script: string): string[] {
 const REQUIRED: Record<string, string[]> = { replay: ["--since", "2026-11-01T00:00:00Z", "--until", "2026-11-02T00:00:00Z"] };
 
 const commands: [label: string, invoke: (args: string[]) => Promise<Run>, required: string[]][] = [
-  ...["keys", "replay", "db:migrate", "demo", "bench", "test", "build"].map((script): [string, (args: string[]) => Promise<Run>, string[]] => [
+  ...["keys", "replay", "db:migrate", "demo", "bench", "test", "test:unit", "build"].map((script): [string, (args: string[]) => Promise<Run>, string[]] => [
     `npm run -s ${script}`,
     (args) => run(npm, ["run", "-s", script, "--", ...args]),
     REQUIRED[script] ?? [],
