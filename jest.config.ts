@@ -32,7 +32,6 @@ const shared: Config = {
   transform: {
     "^.+\\.ts$": ["ts-jest", { useESM: true, tsconfig: "<rootDir>/tsconfig.jest.json", diagnostics: false }],
   },
-  testTimeout: 60_000,
 };
 
 const config: Config = {
@@ -49,6 +48,8 @@ const config: Config = {
       testMatch: [`<rootDir>/tests/{${STACK_FOLDERS.join(",")}}/**/*.test.ts`, `**/*${INTEGRATION_SUFFIX}`],
     },
   ],
+  // A global option: jest ignores it in a project's configuration.
+  testTimeout: 60_000,
   // Exit once the results are written. After some full runs Node 20's own teardown spun at 100 %
   // CPU for good in Environment::CleanupHandles (a gdb backtrace of the jest process, with no
   // libuv handle nor request left active), so `npm test` and CI waited forever after printing
