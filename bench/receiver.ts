@@ -1,12 +1,13 @@
 /**
- * The benchmark's receiver: a keep-alive HTTPS endpoint in the bench process that answers at
- * once and does as little as it can, so that it is never what limits a phase. It reads the
- * messageId of each body with a regex (no JSON parse, no signature check), timestamps the
+ * The benchmark's receiver: a keep-alive HTTPS endpoint in the bench process (on every
+ * receiver's listener, @mailhooks/receiver's listenHttps) that answers at once and does as
+ * little as it can, so that it is never what limits a phase. It reads the messageId of each
+ * body with a regex (no JSON parse, no signature check), timestamps the
  * arrival with `performance.timeOrigin + performance.now()` (comparable across processes) and
  * keeps counters per run. Every messageId the bench sends is `<kind-runId-index-startMs@bench>`:
  * the run it belongs to and when the load process started its request travel with the event.
  */
-import https from "node:https";
+import { listenHttps } from "@mailhooks/receiver";
 import { MESSAGE_ID, now } from "./bodies.js";
 
 /** What a run's deliveries did at the receiver. */
@@ -58,7 +59,7 @@ export async function startBenchReceiver(cert: { cert: string; key: string }, re
   // Seen messageIds per run, to count first arrivals (fan-out delivers one messageId 5 times).
   const seen = new Set<string>();
 
-  const server = https.createServer({ cert: cert.cert, key: cert.key, keepAliveTimeout: 120_000 }, (req, res) => {
+  const listener = await listenHttps(cert, (req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
@@ -100,13 +101,11 @@ export async function startBenchReceiver(cert: { cert: string; key: string }, re
       });
       waiters.get(runId)?.();
     });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as { port: number }).port;
+  }, { keepAliveTimeoutMs: 120_000 });
 
   let lastCpu = process.cpuUsage();
   return {
-    url: `https://localhost:${port}/hook`,
+    url: listener.url("/hook"),
     run: runOf,
     waitFor: (runId, predicate, timeoutMs) =>
       new Promise((resolve, reject) => {
@@ -130,10 +129,7 @@ export async function startBenchReceiver(cert: { cert: string; key: string }, re
       lastCpu = process.cpuUsage();
       return (used.user + used.system) / 1000;
     },
-    close: () => {
-      server.closeAllConnections();
-      server.close();
-    },
+    close: () => void listener.close(),
   };
 }
 
@@ -155,21 +151,16 @@ export interface HangingReceiver {
 export async function startHangingReceiver(cert: { cert: string; key: string }): Promise<HangingReceiver> {
   let taken = 0;
   let held = 0;
-  const server = https.createServer({ cert: cert.cert, key: cert.key }, (req) => {
+  const listener = await listenHttps(cert, (req) => {
     taken++;
     held++;
     req.resume();
     req.socket.once("close", () => held--);
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as { port: number }).port;
   return {
-    url: `https://localhost:${port}/hang`,
+    url: listener.url("/hang"),
     taken: () => taken,
     held: () => held,
-    close: () => {
-      server.closeAllConnections();
-      server.close();
-    },
+    close: () => void listener.close(),
   };
 }

@@ -1,13 +1,10 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
-import { readFile } from "node:fs/promises";
-import https from "node:https";
-import type { AddressInfo } from "node:net";
-import path from "node:path";
 import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { acceptEvents } from "@mailhooks/delivery-state";
 import { createRedisConnection, QUEUE_NAMES } from "@mailhooks/queue";
-import { testCertDir, testRedisUrl } from "../support/env.js";
+import { listenHttps, testCertificate } from "@mailhooks/receiver";
+import { testRedisUrl } from "../support/env.js";
 import { createHook, deliveryRows, emailArrivals, startHookReceiver } from "../support/hooks.js";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { buildDispatcher, endChaosFile, processMemory, startBuiltDispatcher, startDispatcher, waitForExit, type ServiceProcess } from "./support/processes.js";
@@ -146,11 +143,9 @@ describe("dispatchers that die", () => {
  * of it (the test process would otherwise hold 300 MB of envelopes), and answers 200.
  */
 async function startStreamingReceiver() {
-  const dir = testCertDir();
-  const [cert, key] = await Promise.all([readFile(path.join(dir, "localhost.crt"), "utf8"), readFile(path.join(dir, "localhost.key"), "utf8")]);
   const secrets = new Map<string, string>();
   const requests: { path: string; eventId: string | undefined; bytes: number; verified: boolean }[] = [];
-  const server = https.createServer({ cert, key, keepAliveTimeout: 60_000 }, (req, res) => {
+  const listener = await listenHttps(testCertificate(), (req, res) => {
     const reqPath = req.url ?? "/";
     const secret = secrets.get(reqPath) ?? "";
     const mac = createHmac("sha256", Buffer.from(secret, "utf8")).update(`${String(req.headers["x-service-timestamp"])}.`);
@@ -166,17 +161,6 @@ async function startStreamingReceiver() {
       requests.push({ path: reqPath, eventId: req.headers["x-service-event-id"] as string | undefined, bytes, verified });
       res.writeHead(verified ? 200 : 401).end();
     });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as AddressInfo).port;
-  return {
-    secrets,
-    requests,
-    url: (p: string) => `https://localhost:${port}${p}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  }, { keepAliveTimeoutMs: 60_000 });
+  return { secrets, requests, url: listener.url, close: listener.close };
 }

@@ -1,7 +1,7 @@
 import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { createRedisConnection, QUEUE_NAMES } from "@mailhooks/queue";
-import { GIB, startHostileReceiver, type HostileReceiver } from "../../apps/dispatcher/src/delivery/test-support/hostile-receiver.js";
+import { GIB, startHostileReceiver, testCertificate, type HostileReceiver } from "@mailhooks/receiver";
 import { testRedisUrl } from "../support/env.js";
 import { createHook, deliveryRows, emailArrivals, startHookReceiver } from "../support/hooks.js";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
@@ -41,7 +41,7 @@ describe("hostile receivers against a dispatcher process", () => {
   beforeAll(async () => {
     await buildDispatcher();
     stack = await startStack({ dispatcher: false, env: ENV });
-    hostile = await startHostileReceiver();
+    hostile = await startHostileReceiver(testCertificate());
     connection = createRedisConnection(testRedisUrl(), "worker");
     deliveries = new Queue(QUEUE_NAMES.deliveries, { connection, prefix: stack.prefix });
   }, 180_000);

@@ -1,6 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { readFile } from "node:fs/promises";
-import path from "node:path";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Queue } from "bullmq";
@@ -10,14 +8,14 @@ import { createKeyring, parseKeys } from "@mailhooks/secrets";
 import { createDatabase, type PrismaClient } from "@mailhooks/db";
 import { configureLogger } from "@mailhooks/logger";
 import { createRedisConnection, QUEUE_NAMES, redisKeyPrefix } from "@mailhooks/queue";
-import { startReceiver, type Receiver, type ReceiverOptions } from "@mailhooks/receiver";
+import { startReceiver, testCertificate, type Receiver, type ReceiverOptions } from "@mailhooks/receiver";
 import { createAdminApp } from "../../apps/api/src/admin-app.js";
 import { createApp } from "../../apps/api/src/app.js";
 import { startKeyAccess } from "../../apps/api/src/key-access.js";
 import { createApiKey } from "@mailhooks/access";
 import { callApi, type ApiAnswer, type CallOptions } from "./api-call.js";
 import { startInProcessDispatcher, type InProcessDispatcher } from "./delivery-worker.js";
-import { testCertDir, testDatabaseUrl, testRedisUrl } from "./env.js";
+import { testDatabaseUrl, testRedisUrl } from "./env.js";
 
 /**
  * A whole service for one test file, in-process: the API on an ephemeral port, a dispatcher
@@ -139,8 +137,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
 
   const issued = await createApiKey(prisma, `test-account-${randomUUID()}`);
   const receivers: Receiver[] = [];
-  const certDir = testCertDir();
-  const [cert, key] = await Promise.all([readFile(path.join(certDir, "localhost.crt"), "utf8"), readFile(path.join(certDir, "localhost.key"), "utf8")]);
+  const { cert, key } = testCertificate();
 
   const apiWithKey = (apiKey: string, base = baseUrl): Stack["api"] => (method, urlPath, body, headers, callOptions) =>
     callApi(base, apiKey, method, urlPath, body, headers, callOptions);

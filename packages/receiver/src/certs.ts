@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import selfsigned from "selfsigned";
@@ -48,4 +49,17 @@ export async function ensureLocalCertificate(dir: string): Promise<LocalCertific
   await writeFile(keyPath, pems.private, { mode: 0o600 });
   await writeFile(certPath, pems.cert);
   return { cert: pems.cert, key: pems.private, certPath };
+}
+
+/**
+ * The certificate `npm test` and `npm run test:unit` made before jest started (scripts/test.mjs:
+ * the folder TEST_CERT_DIR), which the test process and the services it starts trust through
+ * NODE_EXTRA_CA_CERTS.
+ * @throws Error when TEST_CERT_DIR is not set (jest run directly).
+ */
+export function testCertificate(): LocalCertificate {
+  const dir = process.env.TEST_CERT_DIR;
+  if (!dir) throw new Error("run the tests with `npm test` or `npm run test:unit` (they prepare the receivers' certificate)");
+  const certPath = path.join(dir, "localhost.crt");
+  return { cert: readFileSync(certPath, "utf8"), key: readFileSync(path.join(dir, "localhost.key"), "utf8"), certPath };
 }

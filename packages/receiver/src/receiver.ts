@@ -1,6 +1,5 @@
-import https from "node:https";
-import type { AddressInfo } from "node:net";
 import { verify, isWebhookVerificationError, SIGNATURE_HEADER, TIMESTAMP_HEADER, type WebhookEnvelope } from "@mailhooks/verify";
+import { listenHttps } from "./https-server.js";
 
 /** CONTRACT.md section 6: the event's id on every request (what `dedupeBy: "event-id"` keys on). */
 export const EVENT_ID_HEADER = "X-Service-Event-Id";
@@ -10,7 +9,7 @@ export const EVENT_ID_HEADER = "X-Service-Event-Id";
  * signature with @mailhooks/verify (constant time, on the raw bytes) before looking at the
  * body, answers 401 on a mismatch, 400 to a signed body that is not an envelope, and
  * de-duplicates by `event` + `data.messageId` (retries and replays deliver the same event again).
- * Used by the demo, the tests and the benchmark; `behavior` lets them make it fail on purpose.
+ * Used by the demo and the tests; `behavior` lets them make it fail on purpose.
  */
 
 export interface Arrival {
@@ -102,7 +101,7 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
   const countByPath = new Map<string, number>();
   const waiters = new Set<() => void>();
 
-  const server = https.createServer({ cert: options.cert, key: options.key, keepAliveTimeout: 60_000 }, async (req, res) => {
+  const listener = await listenHttps(options, async (req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     const raw = await readBody(req);
     const secret = await options.secretFor(path);
@@ -149,15 +148,12 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
     for (const wake of waiters) wake();
     res.writeHead(arrival.status, { "content-type": "application/json", ...reply.headers });
     res.end(JSON.stringify({ received: verified }));
-  });
-
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, options.host ?? "127.0.0.1", resolve));
-  const port = (server.address() as AddressInfo).port;
+  }, { port: options.port, host: options.host, keepAliveTimeoutMs: 60_000 });
 
   return {
-    port,
+    port: listener.port,
     arrivals,
-    url: (path) => `https://localhost:${port}${path}`,
+    url: listener.url,
     waitFor: (predicate, timeoutMs = 30_000) =>
       new Promise((resolve, reject) => {
         const check = () => {
@@ -173,10 +169,6 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
         waiters.add(check);
         check();
       }),
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: listener.close,
   };
 }

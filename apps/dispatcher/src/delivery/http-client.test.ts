@@ -1,8 +1,8 @@
 import type https from "node:https";
 import type { Got } from "got";
+import { GIB, startHostileReceiver, testCertificate, type HostileReceiver } from "@mailhooks/receiver";
 import { BODY_WAIT_MS, createHttpClient, RESPONSE_BODY_LIMIT_BYTES, statusOfHead } from "./http-client.js";
 import { sendSigned, type SendInput } from "./send.js";
-import { GIB, startHostileReceiver, type HostileReceiver } from "./test-support/hostile-receiver.js";
 
 /**
  * sendSigned with the real client against receivers that misbehave on purpose, over real TLS on
@@ -19,7 +19,7 @@ let client: Got;
 let agent: https.Agent;
 
 beforeAll(async () => {
-  receiver = await startHostileReceiver();
+  receiver = await startHostileReceiver(testCertificate());
   ({ client, agent } = createHttpClient({ timeoutMs: DEADLINE_MS, allowPrivateTargets: true }));
 });
 

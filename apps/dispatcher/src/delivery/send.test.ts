@@ -1,10 +1,8 @@
-import https from "node:https";
-import type { AddressInfo } from "node:net";
 import type { Got } from "got";
+import { listenHttps, testCertificate } from "@mailhooks/receiver";
 import { verify } from "@mailhooks/verify";
 import { createHttpClient } from "./http-client.js";
 import { classifyError, decodeExcerpt, sendSigned, type SendInput } from "./send.js";
-import { testCertificate } from "./test-support/hostile-receiver.js";
 
 interface Received {
   url: string;
@@ -15,7 +13,7 @@ interface Received {
 /** A real HTTPS receiver on loopback that records each request and answers `status`. */
 async function recordingReceiver(status: number): Promise<{ url: (p: string) => string; received: Received[]; close: () => Promise<void> }> {
   const received: Received[] = [];
-  const server = https.createServer(testCertificate(), (req, res) => {
+  const listener = await listenHttps(testCertificate(), (req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
@@ -23,16 +21,7 @@ async function recordingReceiver(status: number): Promise<{ url: (p: string) => 
       res.writeHead(status).end();
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as AddressInfo).port;
-  return {
-    url: (p) => `https://127.0.0.1:${port}${p}`,
-    received,
-    close: () => new Promise((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
-  };
+  return { url: (p) => `https://127.0.0.1:${listener.port}${p}`, received, close: listener.close };
 }
 
 /** A client that fails the test if any request is attempted. */

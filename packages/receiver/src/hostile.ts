@@ -1,13 +1,11 @@
-import { readFileSync } from "node:fs";
-import https from "node:https";
 import net, { type AddressInfo, type Socket } from "node:net";
-import path from "node:path";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { listenHttps } from "./https-server.js";
 
 /**
- * Receivers that misbehave on purpose, for the tests of the dispatcher's HTTP client: an HTTPS
- * server (the test certificate, trusted through NODE_EXTRA_CA_CERTS) whose answer depends on
- * the first segment of the path, and a TCP listener that accepts connections and never speaks
+ * Receivers that misbehave on purpose, for the tests of the dispatcher's HTTP client and the
+ * chaos tests: an HTTPS server (a local certificate, e.g. testCertificate(), trusted through
+ * NODE_EXTRA_CA_CERTS) whose answer depends on the first segment of the path, and a TCP listener that accepts connections and never speaks
  * TLS. Every request is answered the same way whatever its body or signature.
  *
  * | path           | answer                                                                  |
@@ -49,13 +47,6 @@ export const MIB = 1024 ** 2;
 /** `hi`, two invalid bytes, an invalid two-byte sequence, then `ok`. */
 export const INVALID_UTF8_BODY = Buffer.from([0x68, 0x69, 0xff, 0xfe, 0xc3, 0x28, 0x6f, 0x6b]);
 
-/** The certificate `npm test` made (scripts/test.mjs), which the process trusts. */
-export function testCertificate(): { cert: string; key: string } {
-  const dir = process.env.TEST_CERT_DIR;
-  if (!dir) throw new Error("run the tests with `npm test` (it prepares the receivers' certificate)");
-  return { cert: readFileSync(path.join(dir, "localhost.crt"), "utf8"), key: readFileSync(path.join(dir, "localhost.key"), "utf8") };
-}
-
 const CHUNK = Buffer.alloc(64 * 1024, "a");
 
 /** Writes `total` bytes of `a` to `res`, as fast as the client reads; stops when it goes away. */
@@ -83,8 +74,8 @@ function trickle(target: { write: (b: string) => unknown; destroyed: boolean; on
   target.once("close", () => clearInterval(timer));
 }
 
-export async function startHostileReceiver(): Promise<HostileReceiver> {
-  const { cert, key } = testCertificate();
+/** Starts both listeners on free loopback ports, the HTTPS one with `certificate`. */
+export async function startHostileReceiver(certificate: { cert: string; key: string }): Promise<HostileReceiver> {
   const requests: string[] = [];
   const sentByPath = new Map<string, number>();
   const open = new Set<Socket>();
@@ -145,11 +136,12 @@ export async function startHostileReceiver(): Promise<HostileReceiver> {
         res.writeHead(404).end();
     }
   };
-  const server = https.createServer({ cert, key }, (req, res) => {
+  const listener = await listenHttps(certificate, (req, res) => {
     // Answer once the request is in, as a real receiver would (and so that keep-alive works).
     req.resume();
     req.once("end", () => handle(req, res));
   });
+  const server = listener.server;
   server.on("secureConnection", (socket: Socket) => {
     connections++;
     open.add(socket);
@@ -168,13 +160,11 @@ export async function startHostileReceiver(): Promise<HostileReceiver> {
     socket.once("close", () => stalled.delete(socket));
   });
 
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   await new Promise<void>((resolve) => stallServer.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as AddressInfo).port;
   const stallPort = (stallServer.address() as AddressInfo).port;
 
   return {
-    url: (p) => `https://localhost:${port}${p}`,
+    url: listener.url,
     stalledHandshakeUrl: (p) => `https://localhost:${stallPort}${p}`,
     requests,
     connections: () => connections,
@@ -184,9 +174,8 @@ export async function startHostileReceiver(): Promise<HostileReceiver> {
     bodyBytesSent: (prefix) => [...sentByPath].filter(([p]) => p.startsWith(prefix)).reduce((sum, [, n]) => sum + n, 0),
     close: async () => {
       for (const socket of stalled) socket.destroy();
-      server.closeAllConnections();
       for (const socket of open) socket.destroy();
-      await Promise.all([new Promise((r) => server.close(r)), new Promise((r) => stallServer.close(r))]);
+      await Promise.all([listener.close(), new Promise((r) => stallServer.close(r))]);
     },
   };
 }
