@@ -25,16 +25,14 @@
  * - The hanging webhooks are disabled at the end (their pending destinations end cancelled), and
  *   the phase's processes, the private Redis and the hanging receiver are stopped.
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
 import path from "node:path";
-import getPort from "get-port";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { createApiKey } from "@mailhooks/access";
 import { createPrismaClient } from "@mailhooks/db";
+import { freePort, startRedisServer } from "@mailhooks/processes";
 import { deliveredBatchBody, now } from "./bodies.js";
-import { fail, log, nodeFlagsOf, startChild, startProgram, stopChild, waitReady } from "./processes.js";
+import { fail, log, nodeFlagsOf, startChild, stopChild, waitReady } from "./processes.js";
 import { startHangingReceiver } from "./receiver.js";
 import { CONCURRENCY, type Bench } from "./setup.js";
 import { percentiles } from "./stats.js";
@@ -132,21 +130,16 @@ async function usedMemory(redis: Redis): Promise<number> {
   return Number(match[1]);
 }
 
-/** A private redis-server on a free loopback port, no persistence; stopped with stopChild. */
-async function startPrivateRedis(root: string) {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "bench-neighbour-redis-"));
-  const port = await getPort({ host: "127.0.0.1" });
-  const child = startProgram(
-    "the neighbour phase's redis-server",
-    "redis-server",
-    ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no", "--logfile", path.join(dir, "redis.log")],
-    { cwd: root, env: process.env },
-  );
-  const url = `redis://127.0.0.1:${port}`;
-  const client = new Redis(url, { maxRetriesPerRequest: 1, retryStrategy: () => 100, lazyConnect: true });
+/** A private redis-server (no persistence) whose unexpected exit fails the run, and a client of it. */
+async function startPrivateRedis() {
+  const server = await startRedisServer({
+    killWithParent: true,
+    onUnexpectedExit: (exit) => fail(`the neighbour phase's redis-server exited unexpectedly (${exit.code ?? exit.signal})`),
+  });
+  const client = new Redis(server.url, { maxRetriesPerRequest: 1, retryStrategy: () => 100, lazyConnect: true });
   client.on("error", () => undefined);
   await until("the private redis-server did not answer PING", 10_000, async () => ((await client.ping().catch(() => "")) === "PONG" ? true : undefined));
-  return { url, client, child, dir };
+  return { server, url: server.url, client };
 }
 
 /** Paced traffic over the healthy webhooks' accounts; waits for its arrivals at most `waitMs` after its last answer. */
@@ -172,12 +165,12 @@ async function pacedRun(b: Bench, apiUrl: string, keys: string[], runId: string,
 
 /** Runs the phase (see the module's comment); throws with a clear message when a bounded wait ends. */
 export async function neighbours(b: Bench, sizes: NeighbourSizes): Promise<NeighbourResult> {
-  const redis = await startPrivateRedis(b.root);
+  const redis = await startPrivateRedis();
   const hanging = await startHangingReceiver(b.cert);
   const db = new pg.Client({ connectionString: b.databaseUrl });
   await db.connect();
   const queuePrefix = `${b.prefix}-nb`;
-  const [port, adminPort, metricsPort] = await Promise.all([1, 2, 3].map(() => getPort({ host: "127.0.0.1" })));
+  const [port, adminPort, metricsPort] = await Promise.all([1, 2, 3].map(() => freePort()));
   const env: NodeJS.ProcessEnv = {
     ...b.serviceEnv,
     REDIS_URL: redis.url,
@@ -284,12 +277,11 @@ export async function neighbours(b: Bench, sizes: NeighbourSizes): Promise<Neigh
     await stopChild(dispatcher);
     await stopChild(api);
     redis.client.disconnect();
-    await stopChild(redis.child, 5_000);
+    await redis.server.destroy();
     hanging.close();
     // Rows a relay held back would outlive the run in a database that is kept (--grown).
     await db.query(`DELETE FROM outbox WHERE queue_prefix = $1`, [queuePrefix]);
     await db.end();
-    await rm(redis.dir, { recursive: true, force: true });
     log(`neighbours: hanging webhooks disabled, the phase's processes stopped (${Date.now() - cleanupStart} ms)`);
   }
 }

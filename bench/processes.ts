@@ -4,28 +4,25 @@
  * service that exits before the end fails the run at once, and every child is stopped when the
  * bench process ends, however it ends.
  */
-import { fork, spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { startNode, startProcess, waitForHttp, type StartedProcess } from "@mailhooks/processes";
 import type { LoadRequest, LoadResult } from "./load.js";
 
 const t0 = Date.now();
 /** A progress line on stderr, with the seconds since the bench started. */
 export const log = (line: string) => console.error(`bench [${((Date.now() - t0) / 1000).toFixed(0).padStart(4)} s]: ${line}`);
 
-const children = new Set<ChildProcess>();
+/** The long-lived children (@mailhooks/processes, SIGKILLed however the bench ends). */
+const children = new Set<StartedProcess>();
 let stopping = false;
-process.on("exit", () => {
-  for (const child of children) child.kill("SIGKILL");
-});
 for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => fail(`interrupted (${signal})`));
 
-/** Fails the run: stops every child and exits 1. */
+/** Fails the run: exits 1, which SIGKILLs every child. */
 export function fail(message: string): never {
   console.error(`bench: FAILED: ${message}`);
   stopping = true;
-  for (const child of children) child.kill("SIGKILL");
   process.exit(1);
 }
 
@@ -42,25 +39,23 @@ export function profileFlags(root: string, kind: string): string[] {
   return ["--cpu-prof", `--cpu-prof-dir=${path.join(root, ".tmp/profiles")}`, `--cpu-prof-name=${kind}.${at}.${process.pid}.cpuprofile`];
 }
 
-/** Starts a long-lived Node child; its unexpected exit fails the run. */
-export function startChild(name: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; ipc?: boolean }): ChildProcess {
-  return startProgram(name, process.execPath, args, options);
-}
-
-/** Children that stopChild is stopping: their exit is expected, not a failure. */
-const stoppedOnPurpose = new WeakSet<ChildProcess>();
-
-/** Starts a long-lived child running `command` (e.g. redis-server); its unexpected exit fails the run. */
-export function startProgram(name: string, command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; ipc?: boolean }): ChildProcess {
-  const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ["ignore", "inherit", "inherit", ...(options.ipc ? (["ipc"] as const) : [])] });
+/**
+ * Starts a long-lived Node child, `args` being node's (flags, then the entry); its output is the
+ * bench's own, and its unexpected exit fails the run.
+ */
+export function startChild(name: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; ipc?: boolean }): StartedProcess {
+  const child = startProcess(name, process.execPath, args, {
+    cwd: options.cwd,
+    env: options.env,
+    ipc: options.ipc,
+    output: "inherit",
+    killWithParent: true,
+    onUnexpectedExit: (exit) => {
+      if (!stopping) fail(exit.error ? `${name} could not start (${exit.error.message})` : `${name} exited unexpectedly (${exit.code ?? exit.signal})`);
+    },
+  });
   children.add(child);
-  child.on("error", (error) => {
-    if (!stopping && !stoppedOnPurpose.has(child)) fail(`${name} could not start (${error.message})`);
-  });
-  child.on("exit", (code, signal) => {
-    children.delete(child);
-    if (!stopping && !stoppedOnPurpose.has(child)) fail(`${name} exited unexpectedly (${code ?? signal})`);
-  });
+  void child.exited.then(() => children.delete(child));
   return child;
 }
 
@@ -68,35 +63,19 @@ export function startProgram(name: string, command: string, args: string[], opti
  * Stops one child before the end of the run: SIGTERM (a dispatcher lets its attempts in flight
  * finish), then SIGKILL if it has not exited within `graceMs`. Resolves once it has exited.
  */
-export async function stopChild(child: ChildProcess, graceMs = 15_000): Promise<void> {
-  stoppedOnPurpose.add(child);
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.kill("SIGCONT");
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
-  await exited;
-  clearTimeout(timer);
+export async function stopChild(child: StartedProcess, graceMs = 15_000): Promise<void> {
+  await child.stop(graceMs);
 }
 
 /** Stops the long-lived children with SIGTERM and waits for them (CPU profiles are written on exit). */
 export async function stopChildren(): Promise<void> {
   stopping = true;
-  await Promise.all(
-    [...children].map(
-      (child) =>
-        new Promise<void>((resolve) => {
-          child.once("exit", () => resolve());
-          child.kill("SIGCONT");
-          child.kill("SIGTERM");
-        }),
-    ),
-  );
+  await Promise.all([...children].map((child) => child.stop(Infinity)));
 }
 
 /** Pauses / resumes a process (SIGSTOP / SIGCONT). */
-export const pause = (child: ChildProcess) => child.kill("SIGSTOP");
-export const resume = (child: ChildProcess) => child.kill("SIGCONT");
+export const pause = (p: StartedProcess) => p.child.kill("SIGSTOP");
+export const resume = (p: StartedProcess) => p.child.kill("SIGCONT");
 
 /** Peak resident set size (VmHWM) since start or the last resetPeakRss, in MB. */
 export async function peakRssMb(pid: number): Promise<number> {
@@ -109,29 +88,20 @@ export async function resetPeakRss(pid: number): Promise<void> {
   await writeFile(`/proc/${pid}/clear_refs`, "5").catch(() => undefined);
 }
 
+/** Waits until `url` answers 2xx; fails the run after 30 s. */
 export async function waitReady(url: string, what: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {
-      // not yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  fail(`${what} not ready at ${url} after 30 s`);
+  await waitForHttp(url, 30_000).catch(() => fail(`${what} not ready at ${url} after 30 s`));
 }
 
-/** Forks a TypeScript file (tsx), sends it `request` and resolves with its one answer. */
+/** Runs a TypeScript file (tsx) with IPC, sends it `request` and resolves with its one answer. */
 export function forkOnce<TReq, TRes>(root: string, file: string, request: TReq, env: NodeJS.ProcessEnv): Promise<TRes> {
   return new Promise((resolve, reject) => {
-    const child = fork(path.join(root, file), [], { cwd: root, execArgv: ["--conditions=source", "--import", "tsx"], env });
-    children.add(child);
-    child.once("message", (message) => resolve(message as TRes));
-    child.once("exit", (code) => {
-      children.delete(child);
+    const p = startNode(file, path.join(root, file), { cwd: root, env, ipc: true, output: "inherit", killWithParent: true });
+    p.child.once("message", (message) => resolve(message as TRes));
+    void p.exited.then(({ code }) => {
       if (code !== 0) reject(new Error(`${file} exited with ${code}`));
     });
-    child.send(request as object);
+    p.child.send(request as object);
   });
 }
 
@@ -142,12 +112,18 @@ export interface LoadGenerator {
 }
 
 export function startLoadGenerator(root: string, env: NodeJS.ProcessEnv): LoadGenerator {
-  const child = fork(path.join(root, "bench/load.ts"), [], { cwd: root, execArgv: ["--conditions=source", "--import", "tsx"], env });
-  children.add(child);
-  child.on("exit", (code) => {
-    children.delete(child);
-    if (!stopping) fail(`the load generator exited unexpectedly (${code})`);
+  let closed = false;
+  const p = startNode("the load generator", path.join(root, "bench/load.ts"), {
+    cwd: root,
+    env,
+    ipc: true,
+    output: "inherit",
+    killWithParent: true,
+    onUnexpectedExit: ({ code }) => {
+      if (!stopping && !closed) fail(`the load generator exited unexpectedly (${code})`);
+    },
   });
+  const child = p.child;
   let nextId = 0;
   const pending = new Map<number, { resolve: (r: LoadResult) => void; reject: (e: Error) => void }>();
   child.on("message", (message: { id: number; result?: LoadResult; error?: string }) => {
@@ -164,7 +140,7 @@ export function startLoadGenerator(root: string, env: NodeJS.ProcessEnv): LoadGe
         child.send({ id, request });
       }),
     close: () => {
-      children.delete(child);
+      closed = true;
       child.disconnect();
     },
   };

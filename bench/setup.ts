@@ -8,12 +8,11 @@
  * would (events, payloads, destinations, outbox rows), but nothing is delivered, so the batch can
  * be large without a long drain afterwards.
  */
-import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import path from "node:path";
-import getPort from "get-port";
 import { createApiKey } from "@mailhooks/access";
 import { createPrismaClient } from "@mailhooks/db";
+import { freePort, type StartedProcess } from "@mailhooks/processes";
 import { ensureLocalCertificate, type LocalCertificate } from "@mailhooks/receiver";
 import { startBenchReceiver, type BenchReceiver } from "./receiver.js";
 import { log, nodeFlagsOf, profileFlags, startChild, startLoadGenerator, waitReady, type LoadGenerator } from "./processes.js";
@@ -30,9 +29,9 @@ export interface Bench {
   prefix: string;
   receiver: BenchReceiver;
   load: LoadGenerator;
-  api: ChildProcess;
-  dispatcher: ChildProcess;
-  batchApi: ChildProcess;
+  api: StartedProcess;
+  dispatcher: StartedProcess;
+  batchApi: StartedProcess;
   apiUrl: string;
   batchApiUrl: string;
   bareUrl: string;
@@ -57,7 +56,7 @@ export async function startBench(root: string, databaseUrl: string, redisUrl: st
   const prefix = `bench-${Date.now()}`;
   const cert = await ensureLocalCertificate(path.join(root, ".tmp/bench-certs"));
   const receiver = await startBenchReceiver(cert, RETRY_DELAY_MS);
-  const [port, metricsPort, barePort, adminPort, batchPort, batchAdminPort] = await Promise.all([1, 2, 3, 4, 5, 6].map(() => getPort({ host: "127.0.0.1" })));
+  const [port, metricsPort, barePort, adminPort, batchPort, batchAdminPort] = await Promise.all([1, 2, 3, 4, 5, 6].map(() => freePort()));
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     NODE_ENV: "production",

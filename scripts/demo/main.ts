@@ -19,7 +19,8 @@ import { createCommand } from "@mailhooks/command-line";
 import { apiConfigSchema, loadConfig } from "@mailhooks/config";
 import { createApiClient, dataOf, listAll, postRawMessage, type ApiClient, type Schemas } from "@mailhooks/api-client";
 import { dashboardLink, keepLines, notKeptLines } from "./keep.js";
-import { freePort, ROOT, startProcess, stopProcess, waitForHttp } from "./processes.js";
+import { freePort, startNode, waitForHttp, type StartedProcess } from "@mailhooks/processes";
+import { ROOT } from "./root.js";
 import { printReport, type DemoFacts } from "./report.js";
 import { ensureServices, MissingService } from "./services.js";
 
@@ -61,7 +62,7 @@ async function waitForAudit(api: ApiClient, count: number): Promise<Schemas["Aud
   }
 }
 
-const children: ReturnType<typeof startProcess>[] = [];
+const children: StartedProcess[] = [];
 let exitCode = 1;
 /** Undone in reverse order: the API and the dispatcher stop before their database and Redis. */
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -146,8 +147,10 @@ try {
     LOG_FORMAT: "pretty",
   };
   log("starting the API and a dispatcher");
-  children.push(startProcess("api", "apps/api/src/main.ts", env), startProcess("dispatcher", "apps/dispatcher/src/main.ts", env));
-  cleanups.push(() => Promise.all(children.map((c) => stopProcess(c))));
+  // Separate OS processes from source (tsx), each line of their output shown as `  [api] ...`.
+  const service = (name: string, entry: string) => startNode(name, path.join(ROOT, entry), { cwd: ROOT, env, output: "prefix" });
+  children.push(service("api", "apps/api/src/main.ts"), service("dispatcher", "apps/dispatcher/src/main.ts"));
+  cleanups.push(() => Promise.all(children.map((c) => c.stop())));
   const baseUrl = `http://127.0.0.1:${port}`;
   await waitForHttp(`${baseUrl}/readyz`);
 
@@ -257,7 +260,7 @@ try {
     // Kept running means kept watched: a process that dies ends the demo instead of leaving half of it.
     await new Promise<void>((resolve) => {
       children.forEach((child, i) =>
-        child.once("exit", (code, signal) => {
+        void child.exited.then(({ code, signal }) => {
           if (finishing) return;
           log(`${["the API", "the dispatcher"][i]} exited (${signal ?? code}); stopping everything`);
           resolve();

@@ -1,5 +1,5 @@
+import { findOnPath, startRedisServer } from "@mailhooks/processes";
 import { embeddedPostgresPackage, startEmbeddedPostgres, type StartedService } from "./embedded-postgres.js";
-import { findOnPath, startRedisServer } from "./local-redis.js";
 import { answers, hostAndPort } from "./probe.js";
 
 /**
@@ -55,7 +55,7 @@ export async function ensureServices(urls: DemoServices, onStarted: (service: St
   }
   if (redisServer) {
     starts.push(
-      startRedisServer(redisServer).then((r) => {
+      startLocalRedis(redisServer).then((r) => {
         onStarted(r, `${redisAt.host}:${redisAt.port}`);
         result.redisUrl = r.url;
       }),
@@ -65,4 +65,17 @@ export async function ensureServices(urls: DemoServices, onStarted: (service: St
   const failed = (await Promise.allSettled(starts)).find((s) => s.status === "rejected");
   if (failed) throw (failed as PromiseRejectedResult).reason;
   return result;
+}
+
+/**
+ * `binary` (a redis-server) as a private Redis on a free loopback port, keeping nothing on disk,
+ * killed with the demo however it ends.
+ */
+async function startLocalRedis(binary: string): Promise<StartedService> {
+  const redis = await startRedisServer({ binary, killWithParent: true });
+  return {
+    url: redis.url,
+    description: `redis-server${redis.version ? ` ${redis.version}` : ""} on 127.0.0.1:${redis.port} (${binary}, nothing kept on disk)`,
+    stop: redis.destroy,
+  };
 }

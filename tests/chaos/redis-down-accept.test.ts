@@ -2,7 +2,7 @@ import { verify } from "@mailhooks/verify";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { apiAs, createHook, deliveryRows, eventOf, startHookReceiver } from "../support/hooks.js";
 import { killAll, removeMaintenanceQueue, startDispatcher, waitForOutput } from "./support/processes.js";
-import { startThrowawayRedis, type ThrowawayRedis } from "./support/redis-server.js";
+import { startRedisServer, type RedisServer } from "@mailhooks/processes";
 
 /**
  * CONTRACT.md section 5, "Accepted means delivered": with Redis down, every accept path answers
@@ -13,11 +13,11 @@ import { startThrowawayRedis, type ThrowawayRedis } from "./support/redis-server
  * Redis is a throwaway redis-server of this test, stopped and started again; never the system one.
  */
 describe("accepted while Redis is down, delivered once it is back", () => {
-  let redisServer: ThrowawayRedis;
+  let redisServer: RedisServer;
   let stack: Stack;
 
   beforeAll(async () => {
-    redisServer = await startThrowawayRedis();
+    redisServer = await startRedisServer({ appendOnly: true });
     stack = await startStack({ env: { REDIS_URL: redisServer.url }, dispatcher: false });
   });
   afterAll(async () => {

@@ -1,5 +1,5 @@
 import { sampleData, startStack, type Stack } from "../support/stack.js";
-import { startThrowawayRedis, type ThrowawayRedis } from "./support/redis-server.js";
+import { startRedisServer, type RedisServer } from "@mailhooks/processes";
 
 /**
  * The per-account rate limit (RATE_LIMIT_PER_MINUTE) counts in Redis, shared by the replicas;
@@ -11,11 +11,11 @@ import { startThrowawayRedis, type ThrowawayRedis } from "./support/redis-server
  */
 describe("rate limit while Redis is down", () => {
   const LIMIT = 3;
-  let redisServer: ThrowawayRedis;
+  let redisServer: RedisServer;
   let stack: Stack;
 
   beforeAll(async () => {
-    redisServer = await startThrowawayRedis();
+    redisServer = await startRedisServer({ appendOnly: true });
     stack = await startStack({ env: { REDIS_URL: redisServer.url, RATE_LIMIT_PER_MINUTE: String(LIMIT) }, dispatcher: false });
   });
   afterAll(async () => {

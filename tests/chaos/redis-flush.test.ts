@@ -7,7 +7,7 @@ import type { Arrival } from "@mailhooks/receiver";
 import { sampleData, startStack, waitUntil, type Stack, queued } from "../support/stack.js";
 import { createHook, deliveryRows, emailArrivals, startHookReceiver } from "../support/hooks.js";
 import { killAll, startDispatcher } from "./support/processes.js";
-import { startThrowawayRedis, type ThrowawayRedis } from "./support/redis-server.js";
+import { startRedisServer, type RedisServer } from "@mailhooks/processes";
 
 /**
  * Redis loses everything (FLUSHALL; the same as a Redis without persistence restarted) while a
@@ -25,14 +25,14 @@ const SWEEP = { SWEEP_INTERVAL_MS: "1000", SWEEP_AFTER_MS: "1000" };
 const run = promisify(execFile);
 
 describe("Redis flushed while a dispatcher runs", () => {
-  let redisServer: ThrowawayRedis;
+  let redisServer: RedisServer;
   let stack: Stack;
   let connection: RedisClient;
   let deliveries: Queue;
   let maintenance: Queue;
 
   beforeAll(async () => {
-    redisServer = await startThrowawayRedis();
+    redisServer = await startRedisServer({ appendOnly: true });
     stack = await startStack({ env: { REDIS_URL: redisServer.url }, dispatcher: false });
     connection = createRedisConnection(redisServer.url, "worker");
     connection.on("error", () => undefined);

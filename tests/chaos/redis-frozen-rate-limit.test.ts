@@ -1,5 +1,5 @@
 import { sampleData, startStack, type Stack } from "../support/stack.js";
-import { startThrowawayRedis, type ThrowawayRedis } from "./support/redis-server.js";
+import { startRedisServer, type RedisServer } from "@mailhooks/processes";
 
 /**
  * Issue 17 ("Bounded by construction"), item 7: a Redis that accepts connections but answers
@@ -14,11 +14,11 @@ describe("rate limit while Redis is frozen", () => {
   const LIMIT = 5;
   /** Far below ioredis's 5 s command timeout, far above an accept on this machine. */
   const USUAL_MS = 1_500;
-  let redisServer: ThrowawayRedis;
+  let redisServer: RedisServer;
   let stack: Stack;
 
   beforeAll(async () => {
-    redisServer = await startThrowawayRedis();
+    redisServer = await startRedisServer({ appendOnly: true });
     stack = await startStack({ env: { REDIS_URL: redisServer.url, RATE_LIMIT_PER_MINUTE: String(LIMIT) }, dispatcher: false });
   });
   afterAll(async () => {

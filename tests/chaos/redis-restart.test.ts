@@ -4,7 +4,7 @@ import { createRedisConnection, QUEUE_NAMES } from "@mailhooks/queue";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { apiAs, createHook, deliveryRows, emailArrivals, startHookReceiver } from "../support/hooks.js";
 import { killAll, startDispatcher } from "./support/processes.js";
-import { startThrowawayRedis, type ThrowawayRedis } from "./support/redis-server.js";
+import { startRedisServer, type RedisServer } from "@mailhooks/processes";
 
 /**
  * Issue 4, item 8 (Redis): Redis restarted while a retry is scheduled. The retry is a delayed
@@ -19,13 +19,13 @@ const RETRY_MS = 3_000;
 const LATE_MS = 1_000;
 
 describe("Redis restarted while a retry is scheduled", () => {
-  let redisServer: ThrowawayRedis;
+  let redisServer: RedisServer;
   let stack: Stack;
   let connection: Redis;
   let deliveries: Queue;
 
   beforeAll(async () => {
-    redisServer = await startThrowawayRedis();
+    redisServer = await startRedisServer({ appendOnly: true });
     stack = await startStack({ env: { REDIS_URL: redisServer.url, DELIVERY_RETRY_DELAYS_MS: [RETRY_MS, RETRY_MS, RETRY_MS].join(",") }, dispatcher: false });
     connection = createRedisConnection(redisServer.url, "worker");
     connection.on("error", () => undefined);

@@ -3,7 +3,7 @@ import { promisify } from "node:util";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { createHook, emailArrivals, startHookReceiver, type HookReceiver } from "../support/hooks.js";
 import { killAll, startDispatcher } from "./support/processes.js";
-import { startThrowawayRedis, type ThrowawayRedis } from "./support/redis-server.js";
+import { startRedisServer, type RedisServer } from "@mailhooks/processes";
 
 /**
  * The fair scheduler's bookkeeping survives what kills its keepers (docs/scheduler.md): a
@@ -18,12 +18,12 @@ const LOCK_MS = 2_000;
 const STALLED_MS = 1_000;
 
 describe("scheduler bookkeeping after a SIGKILL and a Redis flush", () => {
-  let redisServer: ThrowawayRedis;
+  let redisServer: RedisServer;
   let stack: Stack;
   let hr: HookReceiver;
 
   beforeAll(async () => {
-    redisServer = await startThrowawayRedis();
+    redisServer = await startRedisServer({ appendOnly: true });
     stack = await startStack({ env: { REDIS_URL: redisServer.url }, dispatcher: false });
     hr = await startHookReceiver(stack, (a) => (a.event !== "webhook.test" && a.path === "/hang" ? { delayMs: 60_000 } : {}));
   }, 60_000);

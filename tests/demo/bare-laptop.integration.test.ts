@@ -1,6 +1,6 @@
 import path from "node:path";
 import getPort from "get-port";
-import { findOnPath } from "../../scripts/demo/local-redis.js";
+import { findOnPath } from "@mailhooks/processes";
 import { answers } from "../../scripts/demo/probe.js";
 import { runDemo, SIGN_IN_LINE } from "./run-demo.js";
 

@@ -1,6 +1,7 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { startNode } from "@mailhooks/processes";
 
 /** `npm run demo` as the tests run it: from source, in a child process, its output collected. */
 
@@ -20,23 +21,14 @@ export interface RunningDemo {
 
 /** Starts the demo with `args` and `env` over this process's environment. */
 export function startDemo(args: string[], env: Record<string, string>): RunningDemo {
-  const base: Record<string, string | undefined> = { ...process.env };
   // jest's own flags (--experimental-vm-modules) are not the demo's.
-  delete base.NODE_OPTIONS;
-  const child = spawn(process.execPath, ["--import", "tsx", "--conditions=source", path.join(ROOT, "scripts/demo/main.ts"), ...args], {
-    cwd: ROOT,
-    env: { ...base, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  let stdout = "";
-  child.stdout!.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-    stdout += chunk.toString();
-  });
-  child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
-  return { child, output: () => output, stdoutLines: () => stdout.split("\n").filter((line) => line !== ""), exited };
+  const demo = startNode("demo", path.join(ROOT, "scripts/demo/main.ts"), { cwd: ROOT, args, env: { NODE_OPTIONS: undefined, ...env } });
+  return {
+    child: demo.child,
+    output: demo.output,
+    stdoutLines: () => demo.stdout().split("\n").filter((line) => line !== ""),
+    exited: demo.exited,
+  };
 }
 
 /** Runs the demo to its end (SIGTERM after `timeoutMs`, then a rejection). */

@@ -1,33 +1,28 @@
-import getPort from "get-port";
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { execFile } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Queue } from "bullmq";
+import { startNode, type StartedProcess } from "@mailhooks/processes";
 import { createRedisConnection, QUEUE_NAMES } from "@mailhooks/queue";
 import { testCertDir, testDatabaseUrl, testRedisUrl } from "../../support/env.js";
 
 /**
  * The service's processes started from source (tsx), as real OS processes that a test can
- * SIGKILL or SIGTERM, the way an operator or an orchestrator would. Each one gets the test
- * database, certificate trust for the reference receivers, no metrics port and quiet logs;
- * the rest of its configuration comes from the environment, as in production.
+ * SIGKILL or SIGTERM, the way an operator or an orchestrator would, with @mailhooks/processes
+ * (whose waits and freePort the chaos tests take from here too). Each one gets the test
+ * database, certificate trust for the reference receivers, no metrics port and quiet logs; the
+ * rest of its configuration comes from the environment, as in production.
  */
+export { freePort, waitForExit, waitForOutput } from "@mailhooks/processes";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 
-export interface ServiceProcess {
-  name: string;
-  child: ChildProcess;
-  pid: number;
-  /** Resolves once the process has exited. */
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
-  /** Everything it printed so far (stdout and stderr). */
-  output: () => string;
-  running: () => boolean;
-}
+/** A started service: its output is collected (`output()`), shown as it comes with CHAOS_LOGS=1. */
+export type ServiceProcess = StartedProcess;
 
+/** The services this test file started (see killAll). */
 const started = new Set<ServiceProcess>();
 
 /** Environment every spawned service gets (before the test's own overrides). */
@@ -55,40 +50,27 @@ export interface StartOptions {
  * built `.js` file (see buildDispatcher) with plain node, as `npm run start:*` runs it.
  */
 export function startService(name: string, entry: string, env: Record<string, string>, options: StartOptions = {}): ServiceProcess {
-  const baseEnv: Record<string, string | undefined> = { ...process.env };
-  // jest's own flags (--experimental-vm-modules) are not the service's.
-  delete baseEnv.NODE_OPTIONS;
-  // `node --import tsx`, not the tsx CLI: the CLI runs the program in a child process of its
-  // own, so a signal sent to it would not reach the service.
-  const loader = entry.endsWith(".ts") ? ["--import", "tsx", "--conditions=source"] : [];
-  const child = spawn(process.execPath, [...(options.nodeFlags ?? []), ...loader, path.join(ROOT, entry)], {
+  const service = startNode(name, path.join(ROOT, entry), {
     cwd: ROOT,
-    env: { ...baseEnv, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  const collect = (chunk: Buffer) => {
-    const text = chunk.toString();
-    out += text;
+    // jest's own flags (--experimental-vm-modules) are not the service's.
+    env: { NODE_OPTIONS: undefined, ...env },
+    nodeFlags: options.nodeFlags,
     // CHAOS_LOGS=1 shows the services' own logs while the test runs.
-    if (process.env.CHAOS_LOGS) process.stderr.write(text.split("\n").filter(Boolean).map((l) => `  [${name}] ${l}\n`).join(""));
-  };
-  child.stdout!.on("data", collect);
-  child.stderr!.on("data", collect);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) =>
-    child.once("exit", (code, signal) => resolve({ code, signal, at: Date.now() })),
-  );
-  const handle: ServiceProcess = {
-    name,
-    child,
-    pid: child.pid!,
-    exited,
-    output: () => out,
-    running: () => child.exitCode === null && child.signalCode === null,
-  };
-  started.add(handle);
-  void exited.then(() => started.delete(handle));
-  return handle;
+    output: process.env.CHAOS_LOGS ? "prefix" : "collect",
+  });
+  started.add(service);
+  void service.exited.then(() => started.delete(service));
+  return service;
+}
+
+/**
+ * SIGKILLs every service this test file started that still runs (afterAll), never a private
+ * redis-server (its destroy() ends it); resolves once they have exited.
+ */
+export async function killAll(): Promise<void> {
+  const running = [...started];
+  for (const p of running) if (p.running()) p.child.kill("SIGKILL");
+  await Promise.all(running.map((p) => p.exited));
 }
 
 /** A dispatcher process (apps/dispatcher/src/main.ts). */
@@ -138,44 +120,12 @@ export function startApiProcess(name: string, env: Record<string, string> & { PO
   return startService(name, "apps/api/src/main.ts", serviceEnv(env));
 }
 
-/** SIGKILLs every process started by this module that is still running (afterAll). */
-export async function killAll(): Promise<void> {
-  const running = [...started];
-  for (const p of running) if (p.running()) p.child.kill("SIGKILL");
-  await Promise.all(running.map((p) => p.exited));
-}
-
-/** Waits for `p` to exit, failing (with its output) after `timeoutMs`. */
-export async function waitForExit(p: ServiceProcess, timeoutMs: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${p.name} did not exit within ${timeoutMs} ms; output:\n${p.output()}`)), timeoutMs);
-  });
-  try {
-    return await Promise.race([p.exited, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-
 /** `testDatabaseUrl()` with another host port (e.g. a proxy's), same database and user. */
 export function databaseUrlVia(port: number, host = "127.0.0.1"): string {
   const url = new URL(testDatabaseUrl());
   url.hostname = host;
   url.port = String(port);
   return url.toString();
-}
-
-/** Waits until `p` has printed `pattern` (e.g. a log line at LOG_LEVEL=info). */
-export async function waitForOutput(p: ServiceProcess, pattern: string | RegExp, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  const found = () => (typeof pattern === "string" ? p.output().includes(pattern) : pattern.test(p.output()));
-  while (!found()) {
-    if (!p.running()) throw new Error(`${p.name} exited before printing ${pattern}; output:\n${p.output()}`);
-    if (Date.now() > deadline) throw new Error(`${p.name} did not print ${pattern} within ${timeoutMs} ms; output:\n${p.output()}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 /**
@@ -206,5 +156,3 @@ export async function endChaosFile(stack: { prefix: string; close: () => Promise
   await stack?.close();
 }
 
-/** A free TCP port on loopback (get-port). */
-export const freePort = (): Promise<number> => getPort({ host: "127.0.0.1" });

@@ -1,0 +1,178 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { accessSync, constants } from "node:fs";
+import path from "node:path";
+import getPort from "get-port";
+
+/** How a child process ended. */
+export interface ProcessExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** Date.now() at the exit, in ms. */
+  at: number;
+  /** Set when it could not start at all (e.g. ENOENT: the program is not on PATH). */
+  error?: Error;
+}
+
+export interface StartOptions {
+  /** Working folder (default: this process's). */
+  cwd?: string;
+  /** Variables set over this process's environment; `undefined` removes one. */
+  env?: Record<string, string | undefined>;
+  /**
+   * Where its stdout and stderr go: `collect` (default) keeps them for `output()`/`stdout()`;
+   * `prefix` prints each line as `  [name] line` (stdout on stdout, stderr on stderr) and keeps
+   * them too; `inherit` hands it this process's own (nothing kept).
+   */
+  output?: "collect" | "prefix" | "inherit";
+  /** An IPC channel (`child.send`, its "message" events), for a Node program. */
+  ipc?: boolean;
+  /** Called once when it exits (or cannot start) without `stop()` having been asked. */
+  onUnexpectedExit?: (exit: ProcessExit) => void;
+  /** SIGKILLs it when this process exits, however it exits, if it still runs (default false). */
+  killWithParent?: boolean;
+}
+
+/** A started child process. */
+export interface StartedProcess {
+  name: string;
+  child: ChildProcess;
+  /** Its pid (undefined only when it could not start). */
+  pid: number;
+  /** Resolves once it has exited (or failed to start); never rejects. */
+  exited: Promise<ProcessExit>;
+  /** stdout and stderr so far, interleaved as they came (`collect` and `prefix` only). */
+  output: () => string;
+  /** stdout alone so far (`collect` and `prefix` only). */
+  stdout: () => string;
+  running: () => boolean;
+  /**
+   * Stops it: SIGCONT (it may be paused), SIGTERM, then SIGKILL if it still runs after
+   * `graceMs` (default 10 s; Infinity waits for good). Its exit is then not unexpected.
+   */
+  stop: (graceMs?: number) => Promise<ProcessExit>;
+}
+
+const killedWithParent = new Set<StartedProcess>();
+let exitHookInstalled = false;
+
+/** Starts `command` with `args`; see StartOptions. Never throws: a failure to start is an exit. */
+export function startProcess(name: string, command: string, args: string[], options: StartOptions = {}): StartedProcess {
+  const output = options.output ?? "collect";
+  const stdio = output === "inherit" ? "inherit" : "pipe";
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: withoutUndefined({ ...process.env, ...options.env }),
+    stdio: ["ignore", stdio, stdio, ...(options.ipc ? (["ipc"] as const) : [])],
+  });
+  let all = "";
+  let out = "";
+  if (output !== "inherit") {
+    child.stdout!.on("data", (chunk: Buffer) => {
+      all += chunk.toString();
+      out += chunk.toString();
+    });
+    child.stderr!.on("data", (chunk: Buffer) => (all += chunk.toString()));
+    if (output === "prefix") {
+      printLines(child.stdout!, (line) => process.stdout.write(`  [${name}] ${line}\n`));
+      printLines(child.stderr!, (line) => process.stderr.write(`  [${name}] ${line}\n`));
+    }
+  }
+  let stopping = false;
+  const exited = new Promise<ProcessExit>((resolve) => {
+    child.once("exit", (code, signal) => resolve({ code, signal, at: Date.now() }));
+    // A program that cannot start emits "error" and no "exit".
+    child.on("error", (error) => {
+      if (child.pid === undefined) resolve({ code: null, signal: null, at: Date.now(), error });
+    });
+  });
+  const handle: StartedProcess = {
+    name,
+    child,
+    pid: child.pid!,
+    exited,
+    output: () => all,
+    stdout: () => out,
+    running: () => child.pid !== undefined && child.exitCode === null && child.signalCode === null,
+    stop: async (graceMs = 10_000) => {
+      stopping = true;
+      if (!handle.running()) return exited;
+      child.kill("SIGCONT");
+      child.kill("SIGTERM");
+      const timer = Number.isFinite(graceMs) ? setTimeout(() => child.kill("SIGKILL"), graceMs) : undefined;
+      const exit = await exited;
+      clearTimeout(timer);
+      return exit;
+    },
+  };
+  if (options.killWithParent) {
+    killedWithParent.add(handle);
+    installExitHook();
+  }
+  void exited.then((exit) => {
+    killedWithParent.delete(handle);
+    if (!stopping) options.onUnexpectedExit?.(exit);
+  });
+  return handle;
+}
+
+/**
+ * The arguments of `node` for `entry`: a TypeScript source under tsx's loader (`--import tsx`,
+ * not the tsx CLI, which would run it in a grandchild that signals do not reach) with the
+ * workspaces' `source` condition, a built `.js` as it is; `nodeFlags` (e.g. the heap limits of
+ * `npm run start:api`) first.
+ */
+export function nodeArguments(entry: string, nodeFlags: string[] = []): string[] {
+  const loader = /\.[cm]?ts$/.test(entry) ? ["--import", "tsx", "--conditions=source"] : [];
+  return [...nodeFlags, ...loader, entry];
+}
+
+/**
+ * Starts `entry` (an absolute path) with this Node (see nodeArguments), `options.args` being the
+ * program's own arguments, after the entry; see startProcess for the rest.
+ */
+export function startNode(name: string, entry: string, options: StartOptions & { nodeFlags?: string[]; args?: string[] } = {}): StartedProcess {
+  return startProcess(name, process.execPath, [...nodeArguments(entry, options.nodeFlags), ...(options.args ?? [])], options);
+}
+
+/** A free TCP port on loopback (get-port). */
+export const freePort = (): Promise<number> => getPort({ host: "127.0.0.1" });
+
+/** The first executable `name` in `searchPath` (a PATH value), or null. */
+export function findOnPath(name: string, searchPath = process.env.PATH ?? ""): string | null {
+  for (const dir of searchPath.split(path.delimiter).filter(Boolean)) {
+    const candidate = path.join(dir, name);
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not in this folder
+    }
+  }
+  return null;
+}
+
+function withoutUndefined(env: Record<string, string | undefined>): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined));
+}
+
+/** Calls `print` with each complete line of `stream` (a last line without newline at its end). */
+function printLines(stream: NodeJS.ReadableStream, print: (line: string) => void): void {
+  let rest = "";
+  stream.on("data", (chunk: Buffer) => {
+    const lines = (rest + chunk.toString()).split("\n");
+    rest = lines.pop()!;
+    for (const line of lines) if (line !== "") print(line);
+  });
+  stream.on("end", () => {
+    if (rest !== "") print(rest);
+  });
+}
+
+/** One 'exit' listener for every process started with killWithParent. */
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on("exit", () => {
+    for (const p of killedWithParent) p.child.kill("SIGKILL");
+  });
+}

@@ -1,0 +1,88 @@
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { findOnPath, startNode, startProcess, startRedisServer, waitForExit, waitForOutput, type ProcessExit } from "./index.js";
+
+const run = promisify(execFile);
+/** A Node program given inline (`node -e`), with no loader. */
+const node = (name: string, code: string, options: Parameters<typeof startProcess>[3] = {}) => startProcess(name, process.execPath, ["-e", code], { env: { NODE_OPTIONS: undefined }, ...options });
+
+describe("startProcess", () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), "processes-test-"));
+    await writeFile(path.join(dir, "echo.mjs"), "console.log(JSON.stringify({ args: process.argv.slice(2), echo: process.env.ECHO }));\n");
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test("collects stdout and stderr, and resolves exited with the code", async () => {
+    const p = node("printer", "console.log('out'); console.error('err'); process.exit(3)");
+    const exit = await waitForExit(p, 20_000);
+    expect(exit.code).toBe(3);
+    expect(p.stdout()).toBe("out\n");
+    expect(p.output()).toContain("err\n");
+    expect(p.running()).toBe(false);
+  });
+
+  test("passes the program's arguments after the entry, and the environment over this one's", async () => {
+    const p = startNode("args", path.join(dir, "echo.mjs"), { args: ["a", "b"], env: { NODE_OPTIONS: undefined, ECHO: "yes" } });
+    await waitForExit(p, 20_000);
+    expect(JSON.parse(p.stdout())).toEqual({ args: ["a", "b"], echo: "yes" });
+  });
+
+  test("stop() sends SIGTERM, then SIGKILL after the grace period; its exit is then expected", async () => {
+    const unexpected: ProcessExit[] = [];
+    const p = node("stubborn", "process.on('SIGTERM', () => console.log('ignored')); console.log('up'); setInterval(() => {}, 1000)", { onUnexpectedExit: (e) => unexpected.push(e) });
+    await waitForOutput(p, "up");
+    const exit = await p.stop(300);
+    expect(exit.signal).toBe("SIGKILL");
+    expect(p.output()).toContain("ignored");
+    expect(unexpected).toEqual([]);
+  });
+
+  test("an exit nobody asked for, or a program that cannot start, is reported once", async () => {
+    const unexpected: ProcessExit[] = [];
+    const p = node("crasher", "process.exit(7)", { onUnexpectedExit: (e) => unexpected.push(e) });
+    await p.exited;
+    const missing = startProcess("missing", "/nonexistent/program", [], { onUnexpectedExit: (e) => unexpected.push(e) });
+    const exit = await missing.exited;
+    await new Promise((r) => setImmediate(r));
+    expect(exit.error?.message).toContain("ENOENT");
+    expect(unexpected.map((e) => [e.code, e.error?.message.includes("ENOENT") ?? false])).toEqual([
+      [7, false],
+      [null, true],
+    ]);
+  });
+});
+
+const redisServer = findOnPath("redis-server");
+// Without redis-server on PATH (a machine whose Redis is elsewhere) there is nothing to test.
+(redisServer ? describe : describe.skip)("startRedisServer", () => {
+  const cli = (port: number, ...args: string[]) => run("redis-cli", ["-p", String(port), ...args]).then((r) => r.stdout.trim());
+
+  test("appendOnly: a stop and a start on the same port keep the data; destroy removes the folder", async () => {
+    const redis = await startRedisServer({ appendOnly: true });
+    try {
+      expect(redis.url).toBe(`redis://127.0.0.1:${redis.port}`);
+      expect(redis.version).toMatch(/^\d+\.\d+/);
+      await cli(redis.port, "set", "k", "v");
+      await redis.stop();
+      await expect(cli(redis.port, "ping")).rejects.toThrow();
+      await redis.start();
+      expect(await cli(redis.port, "get", "k")).toBe("v");
+    } finally {
+      await redis.destroy();
+    }
+    expect(existsSync(redis.dir)).toBe(false);
+  });
+
+  test("a redis-server that cannot start is an error naming why, with nothing left behind", async () => {
+    await expect(startRedisServer({ args: ["--no-such-directive", "x"] })).rejects.toThrow(/exited/);
+    await expect(startRedisServer({ binary: "/nonexistent/redis-server" })).rejects.toThrow(/could not start \(spawn \/nonexistent\/redis-server ENOENT\)/);
+  });
+});
