@@ -57,7 +57,7 @@ export function startInProcessDispatcher(
       queuePrefix: options.queuePrefix,
       pollIntervalMs: config.RELAY_POLL_INTERVAL_MS,
       webhookJobLimit: config.DISPATCHER_WEBHOOK_JOB_LIMIT,
-      slowWebhooks: () => schedulerState.slowWebhooks(),
+      webhookClasses: () => schedulerState.webhookClasses(),
       logger,
       metrics,
     });

@@ -76,7 +76,7 @@ const relay = startRelay({
   queuePrefix: config.QUEUE_PREFIX,
   pollIntervalMs: config.RELAY_POLL_INTERVAL_MS,
   webhookJobLimit: config.DISPATCHER_WEBHOOK_JOB_LIMIT,
-  slowWebhooks: () => schedulerState.slowWebhooks(),
+  webhookClasses: () => schedulerState.webhookClasses(),
   logger: getLogger("relay"),
   metrics,
 });

@@ -5,7 +5,7 @@ import { isInfrastructureError } from "@mailhooks/infrastructure-errors";
 import { secretKeysOf, type DispatcherConfig } from "@mailhooks/config";
 import { createKeyring, parseKeys, SecretDecryptionError } from "@mailhooks/secrets";
 import { deliveryJob, JOB_NAMES, QUEUE_NAMES, replayJob, testDeliveryJob, DELIVERY_BACKOFF_TYPE, type RedisClient } from "@mailhooks/queue";
-import type { AdmissionControl, RateLimits } from "@mailhooks/scheduler";
+import { reserveSlots, type AdmissionControl, type RateLimits } from "@mailhooks/scheduler";
 import { RetryableDeliveryError } from "./delivery/retry-policy.js";
 import { deliverDestination, withDefaults, type DeliveryContext } from "./jobs/deliver-destination.js";
 import { deliverTestEvent } from "./jobs/deliver-test-event.js";
@@ -245,7 +245,8 @@ export function createConfiguredDeliveryWorker(
     {
       connection: wiring.connection,
       prefix: wiring.prefix,
-      concurrency: config.DISPATCHER_CONCURRENCY,
+      // The reserve runs on top of the configured slots (docs/scheduler.md).
+      concurrency: config.DISPATCHER_CONCURRENCY + reserveSlots(config.DISPATCHER_CONCURRENCY),
       lockDurationMs: config.DISPATCHER_LOCK_DURATION_MS,
       stalledIntervalMs: config.DISPATCHER_STALLED_INTERVAL_MS,
       maxPostpones: config.DISPATCHER_MAX_POSTPONES,
