@@ -140,7 +140,7 @@ describe("dashboard: events, replay and the logs", () => {
     const ambiguous = await session.post(`/dashboard/events/${eventId}/replay`, { target_url: receiver.url("/x"), webhook_id: "" });
     expect(ambiguous.status).toBe(409);
     // In the form's words, not the API's (which names the request field webhook_id).
-    expect(ambiguous.text).toContain("This event went to several endpoints: under Webhook, choose the one whose secret signs the replay to the override URL.");
+    expect(ambiguous.text).toContain("This event went to several webhooks: under Webhook, choose the one whose secret signs the replay to the override URL.");
     expect(ambiguous.text).not.toContain("webhook_id<");
     expect(ambiguous.text).not.toMatch(/with webhook_id/);
     expect(await stack.prisma.replay.count({ where: { eventId } })).toBe(0);

@@ -33,7 +33,7 @@ export function inboundRouter(deps: ApiDeps, budgetOptions: ParseBudgetOptions =
       result = await budget.run(raw.length, () => acceptMessage(deps, accountId, inbox, raw, idempotency));
     } catch (error) {
       if (error instanceof ParseBudgetExhaustedError) {
-        throw new AppError("unavailable", error.message, undefined, { "Retry-After": String(error.retryAfterSeconds) });
+        throw new AppError("unavailable", "parse_capacity", error.message, { headers: { "Retry-After": String(error.retryAfterSeconds) } });
       }
       throw error;
     }
@@ -51,9 +51,9 @@ async function acceptMessage(deps: ApiDeps, accountId: string, inbox: string, ra
     parsed = await parseRawMessage(raw, inbox, now);
   } catch (error) {
     if (error instanceof UnparseableMessageError) {
-      throw new AppError("validation_error", `not an RFC 5322 message: ${error.message}`, [{ path: "body", message: error.message }]);
+      throw new AppError("validation_error", "unparseable_message", `not an RFC 5322 message: ${error.message}`, { details: [{ path: "body", message: error.message }] });
     }
-    if (error instanceof MessageTooLargeError) throw new AppError("payload_too_large", `message too large to accept: ${error.message}`);
+    if (error instanceof MessageTooLargeError) throw new AppError("payload_too_large", "message_too_large", `message too large to accept: ${error.message}`);
     throw error;
   }
   // An id with a NUL character was never stored (see parseEventData), and PostgreSQL could not even compare it.

@@ -60,7 +60,7 @@ export async function ingestEvents(deps: ApiDeps, accountId: string, events: Eve
   try {
     accepted = await deps.acceptor.accept(accountId, events);
   } catch (error) {
-    if (error instanceof IdempotencyConflictError) throw new AppError("conflict", error.message);
+    if (error instanceof IdempotencyConflictError) throw new AppError("conflict", "idempotency_key_reused", error.message);
     throw error;
   }
   return accepted.map((a) => ({ event: toSummary(a), created: a.created }));

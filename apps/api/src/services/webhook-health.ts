@@ -112,7 +112,7 @@ export async function sendTestEvent(deps: ApiDeps, accountId: string, webhookId:
   const ids = await requestTestDelivery(deps.pool, accountId, webhookId, deps.config.QUEUE_PREFIX, eventType ?? null);
   if (ids) return ids.deliveryId;
   await findWebhook(deps, accountId, webhookId);
-  throw new AppError("conflict", "the webhook is disabled: enable it to send it a test event");
+  throw new AppError("conflict", "webhook_disabled", "the webhook is disabled: enable it to send it a test event");
 }
 
 /**

@@ -10,7 +10,7 @@ import { replayRequestSchema, requestReplay } from "../../services/replays.js";
 import { findWebhook, listWebhooks, toWebhookView, type WebhookView } from "../../services/webhooks.js";
 import { byField, field, filterFields, filterQuery, tryParse } from "../forms.js";
 import { render } from "../render.js";
-import { replayRefusalInWords } from "../replay-words.js";
+import { refusalInWords } from "../refusal-words.js";
 import { dashboardPrincipal } from "../session.js";
 import { EVENT_FILTERS } from "./events.js";
 
@@ -111,7 +111,9 @@ export function bulkReplayPages(deps: ApiDeps): Router {
       res.json({ event_id: eventId, outcome: "replayed", message: `${accepted.replays.length} replay(s) queued` });
     } catch (error) {
       if (!(error instanceof AppError) || error.code === "unavailable" || error.code === "rate_limited") throw error;
-      res.json({ event_id: eventId, outcome: error.code === "payload_expired" ? "expired" : "failed", message: replayRefusalInWords(error.message) });
+      // The page is about events only: a missing one is said so, shortly.
+      const message = error.code === "not_found" ? "event not found" : refusalInWords(error);
+      res.json({ event_id: eventId, outcome: error.code === "payload_expired" ? "expired" : "failed", message });
     }
   });
 

@@ -1,7 +1,7 @@
 import { Router, type Request, type Response } from "express";
 import { z } from "zod";
 import type { ApiDeps } from "../../deps.js";
-import { AppError } from "../../errors.js";
+import { AppError, invalidInput } from "../../errors.js";
 import { paginationShape } from "../../http/pagination.js";
 import { parseOrThrow } from "../../http/validate.js";
 import { resourceId } from "../../routes/webhooks.js";
@@ -20,6 +20,7 @@ import {
   type WebhookView,
 } from "../../services/webhooks.js";
 import { asList, asLines, asOptionalInteger, byField, field, filterQuery, formErrors } from "../forms.js";
+import { refusalInWords } from "../refusal-words.js";
 import { render } from "../render.js";
 import { dashboardPrincipal } from "../session.js";
 
@@ -116,7 +117,7 @@ export function webhookPages(deps: ApiDeps): Router {
       const { webhook } = await createWebhook(deps, accountOf(req), input);
       render(res, "webhooks/created", { title: "Endpoint added", nav: "webhooks", webhook, secret: webhook.secret }, 201);
     } catch (error) {
-      const errors = formErrors(error) ?? (error instanceof AppError && error.code === "conflict" ? [{ path: "form", message: error.message }] : null);
+      const errors = formErrors(error) ?? (error instanceof AppError && error.code === "conflict" ? [{ path: "form", message: refusalInWords(error) }] : null);
       if (!errors) throw error;
       render(
         res,
@@ -186,7 +187,7 @@ export function webhookPages(deps: ApiDeps): Router {
 
   router.post("/webhooks/:id/status", async (req, res) => {
     const status = parseOrThrow(updateWebhookSchema.shape.status, field(req.body, "status") || undefined, "status");
-    if (!status) throw new AppError("validation_error", "status: must be enabled or disabled", [{ path: "status", message: "must be enabled or disabled" }]);
+    if (!status) throw invalidInput([{ path: "status", message: "must be enabled or disabled" }]);
     await updateWebhook(deps, accountOf(req), idOf(req), { status });
     res.redirect(303, `/dashboard/webhooks/${encodeURIComponent(idOf(req))}?done=${status}`);
   });
