@@ -4,7 +4,7 @@ import type { PrismaClient } from "@mailhooks/db";
 import type { ApiDeps } from "../deps.js";
 import { AppError, notFound } from "../errors.js";
 import { afterCursor, newestFirst, toPage, withinWindow, type Cursor, type Page } from "../http/pagination.js";
-import type { DestinationView, EventDetail, EventListItem, EventSummary } from "../views/events.js";
+import type { DestinationView, EventDetail, EventListItem, EventSummary } from "../schemas/events.js";
 
 /**
  * Event ingest and reads (CONTRACT.md section 5). Accepting is @mailhooks/delivery-state's

@@ -4,7 +4,7 @@ import { readPayload } from "./events.js";
 import type { ApiDeps } from "../deps.js";
 import { AppError, notFound } from "../errors.js";
 import type { Principal } from "@mailhooks/access";
-import type { ReplayAccepted } from "../views/events.js";
+import type { ReplayAccepted } from "../schemas/events.js";
 import { assertDeliverableUrl, httpsUrl } from "./webhooks.js";
 
 /**

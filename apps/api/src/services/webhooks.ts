@@ -16,7 +16,7 @@ import { checkDestinationUrl } from "@mailhooks/url-policy";
 import type { ApiDeps } from "../deps.js";
 import { AppError, invalidInput, notFound } from "../errors.js";
 import { afterCursor, newestFirst, toPage, type Cursor, type Page } from "../http/pagination.js";
-import type { RotatedSecretView, WebhookView, WebhookWithSecretView } from "../views/webhooks.js";
+import type { RotatedSecretView, WebhookView, WebhookWithSecretView } from "../schemas/webhooks.js";
 import { decryptHeaders, encryptHeaders, inboxIdsSchema, isVisibleText, maskedHeaders, rateLimitSchema, webhookHeadersSchema } from "./webhook-options.js";
 
 /** Webhook registration (spec "Webhook registration"; CONTRACT.md section 4). */

@@ -4,8 +4,8 @@ import { idempotencyKey } from "../../routes/events.js";
 import { listQuery, resourceId } from "../../routes/webhooks.js";
 import { testEventSchema } from "../../services/webhook-health.js";
 import { createWebhookSchema, rotateSecretSchema, updateWebhookSchema } from "../../services/webhooks.js";
-import { webhookListSchema } from "../../views/lists.js";
-import { rotatedSecretSchema, testRequestedSchema, webhookSchema, webhookSecretSchema, webhookWithSecretSchema } from "../../views/webhooks.js";
+import { webhookListSchema } from "../../schemas/lists.js";
+import { rotatedSecretSchema, testRequestedSchema, webhookSchema, webhookSecretSchema, webhookWithSecretSchema } from "../../schemas/webhooks.js";
 import { errorResponses, JSON_BODY_ERRORS } from "../responses.js";
 import { json } from "./media.js";
 
