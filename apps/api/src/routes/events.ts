@@ -7,7 +7,7 @@ import { principalOf } from "../http/auth.js";
 import { requireJson } from "../http/body.js";
 import { hasNoNul, NO_NUL_MESSAGE, parseOrThrow } from "../http/validate.js";
 import { isoTimestamp, paginationShape, timeWindowShape } from "../http/pagination.js";
-import { eventDetailJson, hashBody, ingestEvent, ingestEvents, listEvents, readEventDetail, type IdempotencyInput, type NewEvent } from "../services/events.js";
+import { eventDetailJson, hashBody, acceptEvent, acceptEvents, listEvents, readEventDetail, type IdempotencyInput, type NewEvent } from "../services/events.js";
 import { replayRequestSchema, requestReplay } from "../services/replays.js";
 import { resourceId } from "./webhooks.js";
 
@@ -84,7 +84,7 @@ export function assertEnvelopeFits(eventType: EventType, occurredAt: Date, data:
  * of the item's JSON. One key twice in a batch is refused.
  * @throws AppError validation_error
  */
-function parseBatchItems(items: unknown[]): Parameters<typeof ingestEvents>[2] {
+function parseBatchItems(items: unknown[]): Parameters<typeof acceptEvents>[2] {
   const details: { path: string; message: string }[] = [];
   const seen = new Set<string>();
   const inputs = items.map((item, index) => {
@@ -138,14 +138,14 @@ export function eventsRouter(deps: ApiDeps): Router {
     assertEnvelopeFits(input.event_type, occurredAt, input.data);
     const data = parseEventData(input.event_type, input.data);
     const idem = idempotencyFrom(req, req.rawBody);
-    const { event, created } = await ingestEvent(deps, principalOf(req).accountId, { eventType: input.event_type, data, occurredAt }, idem);
+    const { event, created } = await acceptEvent(deps, principalOf(req).accountId, { eventType: input.event_type, data, occurredAt }, idem);
     res.status(created ? 201 : 200).json(event);
   });
 
   router.post("/batch", ...requireJson(), async (req, res) => {
     const { events } = parseOrThrow(batchSchema, req.body);
     const inputs = parseBatchItems(events);
-    const results = await ingestEvents(deps, principalOf(req).accountId, inputs);
+    const results = await acceptEvents(deps, principalOf(req).accountId, inputs);
     res.status(201).json({ data: results.map((r) => r.event) });
   });
 

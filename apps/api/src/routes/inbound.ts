@@ -7,7 +7,7 @@ import { MESSAGE_LIMIT_BYTES, requireRawMessage } from "../http/body.js";
 import { hasNoNul, parseOrThrow } from "../http/validate.js";
 import { createParseBudget, defaultParseBudgetOptions, ParseBudgetExhaustedError, type ParseBudgetOptions } from "../inbound/parse-budget.js";
 import { deriveThreadId, MessageTooLargeError, parseRawMessage, UnparseableMessageError } from "../inbound/parse-message.js";
-import { ingestEvent, resolveThreadId } from "../services/events.js";
+import { acceptEvent, resolveThreadId } from "../services/events.js";
 import { assertEnvelopeFits, idempotencyFrom, parseEventData } from "./events.js";
 
 export const inboxId = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces");
@@ -62,5 +62,5 @@ async function acceptMessage(deps: ApiDeps, accountId: string, inbox: string, ra
   // Measured before the envelope is built or the body validated: control characters grow six-fold in JSON.
   assertEnvelopeFits(parsed.eventType, now, { ...parsed.data, threadId });
   const data = parseEventData(parsed.eventType, { ...parsed.data, threadId });
-  return ingestEvent(deps, accountId, { eventType: parsed.eventType, data, occurredAt: now }, idempotency);
+  return acceptEvent(deps, accountId, { eventType: parsed.eventType, data, occurredAt: now }, idempotency);
 }

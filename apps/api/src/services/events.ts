@@ -55,7 +55,7 @@ function toSummary(row: Pick<EventRow, "id" | "eventType" | "inboxId" | "status"
  * returns the first event (`created: false`) and delivers nothing again.
  * @throws AppError conflict when a key was used with another body (nothing is stored)
  */
-export async function ingestEvents(deps: ApiDeps, accountId: string, events: EventInput[]): Promise<{ event: EventSummary; created: boolean }[]> {
+export async function acceptEvents(deps: ApiDeps, accountId: string, events: EventInput[]): Promise<{ event: EventSummary; created: boolean }[]> {
   let accepted: AcceptedEvent[];
   try {
     accepted = await deps.acceptor.accept(accountId, events);
@@ -66,9 +66,9 @@ export async function ingestEvents(deps: ApiDeps, accountId: string, events: Eve
   return accepted.map((a) => ({ event: toSummary(a), created: a.created }));
 }
 
-/** One event; see ingestEvents. */
-export async function ingestEvent(deps: ApiDeps, accountId: string, event: NewEvent, idem?: IdempotencyInput): Promise<{ event: EventSummary; created: boolean }> {
-  const [result] = await ingestEvents(deps, accountId, [{ ...event, ...(idem ? { idempotency: idem } : {}) }]);
+/** One event; see acceptEvents. */
+export async function acceptEvent(deps: ApiDeps, accountId: string, event: NewEvent, idem?: IdempotencyInput): Promise<{ event: EventSummary; created: boolean }> {
+  const [result] = await acceptEvents(deps, accountId, [{ ...event, ...(idem ? { idempotency: idem } : {}) }]);
   return result;
 }
 

@@ -6,7 +6,7 @@ import { paginationShape } from "../../http/pagination.js";
 import { parseOrThrow } from "../../http/validate.js";
 import { resourceId } from "../../routes/webhooks.js";
 import { EVENT_TYPES } from "@mailhooks/events";
-import { latestTestEvent, sendTestEvent, testEventSchema, webhookHealth, webhookWaitingWork } from "../../services/webhook-health.js";
+import { latestTestDelivery, requestTestDelivery, testDeliveryRequestSchema, webhookHealth, webhookWaitingWork } from "../../services/webhook-health.js";
 import { editedHeaders } from "../../services/webhook-options.js";
 import {
   createWebhook,
@@ -136,9 +136,9 @@ export function webhookPages(deps: ApiDeps): Router {
   async function showWebhook(req: Request, res: Response, extra: Record<string, unknown>, status = 200) {
     const id = idOf(req);
     const webhook = await getWebhook(deps, accountOf(req), id);
-    const [health, testEvent, waitingWork] = await Promise.all([
+    const [health, testDelivery, waitingWork] = await Promise.all([
       webhookHealth(deps, accountOf(req), [id]),
-      latestTestEvent(deps, accountOf(req), id),
+      latestTestDelivery(deps, accountOf(req), id),
       webhookWaitingWork(deps, id),
     ]);
     const notices: Record<string, string> = {
@@ -155,7 +155,7 @@ export function webhookPages(deps: ApiDeps): Router {
         nav: "webhooks",
         webhook,
         health: health.get(id)!,
-        testEvent,
+        testDelivery,
         waitingWork,
         eventTypes: EVENT_TYPES,
         values: valuesOf(webhook),
@@ -194,15 +194,15 @@ export function webhookPages(deps: ApiDeps): Router {
 
   router.post("/webhooks/:id/test", async (req, res) => {
     const kind = field(req.body, "event_type");
-    const { event_type } = parseOrThrow(testEventSchema, kind === "" ? {} : { event_type: kind });
-    await sendTestEvent(deps, accountOf(req), idOf(req), event_type);
+    const { event_type } = parseOrThrow(testDeliveryRequestSchema, kind === "" ? {} : { event_type: kind });
+    await requestTestDelivery(deps, accountOf(req), idOf(req), event_type);
     res.redirect(303, `/dashboard/webhooks/${encodeURIComponent(idOf(req))}?done=tested#test-event`);
   });
 
   /** The test event's outcome, polled by htmx while it is pending. */
   router.get("/webhooks/:id/test-event", async (req, res) => {
     const id = idOf(req);
-    render(res, "webhooks/test-event", { webhook: { id }, testEvent: await latestTestEvent(deps, accountOf(req), id) });
+    render(res, "webhooks/test-event", { webhook: { id }, testDelivery: await latestTestDelivery(deps, accountOf(req), id) });
   });
 
   router.get("/webhooks/:id/delete", async (req, res) => {
