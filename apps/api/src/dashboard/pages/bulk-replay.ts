@@ -81,7 +81,7 @@ export function bulkReplayPages(deps: ApiDeps): Router {
         webhook = toWebhookView(await findWebhook(deps, accountOf(req), options.webhook_id), deps.keyring);
       } catch (error) {
         if (!(error instanceof AppError) || error.code !== "not_found") throw error;
-        problems.push({ path: "webhook_id", message: "is not one of this account's endpoints" });
+        problems.push({ path: "webhook_id", message: "is not one of this account's webhooks" });
       }
     }
     if (!parsed.data || problems.length) {

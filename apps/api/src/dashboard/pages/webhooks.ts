@@ -26,7 +26,7 @@ import { dashboardPrincipal } from "../session.js";
 
 /**
  * Settings > Webhooks (spec: "enter the URL, select events, save"; CONTRACT.md sections 4 and
- * 4a): the list with each endpoint's health, "Add endpoint", and an endpoint's page (edit,
+ * 4a): the list with each webhook's health, "Add webhook", and a webhook's page (edit,
  * enable/disable, delete, send a test event of a chosen kind; its secret: webhook-secret.ts).
  * Each handler parses, calls the service the JSON routes call, and renders. Header values are
  * write-only here too: typed once, then shown as `***`, never rendered back (not even after a
@@ -102,12 +102,12 @@ export function webhookPages(deps: ApiDeps): Router {
       nav: "webhooks",
       webhooks: page.data.map((w) => ({ ...w, health: health.get(w.id)! })),
       nextCursor: page.next_cursor,
-      notice: field(req.query, "deleted") ? "The endpoint was deleted. Its deliveries stay in the logs." : null,
+      notice: field(req.query, "deleted") ? "The webhook was deleted. Its deliveries stay in the logs." : null,
     });
   });
 
   router.get("/webhooks/new", (_req, res) => {
-    render(res, "webhooks/new", { title: "Add endpoint", nav: "webhooks", values: emptyValues(), errors: {}, newHeaderRows: NEW_HEADER_ROWS });
+    render(res, "webhooks/new", { title: "Add webhook", nav: "webhooks", values: emptyValues(), errors: {}, newHeaderRows: NEW_HEADER_ROWS });
   });
 
   router.post("/webhooks", async (req, res) => {
@@ -115,14 +115,14 @@ export function webhookPages(deps: ApiDeps): Router {
     try {
       const input = parseOrThrow(createWebhookSchema, { ...form.input, ...(Object.keys(form.added).length ? { headers: form.added } : {}) });
       const { webhook } = await createWebhook(deps, accountOf(req), input);
-      render(res, "webhooks/created", { title: "Endpoint added", nav: "webhooks", webhook, secret: webhook.secret }, 201);
+      render(res, "webhooks/created", { title: "Webhook added", nav: "webhooks", webhook, secret: webhook.secret }, 201);
     } catch (error) {
       const errors = formErrors(error) ?? (error instanceof AppError && error.code === "conflict" ? [{ path: "form", message: refusalInWords(error) }] : null);
       if (!errors) throw error;
       render(
         res,
         "webhooks/new",
-        { title: "Add endpoint", nav: "webhooks", values: form.shown, errors: byField(errors), newHeaderRows: NEW_HEADER_ROWS },
+        { title: "Add webhook", nav: "webhooks", values: form.shown, errors: byField(errors), newHeaderRows: NEW_HEADER_ROWS },
         error instanceof AppError ? error.status : 422,
       );
     }
@@ -132,7 +132,7 @@ export function webhookPages(deps: ApiDeps): Router {
     await showWebhook(req, res, {});
   });
 
-  /** An endpoint's page; `extra` carries a form's values and problems, or a notice. */
+  /** A webhook's page; `extra` carries a form's values and problems, or a notice. */
   async function showWebhook(req: Request, res: Response, extra: Record<string, unknown>, status = 200) {
     const id = idOf(req);
     const webhook = await getWebhook(deps, accountOf(req), id);
@@ -143,8 +143,8 @@ export function webhookPages(deps: ApiDeps): Router {
     ]);
     const notices: Record<string, string> = {
       saved: "Saved.",
-      enabled: "The endpoint is enabled: new events are delivered to it.",
-      disabled: "The endpoint is disabled: it gets no new deliveries until you enable it.",
+      enabled: "The webhook is enabled: new events are delivered to it.",
+      disabled: "The webhook is disabled: it gets no new deliveries until you enable it.",
       tested: "A test event is on its way; its outcome shows below.",
     };
     render(
@@ -207,7 +207,7 @@ export function webhookPages(deps: ApiDeps): Router {
 
   router.get("/webhooks/:id/delete", async (req, res) => {
     const webhook = await getWebhook(deps, accountOf(req), idOf(req));
-    render(res, "webhooks/delete", { title: "Delete endpoint", nav: "webhooks", webhook });
+    render(res, "webhooks/delete", { title: "Delete webhook", nav: "webhooks", webhook });
   });
 
   router.post("/webhooks/:id/delete", async (req, res) => {
