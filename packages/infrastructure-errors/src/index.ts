@@ -57,10 +57,17 @@ const UNCODED_MESSAGES = [
   "Command timed out",
 ];
 
+/** What @prisma/adapter-pg puts in a Prisma error's `meta.driverAdapterError.cause`. */
+interface AdapterCause {
+  kind?: unknown;
+  code?: unknown;
+  originalCode?: unknown;
+}
+
 function carriesCode(e: object): boolean {
   const code = (e as { code?: unknown }).code;
   if (typeof code === "string" && CODES.has(code)) return true;
-  const adapter = (e as { meta?: { driverAdapterError?: { cause?: { kind?: unknown; code?: unknown; originalCode?: unknown } } } }).meta?.driverAdapterError?.cause;
+  const adapter = (e as { meta?: { driverAdapterError?: { cause?: AdapterCause } } }).meta?.driverAdapterError?.cause;
   if (!adapter) return false;
   if (typeof adapter.kind === "string" && ADAPTER_KINDS.has(adapter.kind)) return true;
   return [adapter.code, adapter.originalCode].some((c) => typeof c === "string" && CODES.has(c));
@@ -72,6 +79,7 @@ function isUncodedLibraryError(e: object): boolean {
   return typeof message === "string" && UNCODED_MESSAGES.some((m) => message.startsWith(m));
 }
 
+/** True when `error` or a cause of it (5 deep) means PostgreSQL or Redis is unreachable or too slow (see above). */
 export function isInfrastructureError(error: unknown): boolean {
   for (let e: unknown = error, depth = 0; e && typeof e === "object" && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     if (carriesCode(e)) return true;

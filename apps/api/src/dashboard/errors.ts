@@ -32,7 +32,8 @@ export const dashboardErrorHandler: ErrorRequestHandler = (error, req, res, _nex
   const { kind, error: appError, errorId } = classifyAndLog(error, req.path, logger);
   if (res.headersSent) return;
   if (kind === "unknown") {
-    render(res, "error", { title: "Error", heading: "Something went wrong on our side", message: `Try again; if it keeps happening, give this reference to your operator: ${errorId}.` }, 500);
+    const message = `Try again; if it keeps happening, give this reference to your operator: ${errorId}.`;
+    render(res, "error", { title: "Error", heading: "Something went wrong on our side", message }, 500);
     return;
   }
   for (const [name, value] of Object.entries(appError.headers ?? {})) res.setHeader(name, value);

@@ -10,7 +10,8 @@ import type { AppError, ErrorReason } from "../errors.js";
 type Words = string | ((error: AppError) => string);
 
 /** A validation error's problems as a sentence: "Id: must be ...". */
-const problems = (error: AppError) => sentence((error.details ?? []).map((d) => (d.path ? `${d.path}: ${d.message}` : d.message)).join("; ") || "some input is not valid");
+const problems = (error: AppError) =>
+  sentence((error.details ?? []).map((d) => (d.path ? `${d.path}: ${d.message}` : d.message)).join("; ") || "some input is not valid");
 
 const retryAfter = (error: AppError) => error.headers?.["Retry-After"];
 
@@ -46,7 +47,8 @@ const WORDS: Record<ErrorReason, Words> = {
   unparseable_message: "The message is not an RFC 5322 message.",
   unstorable_value: "Some input contains a value that cannot be stored (a NUL character, a date out of range or an oversized identifier).",
   account_rate_limit: (error) => `Too many requests for this account: try again in ${retryAfter(error) ?? "a few"} seconds.`,
-  unauthenticated_rate_limit: (error) => `Too many requests without a valid sign-in came from your network: try again in ${retryAfter(error) ?? "a few"} seconds.`,
+  unauthenticated_rate_limit: (error) =>
+    `Too many requests without a valid sign-in came from your network: try again in ${retryAfter(error) ?? "a few"} seconds.`,
   headers_too_large: "The request's headers are too large.",
   unexpected: "Something went wrong on our side.",
   dependency_unavailable: "The database or the queue is unreachable right now; try again in a moment.",

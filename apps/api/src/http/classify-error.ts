@@ -101,12 +101,12 @@ export function classifyError(error: unknown): ClassifiedError {
   const client = error && typeof error === "object" ? fromClientError(error) : null;
   if (client) return { kind: "client", error: client };
   if (isDatabaseInputError(error)) {
-    return {
-      kind: "client",
-      error: new AppError("validation_error", "unstorable_value", "the input contains a value that cannot be stored (a NUL character, a date out of range or an oversized identifier)"),
-    };
+    const message = "the input contains a value that cannot be stored (a NUL character, a date out of range or an oversized identifier)";
+    return { kind: "client", error: new AppError("validation_error", "unstorable_value", message) };
   }
-  if (isInfrastructureError(error)) return { kind: "infrastructure", error: new AppError("unavailable", "dependency_unavailable", "a backing service is unavailable; retry later") };
+  if (isInfrastructureError(error)) {
+    return { kind: "infrastructure", error: new AppError("unavailable", "dependency_unavailable", "a backing service is unavailable; retry later") };
+  }
   const errorId = randomUUID();
   return { kind: "unknown", error: new AppError("internal_error", "unexpected", `internal error ${errorId}`), errorId };
 }
@@ -120,8 +120,9 @@ export function classifyError(error: unknown): ClassifiedError {
 export function classifyAndLog(error: unknown, requestPath: string, logger: Logger): ClassifiedError {
   const classified = classifyError(error);
   const path = redactPath(requestPath);
-  if (classified.kind === "infrastructure") logger.warn("dependency unavailable", { path, error: (error as Error)?.message });
+  const { message, stack } = (error ?? {}) as Partial<Error>;
+  if (classified.kind === "infrastructure") logger.warn("dependency unavailable", { path, error: message });
   else if (classified.error.reason === "unstorable_value") logger.warn("input refused by the database", { path });
-  else if (classified.kind === "unknown") logger.error("unhandled error", { errorId: classified.errorId, path, error: (error as Error)?.message, stack: (error as Error)?.stack });
+  else if (classified.kind === "unknown") logger.error("unhandled error", { errorId: classified.errorId, path, error: message, stack });
   return classified;
 }

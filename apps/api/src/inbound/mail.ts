@@ -49,7 +49,8 @@ export async function parseMail(raw: Buffer): Promise<ParsedMail> {
     // tells apart: whether that is what happened is measured instead (rare: only failures pay).
     const htmlLength = await htmlLengthOf(raw);
     if (htmlLength > HTML_TO_TEXT_MAX_CHARS) {
-      throw new MessageTooLargeError(`its HTML body of ${htmlLength} characters is over the ${HTML_TO_TEXT_MAX_CHARS} that are rendered to text; nothing was stored`, { cause: err });
+      const message = `its HTML body of ${htmlLength} characters is over the ${HTML_TO_TEXT_MAX_CHARS} that are rendered to text; nothing was stored`;
+      throw new MessageTooLargeError(message, { cause: err });
     }
     throw new UnparseableMessageError(`message could not be parsed: ${(err as Error).message}`, { cause: err });
   }
