@@ -7,9 +7,34 @@
  * not infrastructure.
  *
  * Errors are told apart by what they carry for machines: a code (Node's, PostgreSQL's SQLSTATE,
- * Prisma's), the kind of Prisma's driver-adapter error, a library's error class. Never by the
- * wording of a message, with one exception kept apart below (UNCODED_MESSAGES).
+ * Prisma's), the kind of Prisma's driver-adapter error, a library's error class, or the mark
+ * below. Never by the wording of a message.
  */
+
+/**
+ * The mark of an error that a PostgreSQL or Redis client raised about its connection rather than
+ * as the server's answer. node-postgres, pg-pool and ioredis raise those as plain `Error`s with
+ * no code nor class of their own (a connection lost, never made, or too slow), so the clients the
+ * service makes mark them where they are made (@mailhooks/db's pool, @mailhooks/queue's Redis
+ * connections). `Symbol.for`: one mark even if two copies of this package are loaded.
+ */
+const INFRASTRUCTURE = Symbol.for("@mailhooks/infrastructure-errors.infrastructure");
+
+/**
+ * Marks `error` (an object; anything else is returned as it is) as an infrastructure error and
+ * returns it: the same object, its message and class unchanged for logs and for the library's own
+ * checks. The mark is a non-enumerable property: JSON, logs and `util.inspect` do not show it.
+ */
+export function markInfrastructureError<T>(error: T): T {
+  if (error && typeof error === "object" && !Object.hasOwn(error, INFRASTRUCTURE)) {
+    try {
+      Object.defineProperty(error, INFRASTRUCTURE, { value: true });
+    } catch {
+      // A frozen object: nothing a client of ours raises; it is then simply not marked.
+    }
+  }
+  return error;
+}
 
 /** Node's network errors. */
 const NETWORK_CODES = ["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH"];
@@ -34,28 +59,11 @@ const CODES = new Set([...NETWORK_CODES, ...PRISMA_CODES, ...SQLSTATES]);
  */
 const ADAPTER_KINDS = new Set(["DatabaseNotReachable", "ConnectionClosed", "SocketTimeout"]);
 
-/** ioredis's error classes: a command that used up its retries while Redis was away. */
-const ERROR_CLASSES = new Set(["MaxRetriesPerRequestError"]);
-
 /**
- * The exception: errors that node-postgres, pg-pool and ioredis raise as plain `Error`s with no
- * code nor class of their own when a connection is lost, never made or too slow; their message
- * is all there is. Matched whole (from the start), each in its library's exact wording.
- * Removing this needs a mark put where those clients are made (packages/db's pool, packages/
- * queue's connections), e.g. a pg `Client` subclass marking every error that is not a server's
- * answer (`DatabaseError`, which has a SQLSTATE).
+ * Libraries' error classes, by name: ioredis's command that used up its retries while Redis was
+ * away; BullMQ's connection closed (waiting for a connection that ended).
  */
-const UNCODED_MESSAGES = [
-  // node-postgres (pg/lib/client.js): the socket ended, or the connection attempt timed out.
-  "Connection terminated",
-  "Client has encountered a connection error and is not queryable",
-  // pg-pool: no connection within connectionTimeoutMillis.
-  "timeout exceeded when trying to connect",
-  // ioredis: offline queue disabled and not connected; closed; commandTimeout ran out.
-  "Stream isn't writeable and enableOfflineQueue options is false",
-  "Connection is closed.",
-  "Command timed out",
-];
+const ERROR_CLASSES = new Set(["MaxRetriesPerRequestError", "ConnectionClosedError"]);
 
 /** What @prisma/adapter-pg puts in a Prisma error's `meta.driverAdapterError.cause`. */
 interface AdapterCause {
@@ -73,18 +81,15 @@ function carriesCode(e: object): boolean {
   return [adapter.code, adapter.originalCode].some((c) => typeof c === "string" && CODES.has(c));
 }
 
-function isUncodedLibraryError(e: object): boolean {
-  if ((e as { code?: unknown }).code !== undefined) return false;
-  const message = (e as { message?: unknown }).message;
-  return typeof message === "string" && UNCODED_MESSAGES.some((m) => message.startsWith(m));
-}
-
-/** True when `error` or a cause of it (5 deep) means PostgreSQL or Redis is unreachable or too slow (see above). */
+/**
+ * True when `error` or a cause of it (5 deep) carries a code, a class or the mark
+ * (markInfrastructureError) meaning PostgreSQL or Redis is unreachable or too slow (see above).
+ */
 export function isInfrastructureError(error: unknown): boolean {
   for (let e: unknown = error, depth = 0; e && typeof e === "object" && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     if (carriesCode(e)) return true;
     if (ERROR_CLASSES.has((e as { name?: unknown }).name as string)) return true;
-    if (isUncodedLibraryError(e)) return true;
+    if ((e as { [INFRASTRUCTURE]?: unknown })[INFRASTRUCTURE] === true) return true;
   }
   return false;
 }
