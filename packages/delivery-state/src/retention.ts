@@ -41,9 +41,16 @@ export async function ensurePayloadPartitions(db: Queryable, now = new Date(), d
   return rows[0]?.made ?? 0;
 }
 
-/** True for the error PostgreSQL raises when a row's partition does not exist (yet). */
-export const isMissingPartition = (error: unknown) =>
-  (error as { code?: string }).code === "23514" && /no partition of relation/i.test((error as Error).message ?? "");
+/**
+ * True for the error PostgreSQL raises when a row of event_payloads finds no partition (yet): a
+ * check_violation (23514) naming the partitioned table and no constraint. A CHECK constraint's
+ * violation, the same SQLSTATE, always names its constraint (node-postgres's DatabaseError
+ * carries both fields).
+ */
+export const isMissingPartition = (error: unknown) => {
+  const { code, table, constraint } = (error ?? {}) as { code?: unknown; table?: unknown; constraint?: unknown };
+  return code === "23514" && table === "event_payloads" && constraint === undefined;
+};
 
 /** The time before which every payload is gone (the start of the oldest kept day). */
 export async function payloadHorizon(db: Queryable): Promise<Date> {
