@@ -70,7 +70,9 @@ describe("PostgreSQL: connection errors of @mailhooks/db's pool are marked", () 
     }
 
     const lostByCallback = proxy.loseReplyTo("lost_by_callback");
-    const viaCallback = new Promise<unknown>((resolve, reject) => db.pool.query("SELECT 'lost_by_callback'", (error) => (error ? reject(error) : resolve(null))));
+    const viaCallback = new Promise<unknown>((resolve, reject) =>
+      db.pool.query("SELECT 'lost_by_callback'", (error) => (error ? reject(error) : resolve(null))),
+    );
     expect(isInfrastructureError(await rejection(viaCallback))).toBe(true);
     await lostByCallback;
     expect((await db.pool.query("SELECT 1 AS one")).rows[0].one).toBe(1);

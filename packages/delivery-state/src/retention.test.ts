@@ -17,7 +17,8 @@ describe("isMissingPartition", () => {
   });
 
   it("is not a CHECK constraint's violation, nor another table's", () => {
-    expect(isMissingPartition(error({ table: "event_payloads_20261123", constraint: "some_check", routine: "ExecConstraints" }))).toBe(false);
+    const checkViolation = error({ table: "event_payloads_20261123", constraint: "some_check", routine: "ExecConstraints" });
+    expect(isMissingPartition(checkViolation)).toBe(false);
     expect(isMissingPartition(error({ table: "event_payloads", constraint: "some_check" }))).toBe(false);
     expect(isMissingPartition(error({ table: "other_partitioned" }))).toBe(false);
     expect(isMissingPartition(Object.assign(new Error("x"), { code: "23505", table: "event_payloads" }))).toBe(false);

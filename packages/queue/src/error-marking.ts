@@ -10,8 +10,9 @@ const MARKING = Symbol("marks infrastructure errors");
  * raises those as plain `Error`s with no code: "Command timed out" (commandTimeout),
  * "Stream isn't writeable and enableOfflineQueue options is false" (a producer while Redis is
  * away), "Connection is closed.", and its AbortError and MaxRetriesPerRequestError when a
- * connection drops. Redis's own answers are `ReplyError`s (a script's error, WRONGTYPE, LOADING):
- * left as they are, as before.
+ * connection drops or its retries run out. Redis's own answers are `ReplyError`s (a script's
+ * error, WRONGTYPE, LOADING): left as they are, as before. A connection `duplicate()`d from
+ * these (a BullMQ worker's blocking connection) is a plain ioredis one: its errors go to BullMQ.
  *
  * Every way a command fails goes through its `reject` (the timeout, the offline queue flushed,
  * the connection closed), which ioredis itself wraps in the same way (a Cluster's redirections,
@@ -20,7 +21,8 @@ const MARKING = Symbol("marks infrastructure errors");
 function markRejections(command: Command): void {
   const reject = command.reject as ((error: Error) => void) & { [MARKING]?: true };
   if (reject[MARKING]) return;
-  command.reject = Object.assign((error: Error) => reject.call(command, error instanceof ReplyError ? error : markInfrastructureError(error)), { [MARKING]: true as const });
+  const marking = (error: Error) => reject.call(command, error instanceof ReplyError ? error : markInfrastructureError(error));
+  command.reject = Object.assign(marking, { [MARKING]: true as const });
 }
 
 /** A Redis connection whose commands fail with marked errors (markRejections). */
