@@ -2,7 +2,7 @@ import type pg from "pg";
 import sql from "sql-template-tag";
 import { newId } from "@mailhooks/db";
 import { buildEnvelope, type EventType } from "@mailhooks/events";
-import { JOB_NAMES } from "@mailhooks/queue";
+import { JOB_NAMES, WORK_JOBS } from "@mailhooks/queue";
 import { createBatcher } from "./batcher.js";
 import { inTransaction, run, type Queryable } from "./db.js";
 import { enqueueCte } from "./outbox.js";
@@ -261,7 +261,7 @@ async function insert(db: Queryable, queuePrefix: string, prepared: Prepared[]):
                     ${destinations.map((d) => d.webhookId)}::text[], ${destinations.map((d) => d.accountId)}::text[]) AS d(id, event_id, webhook_id, account_id)
         JOIN ev ON ev.id = d.event_id
       RETURNING id, webhook_id, account_id
-    ), ${enqueueCte(queuePrefix, sql`SELECT ${JOB_NAMES.delivery}::text, id, jsonb_build_object('destinationId', id), webhook_id, account_id FROM dst`)}
+    ), ${enqueueCte(queuePrefix, sql`SELECT ${JOB_NAMES.delivery}::text, id, jsonb_build_object(${WORK_JOBS[JOB_NAMES.delivery].workIdField}::text, id), webhook_id, account_id FROM dst`)}
     SELECT id, status, created_at FROM ev`,
     // Prepared under a name (its text never changes: every value is a parameter): planning this
     // statement of six CTEs cost some 0.6 ms a time, as much as the rest of its execution.

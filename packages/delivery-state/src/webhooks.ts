@@ -1,7 +1,7 @@
 import type pg from "pg";
 import sql from "sql-template-tag";
 import { newId } from "@mailhooks/db";
-import { JOB_NAMES } from "@mailhooks/queue";
+import { JOB_NAMES, workJobData } from "@mailhooks/queue";
 import { inTransaction, run } from "./db.js";
 import { IDEMPOTENCY_WINDOW_HOURS, IdempotencyConflictError } from "./ingest.js";
 import { enqueue } from "./outbox.js";
@@ -175,7 +175,7 @@ async function addTestDelivery(client: pg.PoolClient, accountId: string, webhook
     sql`INSERT INTO test_deliveries (id, account_id, webhook_id, queue_prefix, event_type, delivery_id, created_at, updated_at)
         VALUES (${id}, ${accountId}, ${webhookId}, ${queuePrefix}, ${eventType}, ${deliveryId}, ${now}, ${now})`,
   );
-  await enqueue(client, queuePrefix, [{ jobName: JOB_NAMES.testDelivery, jobId: id, data: { testDeliveryId: id }, webhookId, accountId }]);
+  await enqueue(client, queuePrefix, [{ jobName: JOB_NAMES.testDelivery, jobId: id, data: workJobData(JOB_NAMES.testDelivery, id), webhookId, accountId }]);
   return { testDeliveryId: id, deliveryId };
 }
 

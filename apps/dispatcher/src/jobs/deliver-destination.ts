@@ -5,6 +5,7 @@ import {
   autoDisableWebhook,
   cancelDestination,
   createBatcher,
+  decideAfterAttempt,
   loadDestinations,
   loadPayload,
   recordDestinationAttempts,
@@ -106,7 +107,6 @@ export async function deliverDestination(ctx: WorkerContext, destinationId: stri
     await cancelDestination(ctx.pool, destinationId);
     return;
   }
-  const last = attempt >= ctx.retryDelaysMs.length;
   const trigger = attempt === 0 ? "initial" : "retry";
   let result: AttemptRecord;
   if (target.recorded) {
@@ -126,7 +126,8 @@ export async function deliverDestination(ctx: WorkerContext, destinationId: stri
       observeAttempt(ctx.metrics, trigger, result.ok, result.durationMs);
     }
   }
-  const outcome = result.ok ? "delivered" : last || result.error === "payload_expired" ? "failed" : "retry";
+  // A purged payload fails the destination at once: no retry could send it.
+  const outcome = decideAfterAttempt(ctx.retryDelaysMs, attempt, result.ok ? "succeeded" : result.error === "payload_expired" ? "unretryable" : "failed", new Date()).next;
   const streak = await ctx.attempts.record({ target, attempt, result, outcome });
   if (streak) await disableIfFailing(ctx, target.webhookId, streak);
   if (result.ok && !target.recorded) ctx.metrics.endToEndLatency.observe((Date.now() - target.eventCreatedAt.getTime()) / 1000);
