@@ -7,7 +7,7 @@ import { createBatcher } from "./batcher.js";
 import { inTransaction, run, type Queryable } from "./db.js";
 import { enqueueCte } from "./outbox.js";
 import { ensurePayloadPartitions, isMissingPartition } from "./retention.js";
-import type { EventStatus } from "./status.js";
+import { eventStatusSql, type EventStatus } from "./status.js";
 
 /**
  * Accepting events (CONTRACT.md section 5, "Accepted means delivered"): each event is stored with
@@ -246,7 +246,7 @@ async function insert(db: Queryable, queuePrefix: string, prepared: Prepared[]):
       INSERT INTO events (id, account_id, event_type, inbox_id, message_id, thread_id, status, pending_destinations,
                           occurred_at, created_at)
       SELECT id, account_id, event_type, inbox_id, message_id, thread_id,
-             (CASE WHEN destinations > 0 THEN 'pending' ELSE 'delivered' END)::"DeliveryStatus", destinations,
+             ${eventStatusSql({ pending: sql`destinations`, failed: sql`0` })}, destinations,
              occurred_at, now()
         FROM accepted
       ON CONFLICT (id) DO NOTHING
