@@ -204,8 +204,9 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
     ctx.metrics.stalledJobs.inc();
   });
   worker.on("failed", (job, error) => {
-    // BullMQ fails a job itself when it stalled more than maxStalledCount times.
-    if (job && /stalled more than allowable limit/i.test(error.message)) void giveUp(job, "stalled", error);
+    // BullMQ fails a job itself, without running it, once it stalled more than maxStalledCount
+    // times: its stalledCounter says so (the processor's own failures come with fewer stalls).
+    if (job && job.stalledCounter > MAX_STALLED_COUNT) void giveUp(job, "stalled", error);
   });
   return worker;
 }
