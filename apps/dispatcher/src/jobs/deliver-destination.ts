@@ -10,6 +10,7 @@ import {
   loadPayload,
   recordDestinationAttempts,
   signingSecretAt,
+  type AttemptOutcome,
   type AttemptRecord,
   type DestinationAttempt,
   type DestinationTarget,
@@ -126,8 +127,7 @@ export async function deliverDestination(ctx: WorkerContext, destinationId: stri
       observeAttempt(ctx.metrics, trigger, result.ok, result.durationMs);
     }
   }
-  // A purged payload fails the destination at once: no retry could send it.
-  const outcome = decideAfterAttempt(ctx.retryDelaysMs, attempt, result.ok ? "succeeded" : result.error === "payload_expired" ? "unretryable" : "failed", new Date()).next;
+  const outcome = decideAfterAttempt(ctx.retryDelaysMs, attempt, outcomeOf(result), new Date()).next;
   const streak = await ctx.attempts.record({ target, attempt, result, outcome });
   if (streak) await disableIfFailing(ctx, target.webhookId, streak);
   if (result.ok && !target.recorded) ctx.metrics.endToEndLatency.observe((Date.now() - target.eventCreatedAt.getTime()) / 1000);
@@ -135,6 +135,12 @@ export async function deliverDestination(ctx: WorkerContext, destinationId: stri
     ctx.metrics.retriesScheduled.inc();
     throw new RetryableDeliveryError(`attempt ${attempt} failed: ${result.error ?? result.responseStatus}`);
   }
+}
+
+/** How an attempt went, for the retry decision: a purged payload fails at once (no retry could send it). */
+function outcomeOf(result: AttemptRecord): AttemptOutcome {
+  if (result.ok) return "succeeded";
+  return result.error === "payload_expired" ? "unretryable" : "failed";
 }
 
 /**
