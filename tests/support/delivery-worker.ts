@@ -50,7 +50,6 @@ export function startInProcessDispatcher(
       keyPrefix: options.keyPrefix,
       localConcurrency: config.DISPATCHER_CONCURRENCY,
       slowAttemptMs: config.DISPATCHER_SLOW_ATTEMPT_MS,
-      maxAttemptMs: config.DELIVERY_TIMEOUT_MS,
     });
     const relay = startRelay({
       pool,

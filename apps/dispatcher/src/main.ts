@@ -61,7 +61,6 @@ const schedulerState = createAdmissionControl({
   keyPrefix,
   localConcurrency: config.DISPATCHER_CONCURRENCY,
   slowAttemptMs: config.DISPATCHER_SLOW_ATTEMPT_MS,
-  maxAttemptMs: config.DELIVERY_TIMEOUT_MS,
 });
 registerSchedulerGauges(metrics.registry, {
   backlog: () => schedulerBacklog(db.pool, config.QUEUE_PREFIX, config.DISPATCHER_WEBHOOK_JOB_LIMIT),

@@ -215,8 +215,8 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
  * The delivery worker of a dispatcher configured by `config` (apps/dispatcher/src/main.ts, and
  * the tests' in-process dispatchers): which settings feed the deliveries (retry delays, private
  * targets, secret keys, auto-disable), the worker (concurrency, lock, stalled checks, postpones)
- * and its fair scheduler (docs/scheduler.md: admission in Redis, rate limits, lease releases,
- * the lease keeper and this dispatcher's heartbeat, stopped when the worker closes) is written
+ * and its fair scheduler (docs/scheduler.md: admission, rate limits, lease releases,
+ * the lease keeper and the scheduler's review, stopped when the worker closes) is written
  * here once.
  */
 export function createConfiguredDeliveryWorker(
