@@ -1,6 +1,6 @@
 import type pg from "pg";
-import { failWithoutAttempt, pendingWorkAfter, requeueWork, retryDelayFor, type PendingWork, type WorkKind } from "@mailhooks/delivery-state";
-import type { DeliveryQueue, RedisClient } from "@mailhooks/queue";
+import { decideAfterAttempt, failWithoutAttempt, lastAttempt, pendingWorkAfter, requeueWork, type PendingWork, type WorkKind } from "@mailhooks/delivery-state";
+import { WORK_JOB_NAMES, workJobData, type DeliveryQueue, type RedisClient } from "@mailhooks/queue";
 import { POSTPONED_MARK } from "../worker.js";
 
 /**
@@ -34,13 +34,11 @@ export interface SweepOptions {
   onEnded?: (kind: WorkKind, ids: string[]) => void;
 }
 
-const KINDS: WorkKind[] = ["delivery", "replay", "test-delivery"];
-
 export async function sweepLostWork(options: SweepOptions): Promise<number> {
   const deadline = Date.now() + (options.timeBudgetMs ?? 0);
   let queued = 0;
   let firstError: { error: unknown } | null = null;
-  let open = [...KINDS];
+  let open = [...WORK_JOB_NAMES];
   do {
     const next: WorkKind[] = [];
     for (const kind of open) {
@@ -102,13 +100,19 @@ async function sortOut(options: SweepOptions, rows: PendingWork[]): Promise<{ lo
   return { lost, failedForGood };
 }
 
+/**
+ * The data of the job that resumes `row`: its work's id and, for work with attempts recorded (a
+ * destination lost mid-retry), the attempt that follows the last recorded one and when it is due
+ * (decideAfterAttempt: the failed attempt's end plus its retry delay). Work past its last retry
+ * (its job vanished before it could end it) gets one more attempt, at the last attempt's number:
+ * that attempt is recorded already, so it is not sent again and its outcome ends the work.
+ */
 function jobData(options: SweepOptions, kind: WorkKind, row: PendingWork): Record<string, unknown> {
-  if (kind === "replay") return { replayId: row.id };
-  if (kind === "test-delivery") return { testDeliveryId: row.id };
-  // Past the last retry (its job vanished before it could end the destination): one more
-  // attempt is queued, which ends it either way.
-  const firstAttempt = Math.min(row.attempts, options.retryDelaysMs.length);
-  const delay = row.attempts > 0 ? retryDelayFor(options.retryDelaysMs, row.attempts) : -1;
-  const notBefore = row.lastAttemptAt && delay >= 0 ? row.lastAttemptAt.getTime() + delay : undefined;
-  return { destinationId: row.id, ...(firstAttempt > 0 ? { firstAttempt } : {}), ...(notBefore ? { notBefore } : {}) };
+  const data = workJobData(kind, row.id);
+  if (row.attempts === 0) return data;
+  // Still pending: its last recorded attempt did not deliver it.
+  const next = decideAfterAttempt(options.retryDelaysMs, row.attempts - 1, "failed", row.lastAttemptAt ?? new Date(0));
+  if (next.next === "retry") return { ...data, firstAttempt: next.attempt, ...(row.lastAttemptAt ? { notBefore: next.at.getTime() } : {}) };
+  const last = lastAttempt(options.retryDelaysMs);
+  return last > 0 ? { ...data, firstAttempt: last } : data;
 }
