@@ -44,9 +44,14 @@ function ownerOf(job: Job): { webhookId: string; accountId: string } | null {
   return typeof data.webhookId === "string" && typeof data.accountId === "string" ? { webhookId: data.webhookId, accountId: data.accountId } : null;
 }
 
-/** The start of the failedReason of a job given up after `maxPostpones` outages: its work is
- * still pending, and the sweeper queues it again once the outage is over. */
+/** The start of the failedReason of a job given up after `maxPostpones` outages, for people:
+ * its work is still pending, and the sweeper queues it again once the outage is over. */
 export const POSTPONED_MARK = "postponed too often:";
+/**
+ * What the sweeper reads (never the failedReason's text): the job's data field `gaveUp` is
+ * POSTPONED_TOO_OFTEN when it was given up after `maxPostpones` outages.
+ */
+export const POSTPONED_TOO_OFTEN = "postponed_too_often";
 /** The start of the failedReason of a job that failed for good (a bug, a constraint). */
 export const POISONED_MARK = "failed for good:";
 
@@ -134,7 +139,8 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
           throw new DelayedError();
         }
         ctx.logger.error("attempt postponed too often; the sweeper queues it again after the outage", { jobId: job.id, job: job.name });
-        ctx.metrics.jobsFailed.inc({ job: job.name, reason: "postponed_too_often" });
+        ctx.metrics.jobsFailed.inc({ job: job.name, reason: POSTPONED_TOO_OFTEN });
+        await job.updateData({ ...(job.data as object), gaveUp: POSTPONED_TOO_OFTEN });
         throw new UnrecoverableError(`${POSTPONED_MARK} ${(error as Error).message}`);
       }
       await giveUp(job, "error", error);
