@@ -36,7 +36,7 @@ export function asLines(text: string): string[] | null {
 /** A form field as a string (the first, if repeated), trimmed. */
 export function field(body: unknown, name: string): string {
   const value = (body as Record<string, unknown> | undefined)?.[name];
-  const first = Array.isArray(value) ? value[0] : value;
+  const first: unknown = Array.isArray(value) ? value[0] : value;
   return typeof first === "string" ? first.trim() : "";
 }
 
