@@ -77,7 +77,7 @@ describe("scheduler bookkeeping after a SIGKILL and a Redis flush", () => {
     expect(await leases()).toBeLessThanOrEqual(8 + 2);
     expect(Date.now() - killedAt).toBeLessThan(60_000);
 
-    // Redis loses everything: jobs, running attempts, turns, heartbeats. The leases of the lost
+    // Redis loses everything: jobs, slow marks, rate_limit turns. The leases of the lost
     // jobs are dropped, the sweeper queues the work again, and both webhooks go on.
     await run("redis-cli", ["-p", String(redisServer.port), "flushall"]);
     await healthyArrives();

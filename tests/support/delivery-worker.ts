@@ -49,7 +49,6 @@ export function startInProcessDispatcher(
       keyPrefix: options.keyPrefix,
       localConcurrency: config.DISPATCHER_CONCURRENCY,
       slowAttemptMs: config.DISPATCHER_SLOW_ATTEMPT_MS,
-      maxAttemptMs: config.DELIVERY_TIMEOUT_MS,
     });
     const relay = startRelay({
       pool,
@@ -58,7 +57,7 @@ export function startInProcessDispatcher(
       queuePrefix: options.queuePrefix,
       pollIntervalMs: config.RELAY_POLL_INTERVAL_MS,
       webhookJobLimit: config.DISPATCHER_WEBHOOK_JOB_LIMIT,
-      slowWebhooks: () => schedulerState.slowWebhooks(),
+      webhookClasses: () => schedulerState.webhookClasses(),
       logger,
       metrics,
     });

@@ -61,7 +61,6 @@ const schedulerState = createAdmissionControl({
   keyPrefix,
   localConcurrency: config.DISPATCHER_CONCURRENCY,
   slowAttemptMs: config.DISPATCHER_SLOW_ATTEMPT_MS,
-  maxAttemptMs: config.DELIVERY_TIMEOUT_MS,
 });
 registerSchedulerGauges(metrics.registry, {
   backlog: () => schedulerBacklog(db.pool, config.QUEUE_PREFIX, config.DISPATCHER_WEBHOOK_JOB_LIMIT),
@@ -77,7 +76,7 @@ const relay = startRelay({
   queuePrefix: config.QUEUE_PREFIX,
   pollIntervalMs: config.RELAY_POLL_INTERVAL_MS,
   webhookJobLimit: config.DISPATCHER_WEBHOOK_JOB_LIMIT,
-  slowWebhooks: () => schedulerState.slowWebhooks(),
+  webhookClasses: () => schedulerState.webhookClasses(),
   logger: getLogger("relay"),
   metrics,
 });

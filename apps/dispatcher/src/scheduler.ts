@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import type { DispatcherConfig } from "@mailhooks/config";
 import { createBatcher, releaseLeases } from "@mailhooks/delivery-state";
 import { createAdmissionControl, createRateLimits, startLeaseKeeper } from "@mailhooks/scheduler";
@@ -6,15 +5,16 @@ import type { DeliveryContext } from "./jobs/deliver-destination.js";
 import type { DeliveryWorkerOptions, WorkerScheduler } from "./worker.js";
 
 /**
- * The heartbeat's period, in ms; a dispatcher's slots count for three periods after its last.
- * A lifted rate_limit takes effect within this plus the rate limits' cache (1 s).
+ * The period of the scheduler's review, in ms: a lifted rate_limit takes effect within this plus
+ * the rate limits' cache (1 s), and the other dispatchers' slow marks are learnt within it.
  */
-const HEARTBEAT_MS = 1_000;
+const REVIEW_MS = 1_000;
 
 /**
- * The scheduler of one dispatcher: admission over `wiring.connection`, the webhooks' rate limits
- * from PostgreSQL, lease releases batched, the lease keeper every DISPATCHER_STALLED_INTERVAL_MS,
- * and a heartbeat that tells the other dispatchers this one's slots. `stop` ends the timers.
+ * The scheduler of one dispatcher: admission (shares in memory; rate_limit turns and slow marks
+ * over `wiring.connection`), the webhooks' rate limits from PostgreSQL, lease releases batched,
+ * the lease keeper every DISPATCHER_STALLED_INTERVAL_MS, and a review every second (lifted rate
+ * limits, the other dispatchers' slow marks). `stop` ends the timers.
  */
 export function startWorkerScheduler(
   config: DispatcherConfig,
@@ -28,20 +28,16 @@ export function startWorkerScheduler(
     keyPrefix: wiring.prefix,
     localConcurrency: config.DISPATCHER_CONCURRENCY,
     slowAttemptMs: config.DISPATCHER_SLOW_ATTEMPT_MS,
-    // The longest attempt: the deadline, the body read (1 s) and the database write.
-    maxAttemptMs: config.DELIVERY_TIMEOUT_MS + 10_000,
   });
   const releases = createBatcher(async (ids: string[]) => (await releaseLeases(pool, ids), ids.map(() => undefined)), { maxBatch: 64, maxConcurrency: 2 });
-  const id = randomUUID();
   const rateLimits = createRateLimits(pool);
-  // Each heartbeat also gives back the work of webhooks whose rate_limit was lifted or changed.
-  const beat = () => {
-    void admission.heartbeat(id, HEARTBEAT_MS * 3).catch((error: Error) => logger.warn("scheduler heartbeat failed", { error: error.message }));
+  const review = () => {
+    void admission.refreshSlowMarks().catch((error: Error) => logger.warn("could not read the slow marks", { error: error.message }));
     void admission.reviewRateLimits((webhookId) => rateLimits.get(webhookId)).catch((error: Error) => logger.warn("rate limit review failed", { error: error.message }));
   };
-  beat();
-  const heartbeat = setInterval(beat, HEARTBEAT_MS);
-  heartbeat.unref();
+  review();
+  const reviews = setInterval(review, REVIEW_MS);
+  reviews.unref();
   const keeper = startLeaseKeeper({
     pool,
     redis: connection,
@@ -61,7 +57,7 @@ export function startWorkerScheduler(
       void releases.submit(workId).catch((error: Error) => logger.warn("could not release a lease; the lease keeper will", { workId, error: error.message })),
     wakeHeldJobs: (wake) => (promote = wake),
     stop: () => {
-      clearInterval(heartbeat);
+      clearInterval(reviews);
       void keeper.close();
     },
   };

@@ -5,7 +5,7 @@ import { isInfrastructureError } from "@mailhooks/infrastructure-errors";
 import { secretKeysOf, type DispatcherConfig } from "@mailhooks/config";
 import { createKeyring, parseKeys, SecretDecryptionError } from "@mailhooks/secrets";
 import { deliveryJob, JOB_NAMES, QUEUE_NAMES, replayJob, testDeliveryJob, DELIVERY_BACKOFF_TYPE, type RedisClient } from "@mailhooks/queue";
-import type { AdmissionControl, RateLimits } from "@mailhooks/scheduler";
+import { reserveSlots, type AdmissionControl, type RateLimits } from "@mailhooks/scheduler";
 import { RetryableDeliveryError } from "./delivery/retry-policy.js";
 import { deliverDestination, withDefaults, type DeliveryContext } from "./jobs/deliver-destination.js";
 import { deliverTestEvent } from "./jobs/deliver-test-event.js";
@@ -223,8 +223,8 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
  * The delivery worker of a dispatcher configured by `config` (apps/dispatcher/src/main.ts, and
  * the tests' in-process dispatchers): which settings feed the deliveries (retry delays, private
  * targets, secret keys, auto-disable), the worker (concurrency, lock, stalled checks, postpones)
- * and its fair scheduler (docs/scheduler.md: admission in Redis, rate limits, lease releases,
- * the lease keeper and this dispatcher's heartbeat, stopped when the worker closes) is written
+ * and its fair scheduler (docs/scheduler.md: admission, rate limits, lease releases,
+ * the lease keeper and the scheduler's review, stopped when the worker closes) is written
  * here once.
  */
 export function createConfiguredDeliveryWorker(
@@ -246,7 +246,8 @@ export function createConfiguredDeliveryWorker(
     {
       connection: wiring.connection,
       prefix: wiring.prefix,
-      concurrency: config.DISPATCHER_CONCURRENCY,
+      // The reserve runs on top of the configured slots (docs/scheduler.md).
+      concurrency: config.DISPATCHER_CONCURRENCY + reserveSlots(config.DISPATCHER_CONCURRENCY),
       lockDurationMs: config.DISPATCHER_LOCK_DURATION_MS,
       stalledIntervalMs: config.DISPATCHER_STALLED_INTERVAL_MS,
       maxPostpones: config.DISPATCHER_MAX_POSTPONES,

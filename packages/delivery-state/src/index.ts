@@ -14,6 +14,6 @@ export * from "./webhooks.js";
 export * from "./replays.js";
 export * from "./attempts.js";
 export * from "./sweep.js";
-export * from "./housekeeping.js";
+export * from "./idempotency-keys.js";
 export * from "./retention.js";
 export * from "./retry-policy.js";

@@ -1,13 +1,21 @@
 import { isInfrastructureError } from "./index.js";
 
+/** What Prisma 7 with @prisma/adapter-pg raises (as observed): a generic code, the adapter's cause in `meta`. */
+const prismaAdapterError = (cause: Record<string, unknown>, code = "P2010") =>
+  Object.assign(new Error("\nInvalid `prisma.$queryRaw()` invocation:\n\n\nRaw query failed."), { code, meta: { driverAdapterError: { name: "DriverAdapterError", cause } } });
+
 describe("isInfrastructureError (503 unavailable)", () => {
   test.each([
     ["a refused connection", Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" })],
-    ["a raw query on a closed connection", new Error("Invalid `prisma.$queryRaw()` invocation:\n\nRaw query failed. Code: `N/A`. Message: `Server has closed the connection.`")],
+    ["a raw query on a closed connection", prismaAdapterError({ kind: "ConnectionClosed" })],
+    ["a raw query while the server is away", prismaAdapterError({ kind: "DatabaseNotReachable", host: "127.0.0.1", port: 5432 })],
     ["a model query while the server is away", Object.assign(new Error("Can't reach database server"), { code: "P1001" })],
     ["Redis away", new Error("Stream isn't writeable and enableOfflineQueue options is false")],
-    ["a statement timeout through Prisma", new Error("Raw query failed. Code: `57014`. Message: `canceling statement due to statement timeout`")],
+    ["a statement timeout through Prisma", prismaAdapterError({ kind: "postgres", code: "57014", originalCode: "57014", severity: "ERROR" })],
     ["Redis frozen (ioredis's commandTimeout)", new Error("Command timed out")],
+    ["a command that used up its retries (ioredis)", Object.assign(new Error("Reached the max retries per request limit (which is 1)."), { name: "MaxRetriesPerRequestError" })],
+    ["a connection attempt that timed out (pg)", new Error("Connection terminated due to connection timeout", { cause: new Error("Connection terminated unexpectedly") })],
+    ["a full pool (pg-pool)", new Error("timeout exceeded when trying to connect")],
     ["a cause chain", Object.assign(new Error("wrapped"), { cause: Object.assign(new Error("x"), { code: "ECONNRESET" }) })],
   ])("%s", (_name, error) => {
     expect(isInfrastructureError(error)).toBe(true);
@@ -15,6 +23,15 @@ describe("isInfrastructureError (503 unavailable)", () => {
 
   test("a programming error is not one", () => {
     expect(isInfrastructureError(new TypeError("cannot read properties of undefined"))).toBe(false);
+  });
+
+  test("a message that only quotes a library's words is not one", () => {
+    expect(isInfrastructureError(new Error("the receiver said: Connection terminated"))).toBe(false);
+    expect(isInfrastructureError(Object.assign(new Error("Command timed out"), { code: "ERR_SOMETHING_ELSE" }))).toBe(false);
+  });
+
+  test("a constraint through Prisma is not one", () => {
+    expect(isInfrastructureError(prismaAdapterError({ kind: "UniqueConstraintViolation", constraint: { fields: ["id"] } }, "P2002"))).toBe(false);
   });
 });
 

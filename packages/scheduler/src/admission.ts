@@ -1,30 +1,36 @@
 import type { RedisClient } from "@mailhooks/queue";
-import { ADMIT, HEARTBEAT, LIFT, RELEASE } from "./scripts.js";
+import { FORFEIT_TURN, LIFT, RATE_TURN } from "./scripts.js";
 
 /**
  * Admission of delivery attempts (CONTRACT.md section 6, fairness; section 4, `rate_limit`;
  * docs/scheduler.md): before a job's attempt starts, the worker asks here whether its webhook may
- * take a dispatcher slot now. The state is shared by every dispatcher of a deployment, in Redis
- * (keys under the deployment's prefix, one hash slot on a Cluster), and each step is one Lua
- * script, so that two dispatchers never both take the last share.
+ * take one of this dispatcher's slots now. Shares are counted by each dispatcher over its own
+ * slots, in memory (no round trip per attempt, and nothing to clean up after a crash: the counts
+ * die with the process whose attempts they count); every dispatcher applies the same rule, so the
+ * shares hold for the deployment as a whole. What must be shared lives in Redis: the rate_limit
+ * turns (one Lua script per turn, so that two dispatchers never take the same one) and the slow
+ * marks (the relays give slow webhooks a smaller job limit).
  *
- * The rule, with C the slots of all live dispatchers, R = max(1, C/8) a reserve, and N the
- * webhooks with attempts running:
- * - a webhook takes a slot while fewer than C - R attempts run in all (work-conserving: alone, a
- *   webhook may use that much), or, in the reserve, while it runs fewer than C / (N + 1) (a
- *   newcomer's share): so a webhook that has had little always finds a slot at once, however many
- *   slots others hold;
- * - and in the reserve only while its account's quick attempts (not yet `slowAttemptMs` old) are
- *   fewer than C / (accounts running + 1): an account whose many new webhooks all hang cannot
- *   take the reserve from the others in the first seconds;
- * - a webhook is slow while an attempt of it runs longer than `slowAttemptMs`, or after one took
- *   longer (a receiver that hangs until the deadline, or answers slowly); a slow webhook gets only its fair share (C / accounts running, divided among the
- *   account's running webhooks, at least one), never the reserve, until one of its attempts is
- *   quick again. This bounds what hanging receivers hold: together at most C - R slots, each at
- *   most its fair share once it is known slow, and their retries come back under the same rule;
+ * The rule, with C this dispatcher's slots (DISPATCHER_CONCURRENCY), R = reserveSlots(C) more
+ * slots on top of them, and N the webhooks with attempts running here:
+ * - a webhook takes a slot while fewer than C attempts run in all (work-conserving: alone, a
+ *   webhook uses all C), or, in the reserve, while it runs fewer than C / (N + 1) (a newcomer's
+ *   share): so a webhook that has had little always finds a slot at once, however many slots
+ *   others hold;
+ * - and in the reserve only while its account's quick attempts (started less than
+ *   `slowAttemptMs` ago, by webhooks not known slow) are fewer than C / (accounts running + 1):
+ *   an account whose many new webhooks all hang cannot take the reserve from the others in the
+ *   first moments;
+ * - a webhook is slow while an attempt of it runs longer than `slowAttemptMs`, or for
+ *   `slowMemoryMs` after one took longer, on any dispatcher (a receiver that hangs until the
+ *   deadline, or answers slowly); a slow webhook gets only its fair share (C / accounts running,
+ *   divided among the account's running webhooks, at least one), never the reserve, until one of
+ *   its attempts is quick again. This bounds what hanging receivers hold: together at most C
+ *   slots, never the reserve, each at most its fair share once it is known slow, and their retries come back under
+ *   the same rule;
  * - a webhook with a `rate_limit` r is admitted at most once per 1.15 / r s (GCRA): the job whose
  *   turn is not yet due is given a reserved time and waits until then (no attempt is used). When
- *   the limit is lifted or changed (PATCH), liftRateLimit gives the waiting jobs back at once.
+ *   the limit is lifted or changed (PATCH), reviewRateLimits gives the waiting jobs back at once.
  * A job held back waits in the queue's delayed set without using an attempt and comes back at the
  * time the answer names.
  */
@@ -38,22 +44,25 @@ export interface AdmissionOptions {
   redis: RedisClient;
   /** The deployment's Redis key prefix (redisKeyPrefix(QUEUE_PREFIX, REDIS_CLUSTER)). */
   keyPrefix: string;
-  /** This dispatcher's slots (DISPATCHER_CONCURRENCY): the capacity until heartbeats tell more. */
+  /** This dispatcher's slots (DISPATCHER_CONCURRENCY): the C of the rule. */
   localConcurrency: number;
   /** An attempt longer than this, in ms, marks its webhook slow (DISPATCHER_SLOW_ATTEMPT_MS). */
   slowAttemptMs: number;
-  /** How long a webhook stays slow without a quick attempt, in ms. */
+  /** How long a webhook stays slow without a quick attempt, in ms (10 minutes). */
   slowMemoryMs?: number;
   /**
    * Moves a held job (by id) out of the delayed set at once, when a slot of its webhook frees
    * (BullMQ's promote). Without it, held jobs of slow webhooks ask again at their hold's end.
    */
   promote?: (jobId: string) => Promise<void>;
-  /**
-   * Attempts older than this, in ms, no longer count (their dispatcher died mid-attempt): more
-   * than the longest attempt (DELIVERY_TIMEOUT_MS plus the body read and the database write).
-   */
-  maxAttemptMs: number;
+}
+
+/**
+ * The reserve R on top of a dispatcher's `concurrency` slots, for webhooks that have had little
+ * (docs/scheduler.md): an eighth, at least one. The worker runs up to concurrency + R attempts.
+ */
+export function reserveSlots(concurrency: number): number {
+  return Math.max(1, Math.floor(concurrency / 8));
 }
 
 /**
@@ -67,19 +76,18 @@ export function rateIntervalMs(rateLimit: number): number {
 }
 
 type Scripted = RedisClient & {
-  schedulerAdmit(...args: (string | number)[]): Promise<[number, string?, number?]>;
-  schedulerRelease(...args: (string | number)[]): Promise<string[]>;
-  schedulerHeartbeat(...args: (string | number)[]): Promise<number>;
+  schedulerRateTurn(...args: (string | number)[]): Promise<[number, string?, number?]>;
+  schedulerForfeitTurn(...args: (string | number)[]): Promise<number>;
   schedulerLift(...args: (string | number)[]): Promise<string[]>;
 };
 
 /** What the scheduler knows of a deployment right now (metrics, tests). */
 export interface AdmissionState {
-  /** Attempts running on every dispatcher. */
+  /** Attempts running on this dispatcher. */
   running: number;
-  /** Slots of the live dispatchers (0 before the first heartbeat). */
+  /** This dispatcher's slots. */
   capacity: number;
-  /** Webhooks marked slow. */
+  /** Webhooks marked slow, on any dispatcher. */
   slowWebhooks: number;
   /** Webhooks whose rate_limit holds work back now. */
   rateLimitedWebhooks: number;
@@ -91,7 +99,7 @@ export interface AdmissionControl {
   /**
    * May the attempt of job `jobId` for `webhookId` of `accountId` start now? `holds` is how
    * often this job was held back already (the wait grows with it); `rateLimit` the webhook's
-   * rate_limit (null: none).
+   * rate_limit (null: none). Throws only when Redis fails to answer for a rate limit.
    */
   admit(input: { jobId: string; webhookId: string; accountId: string; holds: number; rateLimit: number | null }): Promise<Admission>;
   /** The attempt of an admitted job ended after `durationMs`: its slot is free again. */
@@ -103,71 +111,236 @@ export interface AdmissionControl {
    * webhooks were given back their work.
    */
   reviewRateLimits(currentLimit: (webhookId: string) => Promise<number | null>): Promise<number>;
-  /** The webhooks marked slow now (the relay gives them a smaller job limit). */
+  /** The webhooks marked slow now, by any dispatcher (the relay gives them a smaller job limit). */
   slowWebhooks(): Promise<string[]>;
-  /** Tells the others that this dispatcher (`id`) lives with its slots, for `ttlMs`. */
-  heartbeat(id: string, ttlMs: number): Promise<number>;
+  /**
+   * The webhooks with many quick attempts lately (FAST_QUICK_ATTEMPTS in a second, on one
+   * dispatcher, in the last FAST_MEMORY_MS; on any dispatcher) (the relay
+   * gives them a larger job limit, so that a fast receiver's queue never runs dry between relay
+   * passes). At most MAX_MARKS.
+   */
+  fastWebhooks(): Promise<string[]>;
+  /** Both of the above, for the relay (relayOutbox's `classes`). */
+  webhookClasses(): Promise<{ slow: string[]; fast: string[] }>;
+  /** Learns the slow marks of the other dispatchers (call every second or so). */
+  refreshSlowMarks(): Promise<void>;
   state(): Promise<AdmissionState>;
 }
 
 /**
  * How long a job held back for its share waits before it asks again, in ms: 50 ms doubling to
- * 1 s; for a slow webhook's job 500 ms doubling to 5 s, but the end of any attempt of its
- * webhook wakes the two held longest at once (`promote`): its slots free at the pace of its
- * receiver, and asking more often would only cost the dispatchers.
+ * 400 ms; for a slow webhook's job 500 ms doubling to 10 s, but the end of any attempt of its
+ * webhook wakes the two held longest at once (`promote`; a quick one wakes them all): its slots free at the pace of its
+ * receiver, and asking more often would only cost the dispatchers (a fast webhook that starts
+ * hanging may have 1,024 jobs in the queue, which then drain at its fair share).
  */
 export function holdDelayMs(holds: number, slow = false): number {
   const n = Math.min(6, Math.max(0, holds));
-  return slow ? Math.min(5_000, 500 * 2 ** n) : Math.min(1_000, 50 * 2 ** n);
+  return slow ? Math.min(10_000, 500 * 2 ** n) : Math.min(400, 50 * 2 ** n);
 }
+
+/** An attempt running on this dispatcher. */
+interface Running {
+  webhookId: string;
+  accountId: string;
+  startedAt: number;
+  /** Its webhook was known slow when it started: it never counts as its account's quick attempt. */
+  slow: boolean;
+}
+
+/** Bounds of the in-memory bookkeeping (a dispatcher's memory is shared by every account). */
+const MAX_MARKS = 50_000;
+/** How long, in ms, a fast mark lasts; it is renewed at most every second. */
+const FAST_MEMORY_MS = 10_000;
+/**
+ * Quick attempts of one webhook within one second on one dispatcher that mark it fast: half the
+ * default job limit, the pace at which a queue of 128 jobs runs dry between relay passes. One
+ * quick answer (a webhook's test event) is not enough: a receiver may answer that and hang on
+ * the rest.
+ */
+const FAST_QUICK_ATTEMPTS = 64;
+const MAX_HELD_PER_WEBHOOK = 128;
+const MAX_HELD = 20_000;
 
 export function createAdmissionControl(options: AdmissionOptions): AdmissionControl {
   const redis = options.redis as Scripted;
   const k = (name: string) => `${options.keyPrefix}:sched:${name}`;
-  if (typeof redis.schedulerAdmit !== "function") {
-    redis.defineCommand("schedulerAdmit", { numberOfKeys: 9, lua: ADMIT });
-    redis.defineCommand("schedulerRelease", { numberOfKeys: 4, lua: RELEASE });
-    redis.defineCommand("schedulerHeartbeat", { numberOfKeys: 3, lua: HEARTBEAT });
+  if (typeof redis.schedulerRateTurn !== "function") {
+    redis.defineCommand("schedulerRateTurn", { numberOfKeys: 6, lua: RATE_TURN });
+    redis.defineCommand("schedulerForfeitTurn", { numberOfKeys: 3, lua: FORFEIT_TURN });
     redis.defineCommand("schedulerLift", { numberOfKeys: 4, lua: LIFT });
   }
+  const capacity = options.localConcurrency;
+  const reserve = reserveSlots(capacity);
   const slowMemoryMs = options.slowMemoryMs ?? 600_000;
-  const memberOf = (input: { jobId: string; webhookId: string; accountId: string }) => `${input.jobId}|${input.webhookId}|${input.accountId}`;
+  const running = new Map<string, Running>();
+  const byWebhook = new Map<string, Set<string>>();
+  const byAccount = new Map<string, Set<string>>();
+  /** Per account, its webhooks with attempts running here and how many each. */
+  const accountWebhooks = new Map<string, Map<string, number>>();
+  /** Slow marks: webhook -> until (ms), this dispatcher's own and those learnt from Redis. */
+  const slowUntil = new Map<string, number>();
+  /** Fast marks this dispatcher wrote: webhook -> when (ms). */
+  const fastMarked = new Map<string, number>();
+  /** Quick attempts per webhook in the current second: webhook -> [second's start (ms), count]. */
+  const quickCounts = new Map<string, [number, number]>();
+  /** Jobs of slow webhooks held back here, oldest first: woken when a slot of theirs frees. */
+  const held = new Map<string, Set<string>>();
+  let heldCount = 0;
+  const unhold = (webhookId: string, jobId: string) => {
+    const jobs = held.get(webhookId);
+    if (!jobs?.delete(jobId)) return;
+    heldCount--;
+    if (jobs.size === 0) held.delete(webhookId);
+  };
+
+  const add = <K, V>(map: Map<K, Set<V>>, key: K, value: V) => {
+    const set = map.get(key) ?? new Set<V>();
+    set.add(value);
+    map.set(key, set);
+  };
+  const remove = <K, V>(map: Map<K, Set<V>>, key: K, value: V) => {
+    const set = map.get(key);
+    if (set?.delete(value) && set.size === 0) map.delete(key);
+  };
+  const forget = (jobId: string) => {
+    const r = running.get(jobId);
+    if (!r) return;
+    running.delete(jobId);
+    remove(byWebhook, r.webhookId, jobId);
+    remove(byAccount, r.accountId, jobId);
+    const hooks = accountWebhooks.get(r.accountId)!;
+    const n = hooks.get(r.webhookId)! - 1;
+    if (n > 0) hooks.set(r.webhookId, n);
+    else hooks.delete(r.webhookId);
+    if (hooks.size === 0) accountWebhooks.delete(r.accountId);
+  };
+  const markSlow = (webhookId: string, until: number) => {
+    slowUntil.delete(webhookId);
+    // The oldest marks go first when the map is full: at worst a webhook is learnt slow again.
+    if (slowUntil.size >= MAX_MARKS) slowUntil.delete(slowUntil.keys().next().value!);
+    slowUntil.set(webhookId, until);
+  };
+  const isSlow = (webhookId: string, now: number) => {
+    const until = slowUntil.get(webhookId);
+    if (until !== undefined && until > now) return true;
+    for (const jobId of byWebhook.get(webhookId) ?? []) if (running.get(jobId)!.startedAt < now - options.slowAttemptMs) return true;
+    return false;
+  };
+  const turnKeys = (webhookId: string, jobId: string) => [
+    k(`rate:${webhookId}`),
+    k(`turn:${jobId}`),
+    k("rate-limited"),
+    k("reserved"),
+    k(`webhooks:rate-waiting:${webhookId}`),
+    k("webhooks:rate-interval"),
+  ];
+
+  /** The share rule above, for this dispatcher's slots; true: the attempt may take a slot. */
+  const hasShare = (webhookId: string, accountId: string, now: number, slow: boolean) => {
+    const total = running.size;
+    const activeA = byAccount.get(accountId)?.size ?? 0;
+    const activeW = byWebhook.get(webhookId)?.size ?? 0;
+    const nAcc = accountWebhooks.size + (activeA === 0 ? 1 : 0);
+    const nWh = (accountWebhooks.get(accountId)?.size ?? 0) + (activeW === 0 ? 1 : 0);
+    const fairA = capacity / nAcc;
+    if (slow) return total < capacity && activeA < fairA && activeW < Math.max(1, fairA / nWh);
+    if (total < capacity) return true;
+    if (total >= capacity + reserve) return false;
+    const newcomerShare = Math.max(1, capacity / (byWebhook.size + 1));
+    if (activeW >= newcomerShare) return false;
+    let quickA = 0;
+    for (const jobId of byAccount.get(accountId) ?? []) {
+      const r = running.get(jobId)!;
+      if (!r.slow && r.startedAt >= now - options.slowAttemptMs) quickA++;
+    }
+    return quickA < Math.max(1, capacity / (nAcc + 1));
+  };
+
   return {
     async admit(input) {
       const now = Date.now();
-      const [admitted, reason, retryAt] = await redis.schedulerAdmit(
-        k("active"),
-        k("accounts"),
-        k("slow"),
-        k("capacity-sum"),
-        k(`rate:${input.webhookId}`),
-        k(`turn:${input.jobId}`),
-        k("rate-limited"),
-        k("reserved"),
-        k("hooks"),
-        now,
-        memberOf(input),
-        input.webhookId,
-        input.accountId,
-        options.maxAttemptMs,
-        options.localConcurrency,
-        input.rateLimit ? rateIntervalMs(input.rateLimit) : 0,
-        holdDelayMs(input.holds),
-        k("webhooks:"),
-        holdDelayMs(input.holds, true),
-        options.slowAttemptMs,
-      );
-      if (admitted === 1) return { admitted: true };
-      return { admitted: false, reason: reason as HoldReason, retryAt: Number(retryAt) };
+      // The same job asking again here (taken over after a stall) replaces its own entry.
+      forget(input.jobId);
+      const slow = isSlow(input.webhookId, now);
+      if (!hasShare(input.webhookId, input.accountId, now, slow)) {
+        if (input.rateLimit) await redis.schedulerForfeitTurn(k(`turn:${input.jobId}`), k("reserved"), k(`webhooks:rate-waiting:${input.webhookId}`), input.jobId);
+        if (slow) {
+          // Asked again: it goes to the end of its webhook's line.
+          unhold(input.webhookId, input.jobId);
+          const jobs = held.get(input.webhookId) ?? new Set<string>();
+          if (jobs.size < MAX_HELD_PER_WEBHOOK && heldCount < MAX_HELD) {
+            jobs.add(input.jobId);
+            heldCount++;
+            held.set(input.webhookId, jobs);
+          }
+        }
+        return { admitted: false, reason: "share", retryAt: now + holdDelayMs(input.holds, slow) };
+      }
+      if (input.rateLimit) {
+        const [turn, , at] = await redis.schedulerRateTurn(...turnKeys(input.webhookId, input.jobId), Date.now(), input.jobId, input.webhookId, rateIntervalMs(input.rateLimit));
+        if (turn !== 1) return { admitted: false, reason: "rate_limit", retryAt: Number(at) };
+      }
+      unhold(input.webhookId, input.jobId);
+      running.set(input.jobId, { webhookId: input.webhookId, accountId: input.accountId, startedAt: now, slow });
+      add(byWebhook, input.webhookId, input.jobId);
+      add(byAccount, input.accountId, input.jobId);
+      const hooks = accountWebhooks.get(input.accountId) ?? new Map<string, number>();
+      hooks.set(input.webhookId, (hooks.get(input.webhookId) ?? 0) + 1);
+      accountWebhooks.set(input.accountId, hooks);
+      return { admitted: true };
     },
     async release(input) {
-      const slowUntil = input.durationMs > options.slowAttemptMs ? Date.now() + slowMemoryMs : 0;
-      const woken = await redis.schedulerRelease(k("active"), k("accounts"), k("slow"), k("hooks"), memberOf(input), input.webhookId, input.accountId, slowUntil, k("webhooks:"));
+      const now = Date.now();
+      forget(input.jobId);
+      const known = slowUntil.get(input.webhookId);
+      const quick = input.durationMs <= options.slowAttemptMs;
+      if (!quick) {
+        // Told to the other dispatchers (and their relays) when new, or when half its memory is gone.
+        if (known === undefined || known < now + slowMemoryMs / 2) {
+          markSlow(input.webhookId, now + slowMemoryMs);
+          await redis.zadd(k("slow"), now + slowMemoryMs, input.webhookId);
+        }
+      } else {
+        if (known !== undefined) {
+          slowUntil.delete(input.webhookId);
+          await redis.zrem(k("slow"), input.webhookId);
+        }
+        let count = quickCounts.get(input.webhookId);
+        if (!count || count[0] < now - 1_000) {
+          quickCounts.delete(input.webhookId);
+          if (quickCounts.size >= MAX_MARKS) quickCounts.delete(quickCounts.keys().next().value!);
+          count = [now, 0];
+          quickCounts.set(input.webhookId, count);
+        }
+        count[1]++;
+        if (count[1] >= FAST_QUICK_ATTEMPTS && (fastMarked.get(input.webhookId) ?? 0) < now - 1_000) {
+          fastMarked.delete(input.webhookId);
+          if (fastMarked.size >= MAX_MARKS) fastMarked.delete(fastMarked.keys().next().value!);
+          fastMarked.set(input.webhookId, now);
+          await redis.zadd(k("fast"), now + FAST_MEMORY_MS, input.webhookId);
+        }
+      }
+      // A slot of this webhook is free: the two jobs of it held back longest may ask again now;
+      // all of them when it was quick (the webhook is no longer slow, or its work is cancelled).
+      const jobs = held.get(input.webhookId);
+      if (!jobs) return;
+      const woken = quick ? [...jobs] : [...jobs].slice(0, 2);
+      for (const jobId of woken) unhold(input.webhookId, jobId);
       // A held job that is no longer delayed (it asked again meanwhile) cannot be promoted.
-      for (const jobId of woken ?? []) await options.promote?.(jobId).catch(() => undefined);
+      for (const jobId of woken) await options.promote?.(jobId).catch(() => undefined);
     },
-    heartbeat(id, ttlMs) {
-      return redis.schedulerHeartbeat(k("workers"), k("capacities"), k("capacity-sum"), Date.now(), id, options.localConcurrency, ttlMs);
+    async refreshSlowMarks() {
+      const now = Date.now();
+      for (const [webhookId, until] of slowUntil) if (until <= now) slowUntil.delete(webhookId);
+      const marks = await redis.zrangebyscore(k("slow"), now, "+inf", "WITHSCORES", "LIMIT", 0, MAX_MARKS);
+      for (let i = 0; i < marks.length; i += 2) if ((slowUntil.get(marks[i]) ?? 0) < Number(marks[i + 1])) markSlow(marks[i], Number(marks[i + 1]));
+      // Marks cleared elsewhere (a quick attempt on another dispatcher) are kept here until they
+      // end or a quick attempt here clears them: a webhook is then treated as slow a little longer.
+      await redis.zremrangebyscore(k("slow"), "-inf", now);
+      await redis.zremrangebyscore(k("fast"), "-inf", now);
+      for (const [webhookId, at] of fastMarked) if (at < now - FAST_MEMORY_MS) fastMarked.delete(webhookId);
+      for (const [webhookId, [since]] of quickCounts) if (since < now - 1_000) quickCounts.delete(webhookId);
     },
     async reviewRateLimits(currentLimit) {
       const limited = await redis.zrangebyscore(k("rate-limited"), Date.now(), "+inf", "LIMIT", 0, 1000);
@@ -185,18 +358,23 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
       return lifted;
     },
     async slowWebhooks() {
-      return redis.zrangebyscore(k("slow"), Date.now(), "+inf");
+      return redis.zrangebyscore(k("slow"), Date.now(), "+inf", "LIMIT", 0, MAX_MARKS);
+    },
+    async fastWebhooks() {
+      return redis.zrangebyscore(k("fast"), Date.now(), "+inf", "LIMIT", 0, MAX_MARKS);
+    },
+    async webhookClasses() {
+      const [slow, fast] = await Promise.all([this.slowWebhooks(), this.fastWebhooks()]);
+      return { slow, fast };
     },
     async state() {
       const now = Date.now();
-      const [running, capacity, slow, limited, reserved] = await Promise.all([
-        redis.zcard(k("active")),
-        redis.get(k("capacity-sum")),
+      const [slow, limited, reserved] = await Promise.all([
         redis.zcount(k("slow"), now, "+inf"),
         redis.zcount(k("rate-limited"), now, "+inf"),
         redis.zcount(k("reserved"), now, "+inf"),
       ]);
-      return { running, capacity: Number(capacity ?? 0), slowWebhooks: slow, rateLimitedWebhooks: limited, waitingForRateLimit: reserved };
+      return { running: running.size, capacity, slowWebhooks: slow, rateLimitedWebhooks: limited, waitingForRateLimit: reserved };
     },
   };
 }

@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { ZodOpenApiPathItemObject, ZodOpenApiPathsObject } from "zod-openapi";
 import { EVENT_EXAMPLES, EVENT_TYPES, TEST_EVENT_TYPE, type EventType } from "@mailhooks/events";
 import { EVENT_ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "@mailhooks/signing";
-import { envelopeSchemas, testEnvelopeSchema } from "../views/events.js";
+import { envelopeSchemas, testEnvelopeSchema } from "../schemas/events.js";
 import { json } from "./paths/media.js";
 
 /**

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { ZodOpenApiResponseObject, ZodOpenApiResponsesObject } from "zod-openapi";
-import { errorBodySchema } from "../views/errors.js";
+import { errorBodySchema } from "../schemas/errors.js";
 
 /**
  * The error answers of the OpenAPI document (CONTRACT.md section 3), each a reusable component

@@ -10,7 +10,7 @@ import { replayRequestSchema, requestReplay } from "../../services/replays.js";
 import { findWebhook, listWebhooks, toWebhookView, type WebhookView } from "../../services/webhooks.js";
 import { byField, field, filterFields, filterQuery, tryParse } from "../forms.js";
 import { render } from "../render.js";
-import { replayRefusalInWords } from "../replay-words.js";
+import { refusalInWords } from "../refusal-words.js";
 import { dashboardPrincipal } from "../session.js";
 import { EVENT_FILTERS } from "./events.js";
 
@@ -81,7 +81,7 @@ export function bulkReplayPages(deps: ApiDeps): Router {
         webhook = toWebhookView(await findWebhook(deps, accountOf(req), options.webhook_id), deps.keyring);
       } catch (error) {
         if (!(error instanceof AppError) || error.code !== "not_found") throw error;
-        problems.push({ path: "webhook_id", message: "is not one of this account's endpoints" });
+        problems.push({ path: "webhook_id", message: "is not one of this account's webhooks" });
       }
     }
     if (!parsed.data || problems.length) {
@@ -111,7 +111,9 @@ export function bulkReplayPages(deps: ApiDeps): Router {
       res.json({ event_id: eventId, outcome: "replayed", message: `${accepted.replays.length} replay(s) queued` });
     } catch (error) {
       if (!(error instanceof AppError) || error.code === "unavailable" || error.code === "rate_limited") throw error;
-      res.json({ event_id: eventId, outcome: error.code === "payload_expired" ? "expired" : "failed", message: replayRefusalInWords(error.message) });
+      // The page is about events only: a missing one is said so, shortly.
+      const message = error.code === "not_found" ? "event not found" : refusalInWords(error);
+      res.json({ event_id: eventId, outcome: error.code === "payload_expired" ? "expired" : "failed", message });
     }
   });
 

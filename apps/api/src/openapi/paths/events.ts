@@ -4,8 +4,8 @@ import { EVENT_TYPES, eventDataSchemas } from "@mailhooks/events";
 import { resourceId } from "../../routes/webhooks.js";
 import { BATCH_MAX_EVENTS, batchItemSchema, batchSchema, eventEnvelopeSchema, idempotencyKey, listQuery } from "../../routes/events.js";
 import { replayRequestSchema } from "../../services/replays.js";
-import { eventBatchSchema, eventDetailSchema, eventKindName, eventSummarySchema, replayAcceptedSchema } from "../../views/events.js";
-import { eventListSchema } from "../../views/lists.js";
+import { eventBatchSchema, eventDetailSchema, eventKindName, eventSummarySchema, replayAcceptedSchema } from "../../schemas/events.js";
+import { eventListSchema } from "../../schemas/lists.js";
 import { errorResponses, JSON_BODY_ERRORS } from "../responses.js";
 import { json } from "./media.js";
 

@@ -1,7 +1,7 @@
 import type { ZodOpenApiPathsObject } from "zod-openapi";
 import { querySchema as auditQuery } from "../../routes/audit.js";
 import { querySchema as deliveriesQuery } from "../../routes/deliveries.js";
-import { auditLogSchema, deliveryListSchema } from "../../views/lists.js";
+import { auditLogSchema, deliveryListSchema } from "../../schemas/lists.js";
 import { errorResponses } from "../responses.js";
 import { json } from "./media.js";
 
