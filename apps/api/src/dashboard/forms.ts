@@ -1,6 +1,6 @@
 import type { Request } from "express";
 import { z } from "zod";
-import { AppError, validationError, type ErrorDetail } from "../errors.js";
+import { isAppError, validationError, type ErrorDetail } from "../errors.js";
 import { refusalInWords } from "./refusal-words.js";
 
 /**
@@ -74,7 +74,7 @@ export function tryParse<S extends z.ZodType>(schema: S, input: unknown): { data
 
 /** The problems of a validation error thrown by a service (e.g. a blocked address), or null for any other error. */
 export function formErrors(error: unknown): ErrorDetail[] | null {
-  if (error instanceof AppError && error.code === "validation_error") return error.details ?? [{ path: "", message: refusalInWords(error) }];
+  if (isAppError(error, "validation_error")) return error.details ?? [{ path: "", message: refusalInWords(error) }];
   return null;
 }
 
