@@ -3,7 +3,7 @@
  * envelopes. Any number may run against one PostgreSQL and one Redis. SIGTERM lets in-flight
  * attempts finish, then exits 0.
  */
-import { dispatcherConfigSchema, loadConfig, usesInsecureDevelopmentKey, type DispatcherConfig } from "@mailhooks/config";
+import { dispatcherConfigSchema, INSECURE_DEVELOPMENT_KEY_WARNING, loadServiceConfig, usesInsecureDevelopmentKey, type DispatcherConfig } from "@mailhooks/config";
 import { createDatabase } from "@mailhooks/db";
 import { configureLogger, getLogger } from "@mailhooks/logger";
 import { createCommand } from "@mailhooks/command-line";
@@ -26,18 +26,10 @@ createCommand({
   .action(() => undefined)
   .parse(process.argv);
 
-let config: DispatcherConfig;
-try {
-  config = loadConfig(dispatcherConfigSchema, process.env);
-} catch (error) {
-  console.error(`dispatcher: ${(error as Error).message}`);
-  process.exit(1);
-}
+const config: DispatcherConfig = loadServiceConfig(dispatcherConfigSchema, "dispatcher");
 configureLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT });
 const logger = getLogger("dispatcher");
-if (usesInsecureDevelopmentKey(config)) {
-  logger.warn("webhook secrets are encrypted with the public INSECURE_DEVELOPMENT_KEY: anyone can decrypt them; set SECRET_ENCRYPTION_KEYS (e.g. `openssl rand -base64 32`) for anything but development");
-}
+if (usesInsecureDevelopmentKey(config)) logger.warn(INSECURE_DEVELOPMENT_KEY_WARNING);
 
 const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_SIZE, { statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
 const cluster = { cluster: config.REDIS_CLUSTER };

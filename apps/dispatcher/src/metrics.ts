@@ -76,28 +76,32 @@ export function createDispatcherMetrics(queue?: Queue): DispatcherMetrics {
  * their limit by reason. Read at each scrape; a reading that fails leaves the gauge as it was.
  */
 export function registerSchedulerGauges(registry: Registry, readings: SchedulerReadings): void {
-  new Gauge({
-    name: "webhook_work_waiting",
-    help: "Work waiting for its turn, by reason: share (in the outbox, its webhook holds its job limit) or rate_limit (queued for a rate_limit turn)",
-    labelNames: ["reason"],
-    registers: [registry],
-    async collect() {
-      const [backlog, limited] = await Promise.all([readings.backlog().catch(() => null), readings.rateLimited().catch(() => null)]);
-      if (backlog) this.set({ reason: "share" }, backlog.waiting);
-      if (limited) this.set({ reason: "rate_limit" }, limited.waiting);
-    },
-  });
-  new Gauge({
-    name: "webhook_webhooks_at_limit",
-    help: "Webhooks at their limit, by reason: share (holding their job limit in the queue) or rate_limit (their rate_limit holds work back)",
-    labelNames: ["reason"],
-    registers: [registry],
-    async collect() {
-      const [backlog, limited] = await Promise.all([readings.backlog().catch(() => null), readings.rateLimited().catch(() => null)]);
-      if (backlog) this.set({ reason: "share" }, backlog.webhooksAtLimit);
-      if (limited) this.set({ reason: "rate_limit" }, limited.webhooks);
-    },
-  });
+  type Backlog = Awaited<ReturnType<SchedulerReadings["backlog"]>>;
+  type RateLimited = Awaited<ReturnType<SchedulerReadings["rateLimited"]>>;
+  const byReason = (name: string, help: string, share: (b: Backlog) => number, rateLimit: (l: RateLimited) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ["reason"],
+      registers: [registry],
+      async collect() {
+        const [backlog, limited] = await Promise.all([readings.backlog().catch(() => null), readings.rateLimited().catch(() => null)]);
+        if (backlog) this.set({ reason: "share" }, share(backlog));
+        if (limited) this.set({ reason: "rate_limit" }, rateLimit(limited));
+      },
+    });
+  byReason(
+    "webhook_work_waiting",
+    "Work waiting for its turn, by reason: share (in the outbox, its webhook holds its job limit) or rate_limit (queued for a rate_limit turn)",
+    (b) => b.waiting,
+    (l) => l.waiting,
+  );
+  byReason(
+    "webhook_webhooks_at_limit",
+    "Webhooks at their limit, by reason: share (holding their job limit in the queue) or rate_limit (their rate_limit holds work back)",
+    (b) => b.webhooksAtLimit,
+    (l) => l.webhooks,
+  );
 }
 
 /** Records one attempt's outcome. */

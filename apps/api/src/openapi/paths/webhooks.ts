@@ -7,7 +7,7 @@ import { createWebhookSchema, rotateSecretSchema, updateWebhookSchema } from "..
 import { webhookListSchema } from "../../schemas/lists.js";
 import { rotatedSecretSchema, testRequestedSchema, webhookSchema, webhookSecretSchema, webhookWithSecretSchema } from "../../schemas/webhooks.js";
 import { errorResponses, JSON_BODY_ERRORS } from "../responses.js";
-import { json } from "./media.js";
+import { json, listOperation } from "./media.js";
 
 /** /v1/webhooks (CONTRACT.md section 4). */
 
@@ -41,14 +41,15 @@ const idempotencyHeader = {
 
 export const webhookPaths: ZodOpenApiPathsObject = {
   "/v1/webhooks": {
-    get: {
+    get: listOperation({
       operationId: "listWebhooks",
       tags: ["Webhooks"],
       summary: "List webhooks",
       description: "The account's webhooks, newest first; deleted ones are not listed. Secrets are never listed.",
-      requestParams: { query: listQuery },
-      responses: { "200": { description: "a page of webhooks", content: json(webhookListSchema) }, ...errorResponses({ 422: true }) },
-    },
+      query: listQuery,
+      page: webhookListSchema,
+      what: "a page of webhooks",
+    }),
     post: {
       operationId: "createWebhook",
       tags: ["Webhooks"],
