@@ -7,7 +7,7 @@ import { dispatcherConfigSchema, INSECURE_DEVELOPMENT_KEY_WARNING, loadServiceCo
 import { createDatabase } from "@mailhooks/db";
 import { configureLogger, getLogger } from "@mailhooks/logger";
 import { createCommand } from "@mailhooks/command-line";
-import { ensurePayloadPartitions, schedulerBacklog } from "@mailhooks/delivery-state";
+import { attemptBudgetOf, ensurePayloadPartitions, schedulerBacklog } from "@mailhooks/delivery-state";
 import { createRedisConnection, DeliveryQueue, redisKeyPrefix } from "@mailhooks/queue";
 import { createAdmissionControl } from "@mailhooks/scheduler";
 import { createHttpClient } from "./delivery/http-client.js";
@@ -40,8 +40,8 @@ connection.on("error", (error: Error) => logger.warn("redis error", { error: err
 const relayConnection = createRedisConnection(config.REDIS_URL, "producer", cluster);
 relayConnection.on("error", () => undefined);
 const { client, agent } = createHttpClient({ timeoutMs: config.DELIVERY_TIMEOUT_MS, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS });
-const deliveryQueue = new DeliveryQueue(connection, keyPrefix, config.DELIVERY_RETRY_DELAYS_MS);
-const relayQueue = new DeliveryQueue(relayConnection, keyPrefix, config.DELIVERY_RETRY_DELAYS_MS);
+const deliveryQueue = new DeliveryQueue(connection, keyPrefix, attemptBudgetOf(config.DELIVERY_RETRY_DELAYS_MS));
+const relayQueue = new DeliveryQueue(relayConnection, keyPrefix, attemptBudgetOf(config.DELIVERY_RETRY_DELAYS_MS));
 relayQueue.queue.on("error", () => undefined);
 const metrics = createDispatcherMetrics(deliveryQueue.queue);
 const metricsServer = await serveMetrics(metrics.registry, config.METRICS_PORT);

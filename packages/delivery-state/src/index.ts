@@ -11,6 +11,7 @@ export * from "./outbox.js";
 export * from "./leases.js";
 export * from "./ingest.js";
 export * from "./webhooks.js";
+export * from "./webhook-registration.js";
 export * from "./replays.js";
 export * from "./attempts.js";
 export * from "./sweep.js";

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import sql, { join, type Sql } from "sql-template-tag";
-import { JOB_NAMES } from "@mailhooks/queue";
-import { failWithoutAttempt, type WorkKind } from "./attempts.js";
+import { isWorkJobName, type WorkJobName } from "@mailhooks/queue";
+import { failWithoutAttempt } from "./attempts.js";
 import { inTransaction, run } from "./db.js";
 
 /**
@@ -15,7 +15,8 @@ import { inTransaction, run } from "./db.js";
 /** The LISTEN/NOTIFY channel; the payload is the QUEUE_PREFIX that has new rows. */
 export const OUTBOX_CHANNEL = "webhooks_outbox";
 
-export type OutboxJobName = (typeof JOB_NAMES)["delivery" | "replay" | "testDelivery"];
+/** The job of an outbox row: one of the registry's (WORK_JOBS of @mailhooks/queue). */
+export type OutboxJobName = WorkJobName;
 
 export interface OutboxEntry {
   jobName: OutboxJobName;
@@ -72,8 +73,6 @@ export interface RelayGuard {
    */
   lockTimeoutMs?: number;
 }
-
-const WORK_KINDS = new Set<string>(["delivery", "replay", "test-delivery"] satisfies WorkKind[]);
 
 /** DISPATCHER_WEBHOOK_JOB_LIMIT's default: jobs one webhook may hold in the queue at once. */
 export const DEFAULT_WEBHOOK_JOB_LIMIT = 128;
@@ -189,7 +188,8 @@ export async function relayOutbox(
         rows.map((r) => ({ id: r.id, jobName: r.job_name, jobId: r.job_id, data: r.data, webhookId: r.webhook_id, accountId: r.account_id, position: r.position })),
       );
       for (const { row } of rejected) {
-        if (WORK_KINDS.has(row.jobName)) await failWithoutAttempt(client, row.jobName as WorkKind, row.jobId);
+        // A row of no known job names no work this service could end.
+        if (isWorkJobName(row.jobName)) await failWithoutAttempt(client, row.jobName, row.jobId);
       }
       if (rejected.length > 0) await run(client, sql`DELETE FROM webhook_leases WHERE work_id = ANY(${rejected.map((r) => r.row.jobId)}::text[])`);
       return { claimed: rows.length, rejected };
