@@ -40,8 +40,8 @@ export async function startRedisServer(binary: string): Promise<StartedService> 
       log = (log + chunk.toString()).slice(-4_000);
       if (log.includes("Ready to accept connections")) resolve();
     };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", onData);
+    child.stdout.on("data", onData);
+    child.stderr.on("data", onData);
     child.once("error", reject);
     child.once("exit", (code, signal) => reject(new Error(`redis-server exited (${signal ?? code}): ${log.trim().split("\n").slice(-3).join(" / ")}`)));
   });

@@ -30,11 +30,11 @@ export function startDemo(args: string[], env: Record<string, string>): RunningD
   });
   let output = "";
   let stdout = "";
-  child.stdout!.on("data", (chunk: Buffer) => {
+  child.stdout.on("data", (chunk: Buffer) => {
     output += chunk.toString();
     stdout += chunk.toString();
   });
-  child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
   return { child, output: () => output, stdoutLines: () => stdout.split("\n").filter((line) => line !== ""), exited };
 }

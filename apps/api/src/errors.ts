@@ -124,6 +124,14 @@ export class AppError<C extends ErrorCode = ErrorCode> extends Error {
   }
 }
 
+/**
+ * `error instanceof AppError`, and of `code` when given. Use it rather than instanceof, which
+ * narrows to AppError<any> and lets any reason through unchecked.
+ */
+export function isAppError<C extends ErrorCode = ErrorCode>(error: unknown, code?: C): error is AppError<C> {
+  return error instanceof AppError && (code === undefined || error.code === code);
+}
+
 /** 404 `resource_not_found`: `what` is the resource's name ("event", "webhook"). */
 export const notFound = (what: string) => new AppError("not_found", "resource_not_found", `${what} not found`);
 

@@ -33,7 +33,7 @@ if (usesInsecureDevelopmentKey(config)) logger.warn(INSECURE_DEVELOPMENT_KEY_WAR
 const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_SIZE, { statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
 const redis = createRedisConnection(config.REDIS_URL, "producer", { cluster: config.REDIS_CLUSTER });
 const keyPrefix = redisKeyPrefix(config.QUEUE_PREFIX, config.REDIS_CLUSTER);
-redis.on("error", (error) => logger.warn("redis error", { error: error.message }));
+redis.on("error", (error: Error) => logger.warn("redis error", { error: error.message }));
 // Read only (queue depth, the operators' board): the API never adds jobs.
 const queue = new Queue(QUEUE_NAMES.deliveries, { connection: redis, prefix: keyPrefix });
 queue.on("error", (error) => logger.warn("queue error", { error: error.message }));
@@ -78,14 +78,16 @@ function shutdown(signal: string) {
   idle.unref();
   adminServer?.close();
   adminServer?.closeAllConnections();
-  server.close(async () => {
-    await keyAccess.close();
-    await Promise.all([queue.close(), maintenanceQueue.close()]).catch(() => undefined);
-    await redis.quit().catch(() => undefined);
-    await db.close();
-    process.exit(0);
-  });
+  server.close(() => void closeAndExit());
   server.closeIdleConnections();
+}
+/** Once the server has closed: the clients, then exit 0 (a rejection here ends the process too). */
+async function closeAndExit(): Promise<void> {
+  await keyAccess.close();
+  await Promise.all([queue.close(), maintenanceQueue.close()]).catch(() => undefined);
+  await redis.quit().catch(() => undefined);
+  await db.close();
+  process.exit(0);
 }
 process.on("SIGTERM", () => shutdown("SIGTERM"));
 process.on("SIGINT", () => shutdown("SIGINT"));

@@ -35,7 +35,7 @@ const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_SIZE, { stat
 const cluster = { cluster: config.REDIS_CLUSTER };
 const keyPrefix = redisKeyPrefix(config.QUEUE_PREFIX, config.REDIS_CLUSTER);
 const connection = createRedisConnection(config.REDIS_URL, "worker", cluster);
-connection.on("error", (error) => logger.warn("redis error", { error: error.message }));
+connection.on("error", (error: Error) => logger.warn("redis error", { error: error.message }));
 // The relay's own connection fails fast while Redis is away (its batch rolls back and waits).
 const relayConnection = createRedisConnection(config.REDIS_URL, "producer", cluster);
 relayConnection.on("error", () => undefined);

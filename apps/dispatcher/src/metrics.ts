@@ -112,18 +112,19 @@ export function observeAttempt(metrics: DispatcherMetrics, trigger: string, ok: 
 
 /** Serves GET /metrics (and /healthz) on `port`; resolves once listening. */
 export function serveMetrics(registry: Registry, port: number): Promise<http.Server> {
-  const server = http.createServer(async (req, res) => {
-    if (req.url === "/metrics") {
-      try {
-        const body = await registry.metrics();
-        res.writeHead(200, { "content-type": registry.contentType }).end(body);
-      } catch (error) {
-        res.writeHead(503, { "content-type": "text/plain" }).end(`metrics unavailable: ${(error as Error).message}`);
-      }
-      return;
-    }
+  const server = http.createServer((req, res) => {
+    if (req.url === "/metrics") return void answerMetrics(registry, res);
     if (req.url === "/healthz") return void res.writeHead(200, { "content-type": "application/json" }).end('{"status":"ok"}');
     res.writeHead(404, { "content-type": "application/json" }).end('{"error":{"code":"not_found","message":"not found"}}');
   });
   return new Promise((resolve) => server.listen(port, () => resolve(server)));
+}
+
+async function answerMetrics(registry: Registry, res: http.ServerResponse): Promise<void> {
+  try {
+    const body = await registry.metrics();
+    res.writeHead(200, { "content-type": registry.contentType }).end(body);
+  } catch (error) {
+    res.writeHead(503, { "content-type": "text/plain" }).end(`metrics unavailable: ${(error as Error).message}`);
+  }
 }

@@ -122,14 +122,15 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
       if (error instanceof RetryableDeliveryError || error instanceof DelayedError) throw error;
       if (error instanceof UnrecoverableError || error instanceof ZodError) {
         await giveUp(job, "invalid_job", error);
-        throw new UnrecoverableError(`${POISONED_MARK} ${(error as Error).message}`);
+        throw new UnrecoverableError(`${POISONED_MARK} ${error.message}`);
       }
       // A secret no key of SECRET_ENCRYPTION_KEYS opens is the operator's to fix (a key dropped too
       // early): the work waits like an outage instead of failing for good.
       if (isInfrastructureError(error) || error instanceof SecretDecryptionError) {
         // Counted in the job's data: a job also comes back without an attempt when the scheduler
         // held it back, which must not use up its postpones.
-        const postponedBefore = typeof job.data?.postpones === "number" ? (job.data.postpones as number) : 0;
+        const postpones = (job.data as { postpones?: unknown } | undefined)?.postpones;
+        const postponedBefore = typeof postpones === "number" ? postpones : 0;
         if (postponedBefore < maxPostpones) {
           const delay = postponeDelayMs(postponedBefore);
           ctx.logger.warn("attempt postponed", { jobId: job.id, job: job.name, delayMs: delay, error: (error as Error).message });

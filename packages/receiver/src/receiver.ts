@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
 import { verify, isWebhookVerificationError, SIGNATURE_HEADER, TIMESTAMP_HEADER, type WebhookEnvelope } from "@mailhooks/verify";
@@ -102,7 +103,7 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
   const countByPath = new Map<string, number>();
   const waiters = new Set<() => void>();
 
-  const server = https.createServer({ cert: options.cert, key: options.key, keepAliveTimeout: 60_000 }, async (req, res) => {
+  const answer = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? "/").split("?")[0];
     const raw = await readBody(req);
     const secret = await options.secretFor(path);
@@ -149,7 +150,8 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
     for (const wake of waiters) wake();
     res.writeHead(arrival.status, { "content-type": "application/json", ...reply.headers });
     res.end(JSON.stringify({ received: verified }));
-  });
+  };
+  const server = https.createServer({ cert: options.cert, key: options.key, keepAliveTimeout: 60_000 }, (req, res) => void answer(req, res));
 
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, options.host ?? "127.0.0.1", resolve));
   const port = (server.address() as AddressInfo).port;

@@ -73,8 +73,8 @@ export function startService(name: string, entry: string, env: Record<string, st
     // CHAOS_LOGS=1 shows the services' own logs while the test runs.
     if (process.env.CHAOS_LOGS) process.stderr.write(text.split("\n").filter(Boolean).map((l) => `  [${name}] ${l}\n`).join(""));
   };
-  child.stdout!.on("data", collect);
-  child.stderr!.on("data", collect);
+  child.stdout.on("data", collect);
+  child.stderr.on("data", collect);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) =>
     child.once("exit", (code, signal) => resolve({ code, signal, at: Date.now() })),
   );

@@ -48,8 +48,8 @@ export async function startThrowawayRedis(): Promise<ThrowawayRedis> {
           resolve();
         }
       };
-      proc.stdout!.on("data", onData);
-      proc.stderr!.on("data", onData);
+      proc.stdout.on("data", onData);
+      proc.stderr.on("data", onData);
       proc.once("exit", (code) => {
         clearTimeout(timer);
         reject(new Error(`redis-server exited with ${code}:\n${out}`));

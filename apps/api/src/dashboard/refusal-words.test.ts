@@ -6,7 +6,7 @@ describe("refusalInWords", () => {
   const every = (Object.entries(ERROR_REASONS) as [ErrorCode, readonly ErrorReason[]][]).flatMap(([code, reasons]) => reasons.map((reason) => [code, reason] as const));
 
   test.each(every)("%s / %s has words of its own", (code, reason) => {
-    const words = refusalInWords(new AppError(code, reason as never, "the API's message, naming webhook_id"));
+    const words = refusalInWords(new AppError(code, reason, "the API's message, naming webhook_id"));
     expect(words.length).toBeGreaterThan(0);
     expect(words).not.toContain("webhook_id");
   });

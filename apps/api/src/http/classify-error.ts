@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { isInfrastructureError } from "@mailhooks/infrastructure-errors";
 import { redactPath, type Logger } from "@mailhooks/logger";
-import { AppError } from "../errors.js";
+import { AppError, isAppError } from "../errors.js";
 
 /**
  * The one classifier of what reaches an error handler, the API's (JSON, error-handler.ts) and the
@@ -95,7 +95,7 @@ function isDatabaseInputError(error: unknown): boolean {
 
 /** The kind of `error` and the AppError to answer it with (see the top of this file). */
 export function classifyError(error: unknown): ClassifiedError {
-  if (error instanceof AppError) return { kind: "refusal", error };
+  if (isAppError(error)) return { kind: "refusal", error };
   const parser = error && typeof error === "object" ? fromBodyParser(error) : null;
   if (parser) return { kind: "parser", error: parser };
   const client = error && typeof error === "object" ? fromClientError(error) : null;

@@ -2,7 +2,7 @@ import { Router } from "express";
 import { z } from "zod";
 import { ENVELOPE_MAX_BYTES, envelopeByteLength, EVENT_TYPES, eventDataSchemas, type EventType } from "@mailhooks/events";
 import type { ApiDeps } from "../deps.js";
-import { AppError, invalidInput } from "../errors.js";
+import { AppError, invalidInput, isAppError } from "../errors.js";
 import { principalOf } from "../http/auth.js";
 import { requireJson } from "../http/body.js";
 import { hasNoNul, NO_NUL_MESSAGE, parseOrThrow } from "../http/validate.js";
@@ -102,7 +102,7 @@ function parseBatchItems(items: unknown[]): Parameters<typeof acceptEvents>[2] {
       }
       return { eventType: input.event_type, data, occurredAt, ...(idempotency ? { idempotency } : {}) };
     } catch (error) {
-      if (error instanceof AppError && error.code === "validation_error") {
+      if (isAppError(error, "validation_error")) {
         details.push(...(error.details ?? [{ path: `events.${index}`, message: error.message }]));
         return null;
       }
@@ -118,7 +118,7 @@ function withPrefix<T>(parse: () => T, prefix: string): T {
   try {
     return parse();
   } catch (error) {
-    if (error instanceof AppError && error.code === "validation_error" && error.details) {
+    if (isAppError(error, "validation_error") && error.details) {
       throw new AppError("validation_error", error.reason, error.message, { details: error.details.map((d) => ({ path: `${prefix}.${d.path}`, message: d.message })) });
     }
     throw error;

@@ -27,6 +27,7 @@ export const httpsUrl = z
   .max(2048, "must be at most 2048 characters")
   // Stored as given: no control character (NUL cannot even be stored), which URL parsing
   // would otherwise strip or percent-encode silently.
+  // eslint-disable-next-line no-control-regex -- the control characters are what it refuses
   .refine((value) => !/[\u0000-\u001f\u007f]/.test(value), "must not contain control characters")
   // Shown in the dashboard as it is: a bidi override or an invisible character would make it
   // read as another URL (issue 17).
@@ -85,7 +86,7 @@ export function toWebhookView(w: WebhookRecord, keyring: Keyring): WebhookView {
     url: w.url,
     events: w.events as WebhookView["events"],
     status: w.status,
-    disabled_reason: w.status === "disabled" ? ((w.disabledReason as WebhookView["disabled_reason"]) ?? "manual") : null,
+    disabled_reason: w.status === "disabled" ? (w.disabledReason ?? "manual") : null,
     secret_activates_at: pendingActivation(w.secretActivatesAt),
     rate_limit: w.rateLimit ?? null,
     // The API never stores an empty list: an empty (or NULL, however read) list is "every inbox".
@@ -102,7 +103,7 @@ function rowView(w: WebhookRow, keyring: Keyring): WebhookView {
     {
       id: w.id,
       url: w.url,
-      events: w.events as WebhookView["events"],
+      events: w.events,
       status: w.status,
       disabledReason: w.disabled_reason,
       secretActivatesAt: w.secret_activates_at,

@@ -1,6 +1,6 @@
 import { Router, type Request } from "express";
 import type { ApiDeps } from "../../deps.js";
-import { AppError } from "../../errors.js";
+import { isAppError } from "../../errors.js";
 import { paginationShape, type Page } from "../../http/pagination.js";
 import { parseOrThrow } from "../../http/validate.js";
 import { listQuery } from "../../routes/events.js";
@@ -80,7 +80,7 @@ export function bulkReplayPages(deps: ApiDeps): Router {
       try {
         webhook = toWebhookView(await findWebhook(deps, accountOf(req), options.webhook_id), deps.keyring);
       } catch (error) {
-        if (!(error instanceof AppError) || error.code !== "not_found") throw error;
+        if (!isAppError(error) || error.code !== "not_found") throw error;
         problems.push({ path: "webhook_id", message: "is not one of this account's webhooks" });
       }
     }
@@ -110,7 +110,7 @@ export function bulkReplayPages(deps: ApiDeps): Router {
       const accepted = await requestReplay(deps, { accountId: principal.accountId, apiKeyId: principal.apiKeyId }, eventId, input);
       res.json({ event_id: eventId, outcome: "replayed", message: `${accepted.replays.length} replay(s) queued` });
     } catch (error) {
-      if (!(error instanceof AppError) || error.code === "unavailable" || error.code === "rate_limited") throw error;
+      if (!isAppError(error) || error.code === "unavailable" || error.code === "rate_limited") throw error;
       // The page is about events only: a missing one is said so, shortly.
       const message = error.code === "not_found" ? "event not found" : refusalInWords(error);
       res.json({ event_id: eventId, outcome: error.code === "payload_expired" ? "expired" : "failed", message });

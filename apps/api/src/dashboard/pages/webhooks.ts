@@ -1,7 +1,7 @@
 import { Router, type Request, type Response } from "express";
 import { z } from "zod";
 import type { ApiDeps } from "../../deps.js";
-import { AppError, invalidInput } from "../../errors.js";
+import { invalidInput, isAppError } from "../../errors.js";
 import { paginationShape } from "../../http/pagination.js";
 import { parseOrThrow } from "../../http/validate.js";
 import { resourceId } from "../../routes/webhooks.js";
@@ -117,13 +117,13 @@ export function webhookPages(deps: ApiDeps): Router {
       const { webhook } = await createWebhook(deps, accountOf(req), input);
       render(res, "webhooks/created", { title: "Webhook added", nav: "webhooks", webhook, secret: webhook.secret }, 201);
     } catch (error) {
-      const errors = formErrors(error) ?? (error instanceof AppError && error.code === "conflict" ? [{ path: "form", message: refusalInWords(error) }] : null);
+      const errors = formErrors(error) ?? (isAppError(error) && error.code === "conflict" ? [{ path: "form", message: refusalInWords(error) }] : null);
       if (!errors) throw error;
       render(
         res,
         "webhooks/new",
         { title: "Add webhook", nav: "webhooks", values: form.shown, errors: byField(errors), newHeaderRows: NEW_HEADER_ROWS },
-        error instanceof AppError ? error.status : 422,
+        isAppError(error) ? error.status : 422,
       );
     }
   });

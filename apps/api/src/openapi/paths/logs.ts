@@ -2,7 +2,7 @@ import type { ZodOpenApiPathsObject } from "zod-openapi";
 import { querySchema as auditQuery } from "../../routes/audit.js";
 import { querySchema as deliveriesQuery } from "../../routes/deliveries.js";
 import { auditLogSchema, deliveryListSchema } from "../../schemas/lists.js";
-import { json, listOperation } from "./media.js";
+import { listOperation } from "./media.js";
 
 /** The deliveries log and the audit log (CONTRACT.md section 8). */
 export const logPaths: ZodOpenApiPathsObject = {
