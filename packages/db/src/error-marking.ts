@@ -53,6 +53,7 @@ export class ErrorMarkingClient extends pg.Client {
   // One signature for pg's many overloads: the arguments go through unchanged.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   override query(...args: any[]): any {
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- Reflect.apply gives it this explicitly
     return reportingMarked(args, 1, (marked) => Reflect.apply(super.query, this, marked));
   }
 }
@@ -69,11 +70,13 @@ export class ErrorMarkingPool extends pg.Pool {
 
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   override connect(...args: any[]): any {
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- Reflect.apply gives it this explicitly
     return reportingMarked(args, 0, (marked) => Reflect.apply(super.connect, this, marked));
   }
 
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   override query(...args: any[]): any {
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- Reflect.apply gives it this explicitly
     return reportingMarked(args, 1, (marked) => Reflect.apply(super.query, this, marked));
   }
 }
