@@ -113,7 +113,6 @@ async function runFloor(request: FloorRequest): Promise<FloorResult> {
   return { started, ended, failures, firstError };
 }
 
-process.on("message", async (request: FloorRequest) => {
-  const result = await runFloor(request);
-  process.send!(result, () => process.exit(0));
+process.on("message", (request: FloorRequest) => {
+  void runFloor(request).then((result) => process.send!(result, () => process.exit(0)));
 });

@@ -154,11 +154,12 @@ async function paced(request: LoadRequest): Promise<LoadResult> {
 }
 
 // One process serves the whole run: each message is one load, answered with its id.
-process.on("message", async ({ id, request }: { id: number; request: LoadRequest }) => {
+process.on("message", ({ id, request }: { id: number; request: LoadRequest }) => void answer(id, request));
+async function answer(id: number, request: LoadRequest): Promise<void> {
   try {
     process.send!({ id, result: await (request.mode === "closed" ? closed(request) : paced(request)) });
   } catch (error) {
     process.send!({ id, error: (error as Error).stack ?? String(error) });
   }
-});
+}
 process.on("disconnect", () => process.exit(0));

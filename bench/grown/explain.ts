@@ -72,7 +72,7 @@ export async function explainListQueries(databaseUrl: string): Promise<ExplainRe
       return (super.query as (...a: unknown[]) => unknown)(...args);
     }
   }
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: 1, Client: RecordingClient as unknown as typeof pg.Client });
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 1, Client: RecordingClient });
   const prisma = prismaOnPool(pool);
   const deps = { pool, prisma } as never;
   const explainer = new pg.Client({ connectionString: databaseUrl });
@@ -110,7 +110,7 @@ export async function explainListQueries(databaseUrl: string): Promise<ExplainRe
     let executionMs = 0;
     const sharedBuffers = { hit: 0, read: 0 };
     for (const s of statements) {
-      const { rows } = await explainer.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${s.text}`, s.values as unknown[]);
+      const { rows } = await explainer.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${s.text}`, s.values);
       const plan = rows[0]["QUERY PLAN"][0] as { Plan: PlanNode & { "Shared Hit Blocks"?: number; "Shared Read Blocks"?: number }; "Execution Time": number };
       scansOf(plan.Plan, scans);
       executionMs += plan["Execution Time"];

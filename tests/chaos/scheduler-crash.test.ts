@@ -49,7 +49,7 @@ describe("scheduler bookkeeping after a SIGKILL and a Redis flush", () => {
       WEBHOOK_AUTO_DISABLE_AFTER_HOURS: "0",
     };
     const hanging = await createHook(stack, hr, "/hang", ["message.sent"]);
-    const healthy = await createHook(stack, hr, "/healthy", ["message.delivered"]);
+    await createHook(stack, hr, "/healthy", ["message.delivered"]);
     const batch = Array.from({ length: 200 }, () => ({ event_type: "message.sent", data: sampleData("message.sent") }));
     expect((await stack.api("POST", "/v1/events/batch", { events: batch })).status).toBe(201);
 

@@ -1,6 +1,6 @@
 import { Queue, UnrecoverableError, Worker } from "bullmq";
 import type { Redis } from "ioredis";
-import { acceptEvents } from "@mailhooks/delivery-state";
+import { acceptEvents, attemptBudgetOf } from "@mailhooks/delivery-state";
 import { createRedisConnection, DeliveryQueue, QUEUE_NAMES } from "@mailhooks/queue";
 import { sweepLostWork } from "../../apps/dispatcher/src/jobs/sweep-lost-work.js";
 import { POISONED_MARK } from "../../apps/dispatcher/src/worker.js";
@@ -27,7 +27,7 @@ describe("the sweeper", () => {
     // Accepted work reaches Redis through the in-process relay; no worker takes it.
     stack = await startStack({ dispatcher: "relay-only" });
     redis = createRedisConnection(testRedisUrl(), "worker") as Redis;
-    queue = new DeliveryQueue(redis, stack.prefix, RETRY_DELAYS);
+    queue = new DeliveryQueue(redis, stack.prefix, attemptBudgetOf(RETRY_DELAYS));
   });
   afterAll(() => endChaosFile(stack, () => queue?.close(), () => redis?.quit().catch(() => undefined)));
 

@@ -12,11 +12,11 @@ import { dashboardLink } from "./support.js";
 /**
  * The dashboard in a real browser (Debian's Chromium at /usr/bin/chromium, driven by
  * playwright-core; never a downloaded browser), end to end against the real API, dispatcher,
- * PostgreSQL, Redis and an HTTPS receiver: sign in with a link; add an endpoint with `URL` +
+ * PostgreSQL, Redis and an HTTPS receiver: sign in with a link; add a webhook with `URL` +
  * `message.sent` + `Save`; see the test event delivered; publish an event that fails at its
  * receiver; find it under `Events` as failed with its four attempts; `Replay` it to an override
  * URL; see its audit entry under `Audit log`; bulk replay (Cancel, expired payloads, a service
- * that asks to slow down); at 375 px, the endpoint's pages included; by keyboard; without
+ * that asks to slow down); at 375 px, the webhook's pages included; by keyboard; without
  * JavaScript. No page logs a Content-Security-Policy violation or a script error. Each screen's
  * screenshot goes to .tmp/screenshots; with UPDATE_DOC_SCREENSHOTS=1 the four that README.md
  * shows are refreshed under docs/screenshots too (committed files: not on every run).
@@ -99,29 +99,29 @@ describe("dashboard in a browser", () => {
     await page.setViewportSize(viewport);
   }
 
-  test("sign in, add an endpoint, see its test event, find a failed event with its four attempts, replay it to an override URL, see the audit entry", async () => {
+  test("sign in, add a webhook, see its test event, find a failed event with its four attempts, replay it to an override URL, see the audit entry", async () => {
     const page = await newPage();
     await page.goto((await dashboardLink(account)).url);
     await shot(page, "01-sign-in");
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.waitForURL("**/dashboard/webhooks");
     await page.getByRole("heading", { name: /Webhooks/ }).waitFor();
-    await page.getByText("No endpoints yet").waitFor();
+    await page.getByText("No webhooks yet").waitFor();
     await shot(page, "02-webhooks-empty");
 
-    await page.getByRole("link", { name: "Add endpoint" }).click();
+    await page.getByRole("link", { name: "Add webhook" }).click();
     await page.getByLabel("URL", { exact: true }).fill(receiver.url("/app"));
     await page.getByLabel("message.sent", { exact: true }).check();
-    await shot(page, "03-add-endpoint");
+    await shot(page, "03-add-webhook");
     await page.getByRole("button", { name: "Save" }).click();
-    await page.getByRole("heading", { name: "Endpoint added" }).waitFor();
+    await page.getByRole("heading", { name: "Webhook added" }).waitFor();
     learnSecret((await page.locator("#secret-value").textContent())!.trim());
     // htmx polls the test event's outcome until it is final.
     await page.locator("#test-event .badge-delivered").waitFor({ timeout: 20_000 });
     await page.getByText("200, delivered").waitFor();
     await page.getByRole("button", { name: "Copy" }).waitFor(); // shown by dashboard.js
-    await shot(page, "04-endpoint-added");
-    await docShot(page, "dashboard-endpoint-added", 960);
+    await shot(page, "04-webhook-added");
+    await docShot(page, "dashboard-webhook-added", 960);
 
     await nav(page, "Webhooks").click();
     await page.getByText("100 % (1 of 1)").waitFor();
@@ -208,7 +208,7 @@ describe("dashboard in a browser", () => {
       await page.goto("/dashboard/bulk-replay");
       await page.getByRole("button", { name: "Count events" }).click();
       await page.getByRole("heading", { name: `${n} events match` }).waitFor();
-      await page.locator("#bulk-destination").getByText("each event's own endpoints, at their current URLs").waitFor();
+      await page.locator("#bulk-destination").getByText("each event's own webhooks, at their current URLs").waitFor();
     };
     const summary = async () => {
       await page.locator("#bulk-summary").waitFor();
@@ -277,7 +277,7 @@ describe("dashboard in a browser", () => {
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.waitForURL("**/dashboard/webhooks");
     const overflow = () => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-    const endpoint = `/dashboard/webhooks/${webhookId}`;
+    const webhookPage = `/dashboard/webhooks/${webhookId}`;
     const pages: [string, string | null][] = [
       ["/dashboard/webhooks", null],
       ["/dashboard/webhooks/new", null],
@@ -285,34 +285,34 @@ describe("dashboard in a browser", () => {
       ["/dashboard/deliveries", null],
       ["/dashboard/audit-log", null],
       ["/dashboard/bulk-replay", null],
-      [endpoint, "14-endpoint-375px"],
-      [`${endpoint}/secret`, "15-reveal-secret-375px"],
-      [`${endpoint}/rotate`, "17-rotate-secret-375px"],
-      [`${endpoint}/delete`, "19-delete-endpoint-375px"],
+      [webhookPage, "14-webhook-375px"],
+      [`${webhookPage}/secret`, "15-reveal-secret-375px"],
+      [`${webhookPage}/rotate`, "17-rotate-secret-375px"],
+      [`${webhookPage}/delete`, "19-delete-webhook-375px"],
     ];
     for (const [url, name] of pages) {
       await page.goto(url);
       expect([url, await overflow()]).toEqual([url, 0]);
       if (name) await shot(page, name);
     }
-    // The endpoint's page and its confirmations, each with what it is for.
-    await page.goto(endpoint);
+    // The webhook's page and its confirmations, each with what it is for.
+    await page.goto(webhookPage);
     await page.getByRole("heading", { level: 1, name: receiver.url("/narrow") }).waitFor();
-    await page.goto(`${endpoint}/secret`);
+    await page.goto(`${webhookPage}/secret`);
     await page.getByRole("button", { name: "Reveal secret" }).click();
     await page.locator("#secret-value").getByText(/^whsec_/).waitFor();
     expect(await page.locator("#secret-value").textContent()).toBe(known.get("/narrow"));
     expect(await overflow()).toBe(0);
     await shot(page, "16-secret-revealed-375px");
-    await page.goto(`${endpoint}/rotate`);
+    await page.goto(`${webhookPage}/rotate`);
     await page.getByRole("heading", { name: "Rotate the signing secret?" }).waitFor();
     await page.getByRole("button", { name: "Rotate secret" }).click();
     await page.getByRole("heading", { name: "Secret rotated" }).waitFor();
     expect(await overflow()).toBe(0);
     await shot(page, "18-secret-rotated-375px");
-    await page.goto(`${endpoint}/delete`);
-    await page.getByRole("heading", { name: "Delete this endpoint?" }).waitFor();
-    await page.getByRole("button", { name: "Delete endpoint" }).waitFor();
+    await page.goto(`${webhookPage}/delete`);
+    await page.getByRole("heading", { name: "Delete this webhook?" }).waitFor();
+    await page.getByRole("button", { name: "Delete webhook" }).waitFor();
     await page.goto("/dashboard/events");
     await page.getByRole("link", { name: /^evt_/ }).first().click();
     expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBe(0);

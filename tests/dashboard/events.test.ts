@@ -140,7 +140,7 @@ describe("dashboard: events, replay and the logs", () => {
     const ambiguous = await session.post(`/dashboard/events/${eventId}/replay`, { target_url: receiver.url("/x"), webhook_id: "" });
     expect(ambiguous.status).toBe(409);
     // In the form's words, not the API's (which names the request field webhook_id).
-    expect(ambiguous.text).toContain("This event went to several endpoints: under Webhook, choose the one whose secret signs the replay to the override URL.");
+    expect(ambiguous.text).toContain("This event went to several webhooks: under Webhook, choose the one whose secret signs the replay to the override URL.");
     expect(ambiguous.text).not.toContain("webhook_id<");
     expect(ambiguous.text).not.toMatch(/with webhook_id/);
     expect(await stack.prisma.replay.count({ where: { eventId } })).toBe(0);
@@ -271,17 +271,17 @@ describe("dashboard: events, replay and the logs", () => {
     expect(counted.status).toBe(200);
     expect(counted.text).toContain("3 events match");
     expect(counted.text).toContain('data-query="event_type=message.sent&amp;status=failed"');
-    expect(counted.text).toContain("each event's own endpoints, at their current URLs");
+    expect(counted.text).toContain("each event's own webhooks, at their current URLs");
     // An override URL and a signing webhook are said plainly before anything starts.
     const target = receiver.url(`${path}-bulk`);
     const toOverride = await session.post("/dashboard/bulk-replay", { status: "failed", event_type: "message.sent", target_url: target, webhook_id: webhookId });
     const card = /<dl class="facts" id="bulk-destination">([\s\S]*?)<\/dl>/.exec(toOverride.text)![1];
     expect(card).toMatch(new RegExp(`<dt>Sent to</dt><dd><span class="url break">${target}</span>`));
-    expect(card).toMatch(new RegExp(`<dt>Signed with</dt><dd>the secret of the endpoint <span class="url break">${receiver.url(path)}</span> <code class="small">${webhookId}</code>`));
+    expect(card).toMatch(new RegExp(`<dt>Signed with</dt><dd>the secret of the webhook <span class="url break">${receiver.url(path)}</span> <code class="small">${webhookId}</code>`));
     expect(toOverride.text).toContain(`data-target-url="${target}" data-webhook-id="${webhookId}"`);
     const unknownWebhook = await session.post("/dashboard/bulk-replay", { status: "failed", webhook_id: "whk_00000000000000000000000000000000" });
     expect(unknownWebhook.status).toBe(422);
-    expect(unknownWebhook.text).toContain("The webhook is not one of this account&#39;s endpoints.");
+    expect(unknownWebhook.text).toContain("The webhook is not one of this account&#39;s webhooks.");
     const listed = await session.get("/dashboard/bulk-replay/ids?status=failed&event_type=message.sent");
     expect(listed.body).toEqual({ ids: [...ids].reverse(), truncated: false });
     const noToken = await session.post("/dashboard/bulk-replay/replay", { event_id: ids[1], _csrf: null });

@@ -4,7 +4,7 @@ import { expectNoInlineCode, signIn, type Session } from "./support.js";
 
 /**
  * Settings > Webhooks and the webhook options (CONTRACT.md sections 4 and 4a): the rate limit,
- * the inboxes and the request headers are set on the Add endpoint form and on an endpoint's
+ * the inboxes and the request headers are set on the Add webhook form and on a webhook's
  * page; header values are typed once and shown as `***` afterwards, never rendered back (not
  * even on a refused form); "Send test event" lets one choose the kind.
  */
@@ -35,7 +35,7 @@ describe("dashboard: webhook options", () => {
     expectNoInlineCode(form.text);
   });
 
-  test("an endpoint's page shows its rate limit and its waiting work (docs/scheduler.md)", async () => {
+  test("a webhook's page shows its rate limit and its waiting work (docs/scheduler.md)", async () => {
     const { session, api } = await freshSession();
     const created = await api("POST", "/v1/webhooks", { url: "https://receiver.example/waiting", events: ["message.sent"], rate_limit: 3 });
     expect(created.status).toBe(201);
@@ -49,7 +49,7 @@ describe("dashboard: webhook options", () => {
     expect(page.text).toContain("4 waiting for its turn, 0 in the queue");
   });
 
-  test("set on creation, shown on the endpoint's page with header values as ***, edited (one header removed, one added), cleared", async () => {
+  test("set on creation, shown on the webhook's page with header values as ***, edited (one header removed, one added), cleared", async () => {
     const { session, api } = await freshSession();
     const value = `Bearer gw_${randomUUID()}`;
     const created = await session.post("/dashboard/webhooks", {

@@ -37,11 +37,11 @@ describe("dashboard: Settings > Webhooks", () => {
     return { session: await signIn(stack, account), api: account.api };
   }
 
-  test("the Add endpoint form has a URL field, one checkbox per kind labelled with its name, and Save", async () => {
+  test("the Add webhook form has a URL field, one checkbox per kind labelled with its name, and Save", async () => {
     const { session } = await freshSession();
     const list = await session.get("/dashboard/webhooks");
-    expect(list.text).toContain("No endpoints yet");
-    expect(list.text).toContain('href="/dashboard/webhooks/new">Add endpoint</a>');
+    expect(list.text).toContain("No webhooks yet");
+    expect(list.text).toContain('href="/dashboard/webhooks/new">Add webhook</a>');
     const form = await session.get("/dashboard/webhooks/new");
     expect(form.status).toBe(200);
     expect(form.text).toMatch(/<label for="url">URL<\/label>\s*<input id="url" name="url" type="text"/);
@@ -146,7 +146,7 @@ describe("dashboard: Settings > Webhooks", () => {
     expect(disabledPage.text).toContain("disabled by a person");
     expect(disabledPage.text).toContain("<button type=\"submit\">Enable</button>");
     expect(disabledPage.text).not.toContain("Send test event");
-    // A test event to a disabled endpoint is refused in words.
+    // A test event to a disabled webhook is refused in words.
     const refused = await session.post(`/dashboard/webhooks/${id}/test`);
     expect(refused.status).toBe(409);
     expect(refused.text).toContain("The webhook is disabled: enable it to send it a test event.");
@@ -186,7 +186,7 @@ describe("dashboard: Settings > Webhooks", () => {
     expect(badGrace.text).toContain("must be from 0 to 604800");
 
     const ask = await session.get(`/dashboard/webhooks/${id}/delete`);
-    expect(ask.text).toContain("Delete this endpoint?");
+    expect(ask.text).toContain("Delete this webhook?");
     expect((await api("GET", `/v1/webhooks/${id}`)).status).toBe(200);
     const deleted = await session.post(`/dashboard/webhooks/${id}/delete`);
     expect(deleted.status).toBe(303);
@@ -195,7 +195,7 @@ describe("dashboard: Settings > Webhooks", () => {
     const gone = await session.get(`/dashboard/webhooks/${id}`);
     expect(gone.status).toBe(404);
     expect(gone.text).toContain("There is nothing here for your account");
-    expect((await session.get(deleted.headers.location)).text).toContain("The endpoint was deleted.");
+    expect((await session.get(deleted.headers.location)).text).toContain("The webhook was deleted.");
   });
 
   test("another account's webhook answers 404 on every page and action, and is left unchanged", async () => {

@@ -83,6 +83,7 @@ const pctEncode = (value: string) =>
 const headerSafe = (value: string) =>
   Buffer.from(value, "utf8")
     .toString("latin1")
+    // eslint-disable-next-line no-control-regex -- the control characters are what it replaces
     .replace(/[\x00-\x08\x0a-\x1f\x7f]/g, "?");
 
 const sqlish = ["' OR '1'='1", "1; DROP TABLE events; --", "\" OR 1=1 --", "' UNION SELECT * FROM api_keys --", "$1", "%s%s%s%n", "${jndi:ldap://x}"];
@@ -307,7 +308,7 @@ function shapedBodies(known: Known) {
     .map(({ type, field, value, occurredAt }) => {
       const kind = (EVENT_TYPES as readonly string[]).includes(type) ? type : "message.sent";
       const data = sampleData(kind, { inboxId: known.inboxId });
-      if (field !== undefined) (data as Record<string, unknown>)[field] = value;
+      if (field !== undefined) data[field] = value;
       return { event_type: type, data, ...(occurredAt !== undefined ? { occurred_at: occurredAt } : {}) };
     });
   // Identifiers at their length limits in UTF-16 units but several bytes per character in UTF-8.

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Queue, QueueEvents } from "bullmq";
 import type { Redis } from "ioredis";
-import { ensurePayloadPartitions, purgeExpiredPayloads } from "@mailhooks/delivery-state";
+import { attemptBudgetOf, ensurePayloadPartitions, purgeExpiredPayloads } from "@mailhooks/delivery-state";
 import { getLogger } from "@mailhooks/logger";
 import { createRedisConnection, DeliveryQueue } from "@mailhooks/queue";
 import { startMaintenance } from "../../apps/dispatcher/src/maintenance.js";
@@ -184,7 +184,7 @@ describe("retention on a database of its own", () => {
       await backdateEvent(stack.pool, eventId, old);
       expect((await acct.api("GET", `/v1/events/${eventId}`)).body.payload_retained).toBe(true);
 
-      const deliveries = new DeliveryQueue(connect(), prefix, [1000, 1000, 1000]);
+      const deliveries = new DeliveryQueue(connect(), prefix, attemptBudgetOf([1000, 1000, 1000]));
       closers.push(() => deliveries.close());
       const options = {
         deliveries,

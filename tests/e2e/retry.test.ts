@@ -105,8 +105,7 @@ describe("retries and failures", () => {
   });
 
   test("a 302 is a failure recorded with its status, and its Location is never followed", async () => {
-    let hr!: Awaited<ReturnType<typeof startHookReceiver>>;
-    hr = await startHookReceiver(stack, (a) => (a.event === "webhook.test" ? {} : { status: 302, headers: { location: hr.url("/redirect-target") } }));
+    const hr: Awaited<ReturnType<typeof startHookReceiver>> = await startHookReceiver(stack, (a) => (a.event === "webhook.test" ? {} : { status: 302, headers: { location: hr.url("/redirect-target") } }));
     const hook = await createHook(acct, hr, "/redirecting", ["message.sent"]);
     // The target would verify a followed request: the same secret is known there.
     hr.secrets.set("/redirect-target", hook.secret);

@@ -1,5 +1,6 @@
 import type pg from "pg";
 import { dispatcherConfigSchema, loadConfig, type DispatcherConfig } from "@mailhooks/config";
+import { attemptBudgetOf } from "@mailhooks/delivery-state";
 import { getLogger } from "@mailhooks/logger";
 import { createRedisConnection, DeliveryQueue } from "@mailhooks/queue";
 import { createAdmissionControl } from "@mailhooks/scheduler";
@@ -42,7 +43,7 @@ export function startInProcessDispatcher(
   if (options.parts !== "worker-only") {
     const connection = createRedisConnection(config.REDIS_URL, "producer", cluster);
     connection.on("error", () => undefined);
-    const queue = new DeliveryQueue(connection, options.keyPrefix, config.DELIVERY_RETRY_DELAYS_MS);
+    const queue = new DeliveryQueue(connection, options.keyPrefix, attemptBudgetOf(config.DELIVERY_RETRY_DELAYS_MS));
     queue.queue.on("error", () => undefined);
     const schedulerState = createAdmissionControl({
       redis: connection,
@@ -57,7 +58,7 @@ export function startInProcessDispatcher(
       queuePrefix: options.queuePrefix,
       pollIntervalMs: config.RELAY_POLL_INTERVAL_MS,
       webhookJobLimit: config.DISPATCHER_WEBHOOK_JOB_LIMIT,
-      slowWebhooks: () => schedulerState.slowWebhooks(),
+      webhookClasses: () => schedulerState.webhookClasses(),
       logger,
       metrics,
     });

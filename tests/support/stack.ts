@@ -101,7 +101,6 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const db = createDatabase(apiConfig.DATABASE_URL, apiConfig.DATABASE_POOL_SIZE, { statementTimeoutMs: apiConfig.DATABASE_STATEMENT_TIMEOUT_MS });
   /** The Redis key prefix: `prefix`, hash-tagged on a Redis Cluster. */
   const keyPrefix = redisKeyPrefix(prefix, apiConfig.REDIS_CLUSTER);
-  const cluster = { cluster: apiConfig.REDIS_CLUSTER };
   const keyring = createKeyring(parseKeys(secretKeysOf(apiConfig)));
   const { prisma, pool } = db;
   /** One API process: its own Redis connection, queue and HTTP server on an ephemeral port. */

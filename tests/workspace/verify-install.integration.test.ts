@@ -157,8 +157,8 @@ async function startReceiver(dir: string, name: string): Promise<{ url: string; 
     stdio: ["ignore", "pipe", "pipe"],
   });
   children.push(child);
-  child.stdout!.on("data", (chunk) => (stdout += chunk));
-  child.stderr!.on("data", (chunk) => (stderr += chunk));
+  child.stdout.on("data", (chunk) => (stdout += chunk));
+  child.stderr.on("data", (chunk) => (stderr += chunk));
   const url = `https://localhost:${port}/webhooks`;
   const deadline = Date.now() + 30_000;
   for (;;) {

@@ -3,7 +3,8 @@ import helmet from "helmet";
 import { createUsageRecorder } from "@mailhooks/access";
 import { redisKeyPrefix } from "@mailhooks/queue";
 import { completeDeps } from "./deps.js";
-import { AppError, errorHandler } from "./errors.js";
+import { AppError } from "./errors.js";
+import { errorHandler } from "./http/error-handler.js";
 import { requireApiKey } from "./http/auth.js";
 import { createFailureLimiter } from "./http/failure-limiter.js";
 import { rateLimitPerAccount } from "./http/rate-limit.js";
@@ -61,7 +62,7 @@ export function createApp(given: Parameters<typeof completeDeps>[0]): Express {
   app.use("/v1", v1);
   app.use("/dashboard", dashboardRouter(deps, failures));
 
-  app.use((req, _res, next) => next(new AppError("not_found", `no route for ${req.method} ${req.path}`)));
+  app.use((req, _res, next) => next(new AppError("not_found", "route_not_found", `no route for ${req.method} ${req.path}`)));
   app.use(errorHandler);
   return app;
 }

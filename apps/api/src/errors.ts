@@ -1,13 +1,13 @@
-import { randomUUID } from "node:crypto";
-import type { ErrorRequestHandler } from "express";
 import { z } from "zod";
-import { isInfrastructureError } from "@mailhooks/infrastructure-errors";
-import { getLogger, redactPath } from "@mailhooks/logger";
 
 /**
- * The API's one error type and the middleware that maps it to CONTRACT.md section 3:
- * `{"error": {"code", "message", "details?"}}`. Unknown errors become 500 with an id that is
- * also logged, never a stack trace.
+ * The API's one error type (STYLE.md habits 4 and 15): a `code`, one per HTTP status of
+ * CONTRACT.md section 3, and a machine `reason` that tells apart the refusals sharing a code
+ * (four kinds of 409 `conflict` for a replay alone). The JSON answer carries the code, the
+ * message and the details only: CONTRACT.md section 3 fixes that shape, and the project's
+ * black-box tests hold it to exactly those keys (tests/support/hooks.ts `expectError`); the
+ * reason is for the code that shares this process (the dashboard's words, the error handlers'
+ * logs), and the message is for the people who read the JSON answer.
  */
 
 export const ERROR_STATUS = {
@@ -28,20 +28,95 @@ export const ERROR_STATUS = {
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
+/** The reasons of each code; a reason belongs to one code only. */
+export const ERROR_REASONS = {
+  invalid_json: [
+    "body_not_json", // not parseable JSON
+    "body_not_utf8",
+    "body_unreadable", // aborted, of a size other than announced, or not decodable (Content-Encoding)
+  ],
+  unauthorized: [
+    "api_key_missing", // no `Authorization: Bearer <API_KEY>`, or a malformed one
+    "api_key_invalid", // unknown or revoked: not told apart, on purpose
+    "not_authenticated", // a route reached without the authentication middleware (a bug)
+  ],
+  not_found: [
+    "resource_not_found", // no such resource for this account (another account's included)
+    "route_not_found",
+    "path_not_decodable", // a path that is not valid percent-encoding names no resource
+  ],
+  conflict: [
+    "no_destination", // replay: the event went to no webhook
+    "several_destinations", // replay to a target_url: several destinations and no webhook_id
+    "webhook_not_a_destination", // replay: webhook_id did not receive the event
+    "destinations_disabled", // replay without target_url: every destination's webhook is disabled or deleted
+    "webhook_disabled", // test request to a disabled webhook
+    "webhook_limit_reached", // MAX_WEBHOOKS_PER_ACCOUNT
+    "idempotency_key_reused", // an Idempotency-Key repeated with another body
+    "idempotent_webhook_deleted", // a repeated webhook creation whose webhook was deleted since
+  ],
+  payload_expired: ["payload_purged"],
+  request_timeout: ["body_idle"],
+  payload_too_large: [
+    "body_too_large", // over the body parser's limit
+    "envelope_too_large", // the event's envelope would pass 10 MiB
+    "message_too_large", // a raw message's HTML part is over what is rendered to text
+  ],
+  unsupported_media_type: [
+    "content_type_not_json",
+    "content_type_not_message", // not message/rfc822
+    "encoding_unsupported", // a Content-Encoding or charset the parser does not know
+  ],
+  validation_error: [
+    "invalid_input", // `details` name each field and its problem
+    "unparseable_message", // a raw message that is not RFC 5322
+    "unstorable_value", // input PostgreSQL refused to store (see classify-error.ts)
+  ],
+  rate_limited: [
+    "account_rate_limit", // RATE_LIMIT_PER_MINUTE of the account
+    "unauthenticated_rate_limit", // requests without a valid key from one address
+  ],
+  headers_too_large: ["headers_too_large"],
+  internal_error: ["unexpected"],
+  unavailable: [
+    "dependency_unavailable", // PostgreSQL (or Redis, where it is needed) unreachable
+    "parse_capacity", // raw messages being parsed use up the process's budget
+  ],
+} as const satisfies Record<ErrorCode, readonly string[]>;
+
+/** A reason of code `C` (of any code by default). */
+export type ErrorReason<C extends ErrorCode = ErrorCode> = (typeof ERROR_REASONS)[C][number];
+
 export interface ErrorDetail {
   path: string;
   message: string;
 }
 
-export class AppError extends Error {
+export interface AppErrorOptions {
+  /** For validation errors: one item per problem (CONTRACT.md section 3). */
+  details?: ErrorDetail[];
+  /** Headers of the answer (`Retry-After`, `WWW-Authenticate`). */
+  headers?: Record<string, string>;
+}
+
+/**
+ * A refusal: `code` (the status and the JSON answer's `code`), `reason` (which refusal, for code),
+ * `message` (for people; it may change and nothing branches on it).
+ */
+export class AppError<C extends ErrorCode = ErrorCode> extends Error {
   override name = "AppError";
+  readonly details?: ErrorDetail[];
+  readonly headers?: Record<string, string>;
+
   constructor(
-    readonly code: ErrorCode,
+    readonly code: C,
+    readonly reason: ErrorReason<C>,
     message: string,
-    readonly details?: ErrorDetail[],
-    readonly headers?: Record<string, string>,
+    options: AppErrorOptions = {},
   ) {
     super(message);
+    if (options.details) this.details = options.details;
+    if (options.headers) this.headers = options.headers;
   }
 
   get status(): number {
@@ -49,10 +124,25 @@ export class AppError extends Error {
   }
 }
 
-export const notFound = (what: string) => new AppError("not_found", `${what} not found`);
+/**
+ * `error instanceof AppError`, and of `code` when given. Use it rather than instanceof, which
+ * narrows to AppError<any> and lets any reason through unchecked.
+ */
+export function isAppError<C extends ErrorCode = ErrorCode>(error: unknown, code?: C): error is AppError<C> {
+  return error instanceof AppError && (code === undefined || error.code === code);
+}
+
+/** 404 `resource_not_found`: `what` is the resource's name ("event", "webhook"). */
+export const notFound = (what: string) => new AppError("not_found", "resource_not_found", `${what} not found`);
+
+/** 422 `invalid_input` whose details are `details`; the message names the first. */
+export function invalidInput(details: ErrorDetail[]): AppError<"validation_error"> {
+  const first = details[0];
+  return new AppError("validation_error", "invalid_input", first ? `${first.path || "body"}: ${first.message}` : "invalid input", { details });
+}
 
 /** A 422 from a zod error; `prefix` names where the input came from (e.g. "query"). */
-export function validationError(error: z.ZodError, prefix?: string): AppError {
+export function validationError(error: z.ZodError, prefix?: string): AppError<"validation_error"> {
   // zod reports unknown fields on their parent object: name each of them instead.
   const details = error.issues.flatMap((issue) => {
     const base = [prefix, ...issue.path.map(String)];
@@ -60,97 +150,5 @@ export function validationError(error: z.ZodError, prefix?: string): AppError {
     if (issue.code === "unrecognized_keys") return issue.keys.map((key) => ({ path: join([...base, key]), message: "is not a recognized field" }));
     return [{ path: join(base), message: issue.message }];
   });
-  const first = details[0];
-  return new AppError("validation_error", first ? `${first.path || "body"}: ${first.message}` : "invalid input", details);
+  return invalidInput(details);
 }
-
-/**
- * SQLSTATEs by which PostgreSQL refuses input it cannot store or index: a NUL character
- * (22021, 22P05), a date or number out of its range (22008, 22003) or an index entry over the
- * btree limit (54000). The routes refuse such input before it reaches the database; this is the
- * net for any field they missed: a 422, not a 500 (the failed statement stored nothing).
- */
-const INPUT_SQLSTATES = new Set(["22021", "22P05", "22008", "22003", "54000"]);
-
-function isDatabaseInputError(error: unknown): boolean {
-  for (let e: unknown = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    const adapter = (e as { meta?: { driverAdapterError?: { cause?: { code?: unknown; originalCode?: unknown } } } }).meta?.driverAdapterError?.cause;
-    for (const code of [adapter?.code, adapter?.originalCode, (e as { code?: unknown }).code]) {
-      if (typeof code === "string" && INPUT_SQLSTATES.has(code)) return true;
-    }
-  }
-  return false;
-}
-
-const logger = getLogger("api");
-/** The path as logged: what the client put in it (ids it made up, tokens, keys) is redacted. */
-const loggedPath = (req: { path: string }) => redactPath(req.path);
-
-/** Maps body-parser's own errors (raised before any route runs) to AppErrors. */
-function fromBodyParser(error: { type?: string; status?: number }): AppError | null {
-  switch (error.type) {
-    case "entity.parse.failed":
-      return new AppError("invalid_json", "request body is not valid JSON");
-    case "encoding.invalid.utf8":
-      return new AppError("invalid_json", "request body is not valid UTF-8");
-    case "entity.too.large":
-      return new AppError("payload_too_large", "request body is too large");
-    case "encoding.unsupported":
-    case "charset.unsupported":
-      return new AppError("unsupported_media_type", "unsupported body encoding or charset");
-    case "request.aborted":
-    case "request.size.invalid":
-    case "stream.encoding.set":
-      return new AppError("invalid_json", "request body could not be read");
-    default:
-      return null;
-  }
-}
-
-/**
- * Maps the other client errors Express and its parsers raise before a route runs (http-errors
- * objects with a 4xx status), which would otherwise fall through to a 500:
- * - a path that is not valid percent-encoding (`/v1/webhooks/%ZZ`): the router cannot decode
- *   the id, so it names no resource: 404;
- * - a body that cannot be decompressed (`Content-Encoding: gzip` on bytes that are not gzip):
- *   it cannot be read, like an aborted body: 400 invalid_json;
- * - any other 4xx of that kind keeps its meaning where the contract has a code for it.
- */
-function fromClientError(error: { status?: unknown; statusCode?: unknown; expose?: unknown } & Partial<Error>): AppError | null {
-  if (error instanceof URIError) return new AppError("not_found", "no such resource: the path is not valid percent-encoding");
-  const status = typeof error?.status === "number" ? error.status : typeof error?.statusCode === "number" ? error.statusCode : undefined;
-  if (status === undefined || status < 400 || status >= 500 || error.expose !== true) return null;
-  switch (status) {
-    case 404:
-      return new AppError("not_found", "not found");
-    case 413:
-      return new AppError("payload_too_large", "request body is too large");
-    case 415:
-      return new AppError("unsupported_media_type", "unsupported body encoding or content type");
-    default:
-      return new AppError("invalid_json", "request body could not be read or decoded");
-  }
-}
-
-export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
-  let appError: AppError | null = error instanceof AppError ? error : (fromBodyParser(error) ?? fromClientError(error));
-  if (!appError && isDatabaseInputError(error)) {
-    // Not the message: it may quote the input.
-    logger.warn("input refused by the database", { path: loggedPath(req) });
-    appError = new AppError("validation_error", "the input contains a value that cannot be stored (a NUL character, a date out of range or an oversized identifier)");
-  }
-  if (!appError && isInfrastructureError(error)) {
-    logger.warn("dependency unavailable", { path: loggedPath(req), error: (error as Error).message });
-    appError = new AppError("unavailable", "a backing service is unavailable; retry later");
-  }
-  if (!appError) {
-    const id = randomUUID();
-    logger.error("unhandled error", { errorId: id, path: loggedPath(req), error: (error as Error)?.message, stack: (error as Error)?.stack });
-    appError = new AppError("internal_error", `internal error ${id}`);
-  }
-  if (res.headersSent) return;
-  for (const [name, value] of Object.entries(appError.headers ?? {})) res.setHeader(name, value);
-  res.status(appError.status).json({
-    error: { code: appError.code, message: appError.message, ...(appError.details ? { details: appError.details } : {}) },
-  });
-};

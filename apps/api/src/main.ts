@@ -2,7 +2,7 @@
  * The API process: REST API on PORT. Stateless; any number may run behind a load balancer.
  * SIGTERM stops accepting connections, lets in-flight requests finish, then exits 0.
  */
-import { apiConfigSchema, loadConfig, secretKeysOf, usesInsecureDevelopmentKey, type ApiConfig } from "@mailhooks/config";
+import { apiConfigSchema, INSECURE_DEVELOPMENT_KEY_WARNING, loadServiceConfig, secretKeysOf, usesInsecureDevelopmentKey, type ApiConfig } from "@mailhooks/config";
 import { createKeyring, parseKeys } from "@mailhooks/secrets";
 import { createDatabase } from "@mailhooks/db";
 import { configureLogger, getLogger } from "@mailhooks/logger";
@@ -25,23 +25,15 @@ createCommand({
   .action(() => undefined)
   .parse(process.argv);
 
-let config: ApiConfig;
-try {
-  config = loadConfig(apiConfigSchema, process.env);
-} catch (error) {
-  console.error(`api: ${(error as Error).message}`);
-  process.exit(1);
-}
+const config: ApiConfig = loadServiceConfig(apiConfigSchema, "api");
 configureLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT });
 const logger = getLogger("api");
-if (usesInsecureDevelopmentKey(config)) {
-  logger.warn("webhook secrets are encrypted with the public INSECURE_DEVELOPMENT_KEY: anyone can decrypt them; set SECRET_ENCRYPTION_KEYS (e.g. `openssl rand -base64 32`) for anything but development");
-}
+if (usesInsecureDevelopmentKey(config)) logger.warn(INSECURE_DEVELOPMENT_KEY_WARNING);
 
 const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_SIZE, { statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
 const redis = createRedisConnection(config.REDIS_URL, "producer", { cluster: config.REDIS_CLUSTER });
 const keyPrefix = redisKeyPrefix(config.QUEUE_PREFIX, config.REDIS_CLUSTER);
-redis.on("error", (error) => logger.warn("redis error", { error: error.message }));
+redis.on("error", (error: Error) => logger.warn("redis error", { error: error.message }));
 // Read only (queue depth, the operators' board): the API never adds jobs.
 const queue = new Queue(QUEUE_NAMES.deliveries, { connection: redis, prefix: keyPrefix });
 queue.on("error", (error) => logger.warn("queue error", { error: error.message }));
@@ -86,14 +78,16 @@ function shutdown(signal: string) {
   idle.unref();
   adminServer?.close();
   adminServer?.closeAllConnections();
-  server.close(async () => {
-    await keyAccess.close();
-    await Promise.all([queue.close(), maintenanceQueue.close()]).catch(() => undefined);
-    await redis.quit().catch(() => undefined);
-    await db.close();
-    process.exit(0);
-  });
+  server.close(() => void closeAndExit());
   server.closeIdleConnections();
+}
+/** Once the server has closed: the clients, then exit 0 (a rejection here ends the process too). */
+async function closeAndExit(): Promise<void> {
+  await keyAccess.close();
+  await Promise.all([queue.close(), maintenanceQueue.close()]).catch(() => undefined);
+  await redis.quit().catch(() => undefined);
+  await db.close();
+  process.exit(0);
 }
 process.on("SIGTERM", () => shutdown("SIGTERM"));
 process.on("SIGINT", () => shutdown("SIGINT"));

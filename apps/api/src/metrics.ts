@@ -51,7 +51,7 @@ export function createApiMetrics(queue: Queue, keys?: { readonly lookups: number
   const middleware: RequestHandler = (req, res, next) => {
     const started = process.hrtime.bigint();
     res.on("finish", () => {
-      const route = routeLabel(req.baseUrl, req.route?.path);
+      const route = routeLabel(req.baseUrl, (req.route as { path?: unknown } | undefined)?.path);
       requests.inc({ method: req.method, route, status: String(res.statusCode) });
       duration.observe({ method: req.method, route }, Number(process.hrtime.bigint() - started) / 1e9);
     });

@@ -3,11 +3,11 @@
  * envelopes. Any number may run against one PostgreSQL and one Redis. SIGTERM lets in-flight
  * attempts finish, then exits 0.
  */
-import { dispatcherConfigSchema, loadConfig, usesInsecureDevelopmentKey, type DispatcherConfig } from "@mailhooks/config";
+import { dispatcherConfigSchema, INSECURE_DEVELOPMENT_KEY_WARNING, loadServiceConfig, usesInsecureDevelopmentKey, type DispatcherConfig } from "@mailhooks/config";
 import { createDatabase } from "@mailhooks/db";
 import { configureLogger, getLogger } from "@mailhooks/logger";
 import { createCommand } from "@mailhooks/command-line";
-import { ensurePayloadPartitions, schedulerBacklog } from "@mailhooks/delivery-state";
+import { attemptBudgetOf, ensurePayloadPartitions, schedulerBacklog } from "@mailhooks/delivery-state";
 import { createRedisConnection, DeliveryQueue, redisKeyPrefix } from "@mailhooks/queue";
 import { createAdmissionControl } from "@mailhooks/scheduler";
 import { createHttpClient } from "./delivery/http-client.js";
@@ -26,30 +26,22 @@ createCommand({
   .action(() => undefined)
   .parse(process.argv);
 
-let config: DispatcherConfig;
-try {
-  config = loadConfig(dispatcherConfigSchema, process.env);
-} catch (error) {
-  console.error(`dispatcher: ${(error as Error).message}`);
-  process.exit(1);
-}
+const config: DispatcherConfig = loadServiceConfig(dispatcherConfigSchema, "dispatcher");
 configureLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT });
 const logger = getLogger("dispatcher");
-if (usesInsecureDevelopmentKey(config)) {
-  logger.warn("webhook secrets are encrypted with the public INSECURE_DEVELOPMENT_KEY: anyone can decrypt them; set SECRET_ENCRYPTION_KEYS (e.g. `openssl rand -base64 32`) for anything but development");
-}
+if (usesInsecureDevelopmentKey(config)) logger.warn(INSECURE_DEVELOPMENT_KEY_WARNING);
 
 const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_SIZE, { statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
 const cluster = { cluster: config.REDIS_CLUSTER };
 const keyPrefix = redisKeyPrefix(config.QUEUE_PREFIX, config.REDIS_CLUSTER);
 const connection = createRedisConnection(config.REDIS_URL, "worker", cluster);
-connection.on("error", (error) => logger.warn("redis error", { error: error.message }));
+connection.on("error", (error: Error) => logger.warn("redis error", { error: error.message }));
 // The relay's own connection fails fast while Redis is away (its batch rolls back and waits).
 const relayConnection = createRedisConnection(config.REDIS_URL, "producer", cluster);
 relayConnection.on("error", () => undefined);
 const { client, agent } = createHttpClient({ timeoutMs: config.DELIVERY_TIMEOUT_MS, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS });
-const deliveryQueue = new DeliveryQueue(connection, keyPrefix, config.DELIVERY_RETRY_DELAYS_MS);
-const relayQueue = new DeliveryQueue(relayConnection, keyPrefix, config.DELIVERY_RETRY_DELAYS_MS);
+const deliveryQueue = new DeliveryQueue(connection, keyPrefix, attemptBudgetOf(config.DELIVERY_RETRY_DELAYS_MS));
+const relayQueue = new DeliveryQueue(relayConnection, keyPrefix, attemptBudgetOf(config.DELIVERY_RETRY_DELAYS_MS));
 relayQueue.queue.on("error", () => undefined);
 const metrics = createDispatcherMetrics(deliveryQueue.queue);
 const metricsServer = await serveMetrics(metrics.registry, config.METRICS_PORT);
@@ -76,7 +68,7 @@ const relay = startRelay({
   queuePrefix: config.QUEUE_PREFIX,
   pollIntervalMs: config.RELAY_POLL_INTERVAL_MS,
   webhookJobLimit: config.DISPATCHER_WEBHOOK_JOB_LIMIT,
-  slowWebhooks: () => schedulerState.slowWebhooks(),
+  webhookClasses: () => schedulerState.webhookClasses(),
   logger: getLogger("relay"),
   metrics,
 });

@@ -2,7 +2,7 @@ import { Queue, Worker } from "bullmq";
 import type pg from "pg";
 import { purgeExpiredPayloads, purgeIdempotencyKeys } from "@mailhooks/delivery-state";
 import type { Logger } from "@mailhooks/logger";
-import { JOB_NAMES, QUEUE_NAMES, type DeliveryQueue, type RedisClient } from "@mailhooks/queue";
+import { JOB_NAMES, QUEUE_NAMES, type DeliveryQueue, type MaintenanceJobName, type RedisClient } from "@mailhooks/queue";
 import { sweepLostWork } from "./jobs/sweep-lost-work.js";
 import type { DispatcherMetrics } from "./metrics.js";
 
@@ -70,47 +70,52 @@ export async function startMaintenance(options: MaintenanceOptions): Promise<{ c
   const timer = setInterval(scheduleAgain, options.sweepEveryMs);
   timer.unref();
   options.connection.on("ready", scheduleAgain);
+  /** What each job of the queue does, by its name. */
+  const run: Record<MaintenanceJobName, () => Promise<void>> = {
+    [JOB_NAMES.retention]: async () => {
+      const purged = await purgeExpiredPayloads(options.pool, options.retentionDays);
+      if (purged.droppedPartitions.length > 0) {
+        options.logger.info("payloads past retention removed", { partitions: purged.droppedPartitions, purgedBefore: purged.purgedBefore.toISOString() });
+      }
+      // Another session held event_payloads past retention's lock_timeout: this run gave up
+      // rather than stall ingest; the next one (an hour later) tries again.
+      if (purged.postponedPartitions.length > 0) {
+        options.logger.warn("payload partitions past retention left for the next run", { partitions: purged.postponedPartitions, reason: purged.postponedReason });
+      }
+      if (!purged.partitionsAheadMade) options.logger.warn("the coming days' payload partitions could not be made (lock timeout); the next run tries again");
+    },
+    [JOB_NAMES.idempotencyPurge]: async () => {
+      const removed = await purgeIdempotencyKeys(options.pool);
+      if (removed > 0) options.logger.info("expired idempotency keys removed", { removed });
+    },
+    [JOB_NAMES.sweep]: async () => {
+      const queued = await sweepLostWork({
+        pool: options.pool,
+        redis: options.connection,
+        queue: options.deliveries,
+        queuePrefix: options.queuePrefix,
+        retryDelaysMs: options.retryDelaysMs,
+        afterMs: options.sweepAfterMs,
+        batchSize: options.sweepBatchSize,
+        // Up to half a period: a backlog is walked in several batches, and the next run is not late.
+        timeBudgetMs: options.sweepEveryMs / 2,
+        onKindError: (kind, error) => options.logger.error("sweeping lost work failed for one kind; the others went on", { kind, error: (error as Error).message }),
+        onEnded: (kind, ids) => {
+          options.logger.error("work whose job failed for good ended failed by the sweeper", { kind, ids });
+          options.metrics.jobsFailed.inc({ job: kind, reason: "failed_job_swept" }, ids.length);
+        },
+      });
+      if (queued > 0) {
+        options.logger.warn("work whose job was lost queued again", { queued });
+        options.metrics.lostWorkRequeued.inc(queued);
+      }
+    },
+  };
   const worker = new Worker(
     QUEUE_NAMES.maintenance,
     async (job) => {
-      if (job.name === JOB_NAMES.retention) {
-        const purged = await purgeExpiredPayloads(options.pool, options.retentionDays);
-        if (purged.droppedPartitions.length > 0) {
-          options.logger.info("payloads past retention removed", { partitions: purged.droppedPartitions, purgedBefore: purged.purgedBefore.toISOString() });
-        }
-        // Another session held event_payloads past retention's lock_timeout: this run gave up
-        // rather than stall ingest; the next one (an hour later) tries again.
-        if (purged.postponedPartitions.length > 0) {
-          options.logger.warn("payload partitions past retention left for the next run", { partitions: purged.postponedPartitions, reason: purged.postponedReason });
-        }
-        if (!purged.partitionsAheadMade) options.logger.warn("the coming days' payload partitions could not be made (lock timeout); the next run tries again");
-      } else if (job.name === JOB_NAMES.idempotencyPurge) {
-        const removed = await purgeIdempotencyKeys(options.pool);
-        if (removed > 0) options.logger.info("expired idempotency keys removed", { removed });
-      } else if (job.name === JOB_NAMES.sweep) {
-        const queued = await sweepLostWork({
-          pool: options.pool,
-          redis: options.connection,
-          queue: options.deliveries,
-          queuePrefix: options.queuePrefix,
-          retryDelaysMs: options.retryDelaysMs,
-          afterMs: options.sweepAfterMs,
-          batchSize: options.sweepBatchSize,
-          // Up to half a period: a backlog is walked in several batches, and the next run is not late.
-          timeBudgetMs: options.sweepEveryMs / 2,
-          onKindError: (kind, error) => options.logger.error("sweeping lost work failed for one kind; the others went on", { kind, error: (error as Error).message }),
-          onEnded: (kind, ids) => {
-            options.logger.error("work whose job failed for good ended failed by the sweeper", { kind, ids });
-            options.metrics.jobsFailed.inc({ job: kind, reason: "failed_job_swept" }, ids.length);
-          },
-        });
-        if (queued > 0) {
-          options.logger.warn("work whose job was lost queued again", { queued });
-          options.metrics.lostWorkRequeued.inc(queued);
-        }
-      } else {
-        throw new Error(`unknown job ${job.name}`);
-      }
+      if (!Object.hasOwn(run, job.name)) throw new Error(`unknown job ${job.name}`);
+      await run[job.name as MaintenanceJobName]();
     },
     { connection: options.connection, prefix: options.prefix, concurrency: 1 },
   );

@@ -76,28 +76,32 @@ export function createDispatcherMetrics(queue?: Queue): DispatcherMetrics {
  * their limit by reason. Read at each scrape; a reading that fails leaves the gauge as it was.
  */
 export function registerSchedulerGauges(registry: Registry, readings: SchedulerReadings): void {
-  new Gauge({
-    name: "webhook_work_waiting",
-    help: "Work waiting for its turn, by reason: share (in the outbox, its webhook holds its job limit) or rate_limit (queued for a rate_limit turn)",
-    labelNames: ["reason"],
-    registers: [registry],
-    async collect() {
-      const [backlog, limited] = await Promise.all([readings.backlog().catch(() => null), readings.rateLimited().catch(() => null)]);
-      if (backlog) this.set({ reason: "share" }, backlog.waiting);
-      if (limited) this.set({ reason: "rate_limit" }, limited.waiting);
-    },
-  });
-  new Gauge({
-    name: "webhook_webhooks_at_limit",
-    help: "Webhooks at their limit, by reason: share (holding their job limit in the queue) or rate_limit (their rate_limit holds work back)",
-    labelNames: ["reason"],
-    registers: [registry],
-    async collect() {
-      const [backlog, limited] = await Promise.all([readings.backlog().catch(() => null), readings.rateLimited().catch(() => null)]);
-      if (backlog) this.set({ reason: "share" }, backlog.webhooksAtLimit);
-      if (limited) this.set({ reason: "rate_limit" }, limited.webhooks);
-    },
-  });
+  type Backlog = Awaited<ReturnType<SchedulerReadings["backlog"]>>;
+  type RateLimited = Awaited<ReturnType<SchedulerReadings["rateLimited"]>>;
+  const byReason = (name: string, help: string, share: (b: Backlog) => number, rateLimit: (l: RateLimited) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ["reason"],
+      registers: [registry],
+      async collect() {
+        const [backlog, limited] = await Promise.all([readings.backlog().catch(() => null), readings.rateLimited().catch(() => null)]);
+        if (backlog) this.set({ reason: "share" }, share(backlog));
+        if (limited) this.set({ reason: "rate_limit" }, rateLimit(limited));
+      },
+    });
+  byReason(
+    "webhook_work_waiting",
+    "Work waiting for its turn, by reason: share (in the outbox, its webhook holds its job limit) or rate_limit (queued for a rate_limit turn)",
+    (b) => b.waiting,
+    (l) => l.waiting,
+  );
+  byReason(
+    "webhook_webhooks_at_limit",
+    "Webhooks at their limit, by reason: share (holding their job limit in the queue) or rate_limit (their rate_limit holds work back)",
+    (b) => b.webhooksAtLimit,
+    (l) => l.webhooks,
+  );
 }
 
 /** Records one attempt's outcome. */
@@ -108,18 +112,19 @@ export function observeAttempt(metrics: DispatcherMetrics, trigger: string, ok: 
 
 /** Serves GET /metrics (and /healthz) on `port`; resolves once listening. */
 export function serveMetrics(registry: Registry, port: number): Promise<http.Server> {
-  const server = http.createServer(async (req, res) => {
-    if (req.url === "/metrics") {
-      try {
-        const body = await registry.metrics();
-        res.writeHead(200, { "content-type": registry.contentType }).end(body);
-      } catch (error) {
-        res.writeHead(503, { "content-type": "text/plain" }).end(`metrics unavailable: ${(error as Error).message}`);
-      }
-      return;
-    }
+  const server = http.createServer((req, res) => {
+    if (req.url === "/metrics") return void answerMetrics(registry, res);
     if (req.url === "/healthz") return void res.writeHead(200, { "content-type": "application/json" }).end('{"status":"ok"}');
     res.writeHead(404, { "content-type": "application/json" }).end('{"error":{"code":"not_found","message":"not found"}}');
   });
   return new Promise((resolve) => server.listen(port, () => resolve(server)));
+}
+
+async function answerMetrics(registry: Registry, res: http.ServerResponse): Promise<void> {
+  try {
+    const body = await registry.metrics();
+    res.writeHead(200, { "content-type": registry.contentType }).end(body);
+  } catch (error) {
+    res.writeHead(503, { "content-type": "text/plain" }).end(`metrics unavailable: ${(error as Error).message}`);
+  }
 }

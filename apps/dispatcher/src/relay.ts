@@ -1,7 +1,7 @@
 import type pg from "pg";
 import { startListener } from "@mailhooks/db";
 import type { Logger } from "@mailhooks/logger";
-import { OUTBOX_CHANNEL, relayOutbox, type OutboxRow, type RejectedRow } from "@mailhooks/delivery-state";
+import { OUTBOX_CHANNEL, relayOutbox, type OutboxRow, type RejectedRow, type WebhookClasses } from "@mailhooks/delivery-state";
 import type { DeliveryQueue } from "@mailhooks/queue";
 import type { DispatcherMetrics } from "./metrics.js";
 
@@ -16,7 +16,7 @@ export const RELAY_LOCK_TIMEOUT_MS = 15_000;
  * opened again when it drops) and also polls every `pollIntervalMs`, so nothing waits long for a
  * notification that was missed. Batches are claimed with FOR UPDATE SKIP LOCKED: any number of
  * dispatchers relay side by side, each row once. The relay is the first half of the fair
- * scheduler (docs/scheduler.md): a webhook gets at most `webhookJobLimit` jobs in the queue, the
+ * scheduler (docs/scheduler.md): a webhook gets at most its job limit in the queue (`webhookJobLimit`, less when slow, more when fast), the
  * rest of its work waits in the outbox, and its jobs are added in turns with every other
  * webhook's (their position is their priority). A webhook's released lease wakes the relay. While Redis is unreachable a batch rolls back
  * and is tried again with a growing pause (up to 5 s); nothing is lost.
@@ -40,8 +40,11 @@ export interface RelayOptions {
   batchSize?: number;
   /** Jobs one webhook may hold in the queue (DISPATCHER_WEBHOOK_JOB_LIMIT); the rest waits in the outbox. */
   webhookJobLimit?: number;
-  /** The webhooks the scheduler marked slow now (they get a smaller job limit); none when absent. */
-  slowWebhooks?: () => Promise<string[]>;
+  /**
+   * The webhooks the scheduler marked slow now (they get a smaller job limit) and fast (a larger
+   * one); none when absent.
+   */
+  webhookClasses?: () => Promise<WebhookClasses>;
   /** How long adding a batch to Redis may take before it is rolled back, in ms. */
   pushTimeoutMs?: number;
   /** How long a claimed batch may hold its row locks before PostgreSQL ends the transaction, in ms
@@ -105,8 +108,8 @@ export function startRelay(options: RelayOptions): Relay {
       pending = false;
       try {
         for (;;) {
-          const slow = options.slowWebhooks ? await options.slowWebhooks().catch(() => []) : [];
-          const { claimed, rejected } = await relayOutbox(options.pool, options.queuePrefix, batchSize, push, { lockTimeoutMs }, options.webhookJobLimit, slow);
+          const classes = (await options.webhookClasses?.().catch(() => undefined)) ?? { slow: [], fast: [] };
+          const { claimed, rejected } = await relayOutbox(options.pool, options.queuePrefix, batchSize, push, { lockTimeoutMs }, options.webhookJobLimit, classes);
           for (const { row, reason } of rejected) {
             options.logger.error("outbox row cannot be queued; its work ended failed", { outboxId: row.id, jobName: row.jobName, jobId: row.jobId, error: reason });
             options.metrics.jobsFailed.inc({ job: row.jobName, reason: "invalid_outbox_row" });

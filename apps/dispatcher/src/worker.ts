@@ -1,15 +1,14 @@
 import { DelayedError, Job, UnrecoverableError, Worker } from "bullmq";
 import { ZodError } from "zod";
-import { failWithoutAttempt, retryDelayFor, type WorkKind } from "@mailhooks/delivery-state";
+import { decideAfterAttempt, failWithoutAttempt, type WorkKind } from "@mailhooks/delivery-state";
 import { isInfrastructureError } from "@mailhooks/infrastructure-errors";
 import { secretKeysOf, type DispatcherConfig } from "@mailhooks/config";
 import { createKeyring, parseKeys, SecretDecryptionError } from "@mailhooks/secrets";
-import { deliveryJob, JOB_NAMES, QUEUE_NAMES, replayJob, testDeliveryJob, DELIVERY_BACKOFF_TYPE, type RedisClient } from "@mailhooks/queue";
-import type { AdmissionControl, RateLimits } from "@mailhooks/scheduler";
+import { deliveryAttemptNumber, isWorkJobName, QUEUE_NAMES, runWorkJob, workIdOf, DELIVERY_BACKOFF_TYPE, type RedisClient } from "@mailhooks/queue";
+import { reserveSlots, type AdmissionControl, type RateLimits } from "@mailhooks/scheduler";
 import { RetryableDeliveryError } from "./delivery/retry-policy.js";
-import { deliverDestination, withDefaults, type DeliveryContext } from "./jobs/deliver-destination.js";
-import { deliverTestEvent } from "./jobs/deliver-test-event.js";
-import { replayEvent } from "./jobs/replay-event.js";
+import { withDefaults, type DeliveryContext } from "./jobs/deliver-destination.js";
+import { workJobHandlers } from "./jobs/handlers.js";
 import { startWorkerScheduler } from "./scheduler.js";
 
 export interface DeliveryWorkerOptions {
@@ -45,9 +44,14 @@ function ownerOf(job: Job): { webhookId: string; accountId: string } | null {
   return typeof data.webhookId === "string" && typeof data.accountId === "string" ? { webhookId: data.webhookId, accountId: data.accountId } : null;
 }
 
-/** The start of the failedReason of a job given up after `maxPostpones` outages: its work is
- * still pending, and the sweeper queues it again once the outage is over. */
+/** The start of the failedReason of a job given up after `maxPostpones` outages, for people:
+ * its work is still pending, and the sweeper queues it again once the outage is over. */
 export const POSTPONED_MARK = "postponed too often:";
+/**
+ * What the sweeper reads (never the failedReason's text): the job's data field `gaveUp` is
+ * POSTPONED_TOO_OFTEN when it was given up after `maxPostpones` outages.
+ */
+export const POSTPONED_TOO_OFTEN = "postponed_too_often";
 /** The start of the failedReason of a job that failed for good (a bug, a constraint). */
 export const POISONED_MARK = "failed for good:";
 
@@ -65,12 +69,11 @@ export function postponeDelayMs(postponedBefore: number): number {
   return Math.min(30_000, 1_000 * 2 ** Math.max(0, postponedBefore));
 }
 
-/** The unit of work a job is about, from its (unchecked) data; null when it names none. */
+/** The unit of work a job is about, from its (unchecked) data; null for a job of no known kind or naming none. */
 function workOf(job: Job): { kind: WorkKind; id: string } | null {
-  const data = (job.data ?? {}) as Record<string, unknown>;
-  const id = job.name === JOB_NAMES.delivery ? data.destinationId : job.name === JOB_NAMES.replay ? data.replayId : data.testDeliveryId;
-  if (typeof id !== "string") return null;
-  return { kind: job.name as WorkKind, id };
+  if (!isWorkJobName(job.name)) return null;
+  const id = workIdOf(job.name, job.data);
+  return id === null ? null : { kind: job.name, id };
 }
 
 /**
@@ -91,19 +94,11 @@ function workOf(job: Job): { kind: WorkKind; id: string } | null {
 export function createDeliveryWorker(context: DeliveryContext, options: DeliveryWorkerOptions): Worker {
   const ctx = withDefaults(context);
   const maxPostpones = options.maxPostpones ?? 20;
+  const handlers = workJobHandlers(ctx);
+  /** The job's handler, its data parsed by its schema (a ZodError otherwise). */
   const run = async (job: Job) => {
-    switch (job.name) {
-      case JOB_NAMES.delivery: {
-        const { destinationId, firstAttempt = 0 } = deliveryJob.schema.parse(job.data);
-        return deliverDestination(ctx, destinationId, firstAttempt + job.attemptsMade);
-      }
-      case JOB_NAMES.testDelivery:
-        return deliverTestEvent(ctx, testDeliveryJob.schema.parse(job.data).testDeliveryId);
-      case JOB_NAMES.replay:
-        return replayEvent(ctx, replayJob.schema.parse(job.data).replayId);
-      default:
-        throw new UnrecoverableError(`${POISONED_MARK} unknown job ${job.name}`);
-    }
+    if (!isWorkJobName(job.name)) throw new UnrecoverableError(`${POISONED_MARK} unknown job ${job.name}`);
+    return runWorkJob(handlers, job.name, job.data, job);
   };
 
   const giveUp = async (job: Job, reason: string, error: unknown) => {
@@ -127,14 +122,15 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
       if (error instanceof RetryableDeliveryError || error instanceof DelayedError) throw error;
       if (error instanceof UnrecoverableError || error instanceof ZodError) {
         await giveUp(job, "invalid_job", error);
-        throw new UnrecoverableError(`${POISONED_MARK} ${(error as Error).message}`);
+        throw new UnrecoverableError(`${POISONED_MARK} ${error.message}`);
       }
       // A secret no key of SECRET_ENCRYPTION_KEYS opens is the operator's to fix (a key dropped too
       // early): the work waits like an outage instead of failing for good.
       if (isInfrastructureError(error) || error instanceof SecretDecryptionError) {
         // Counted in the job's data: a job also comes back without an attempt when the scheduler
         // held it back, which must not use up its postpones.
-        const postponedBefore = typeof job.data?.postpones === "number" ? (job.data.postpones as number) : 0;
+        const postpones = (job.data as { postpones?: unknown } | undefined)?.postpones;
+        const postponedBefore = typeof postpones === "number" ? postpones : 0;
         if (postponedBefore < maxPostpones) {
           const delay = postponeDelayMs(postponedBefore);
           ctx.logger.warn("attempt postponed", { jobId: job.id, job: job.name, delayMs: delay, error: (error as Error).message });
@@ -144,7 +140,8 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
           throw new DelayedError();
         }
         ctx.logger.error("attempt postponed too often; the sweeper queues it again after the outage", { jobId: job.id, job: job.name });
-        ctx.metrics.jobsFailed.inc({ job: job.name, reason: "postponed_too_often" });
+        ctx.metrics.jobsFailed.inc({ job: job.name, reason: POSTPONED_TOO_OFTEN });
+        await job.updateData({ ...(job.data as object), gaveUp: POSTPONED_TOO_OFTEN });
         throw new UnrecoverableError(`${POSTPONED_MARK} ${(error as Error).message}`);
       }
       await giveUp(job, "error", error);
@@ -201,8 +198,10 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
     settings: {
       backoffStrategy: (attemptsMade, type, _error, job) => {
         if (type !== DELIVERY_BACKOFF_TYPE) return -1;
-        const firstAttempt = (job?.data as { firstAttempt?: number } | undefined)?.firstAttempt ?? 0;
-        return retryDelayFor(ctx.retryDelaysMs, firstAttempt + attemptsMade);
+        // `attemptsMade` counts the attempt that just failed.
+        const failed = deliveryAttemptNumber((job?.data ?? {}) as { firstAttempt?: number }, attemptsMade - 1);
+        const next = decideAfterAttempt(ctx.retryDelaysMs, failed, "failed", new Date());
+        return next.next === "retry" ? next.delayMs : -1;
       },
     },
   });
@@ -212,8 +211,9 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
     ctx.metrics.stalledJobs.inc();
   });
   worker.on("failed", (job, error) => {
-    // BullMQ fails a job itself when it stalled more than maxStalledCount times.
-    if (job && /stalled more than allowable limit/i.test(error.message)) void giveUp(job, "stalled", error);
+    // BullMQ fails a job itself, without running it, once it stalled more than maxStalledCount
+    // times: its stalledCounter says so (the processor's own failures come with fewer stalls).
+    if (job && job.stalledCounter > MAX_STALLED_COUNT) void giveUp(job, "stalled", error);
   });
   return worker;
 }
@@ -245,7 +245,8 @@ export function createConfiguredDeliveryWorker(
     {
       connection: wiring.connection,
       prefix: wiring.prefix,
-      concurrency: config.DISPATCHER_CONCURRENCY,
+      // The reserve runs on top of the configured slots (docs/scheduler.md).
+      concurrency: config.DISPATCHER_CONCURRENCY + reserveSlots(config.DISPATCHER_CONCURRENCY),
       lockDurationMs: config.DISPATCHER_LOCK_DURATION_MS,
       stalledIntervalMs: config.DISPATCHER_STALLED_INTERVAL_MS,
       maxPostpones: config.DISPATCHER_MAX_POSTPONES,

@@ -220,3 +220,20 @@ export function secretKeysOf(config: { SECRET_ENCRYPTION_KEYS?: string[] }): str
 export function usesInsecureDevelopmentKey(config: { SECRET_ENCRYPTION_KEYS?: string[] }): boolean {
   return secretKeysOf(config).includes(INSECURE_DEVELOPMENT_KEY);
 }
+
+/** What a process logs at start-up when usesInsecureDevelopmentKey(config). */
+export const INSECURE_DEVELOPMENT_KEY_WARNING =
+  "webhook secrets are encrypted with the public INSECURE_DEVELOPMENT_KEY: anyone can decrypt them; set SECRET_ENCRYPTION_KEYS (e.g. `openssl rand -base64 32`) for anything but development";
+
+/**
+ * A service's configuration at start-up: loadConfig over process.env; when it is invalid, prints
+ * `<service>: <what is wrong>` on stderr and exits 1 (nothing has started yet).
+ */
+export function loadServiceConfig<S extends z.ZodType>(schema: S, service: string): z.infer<S> {
+  try {
+    return loadConfig(schema, process.env);
+  } catch (error) {
+    console.error(`${service}: ${(error as Error).message}`);
+    process.exit(1);
+  }
+}

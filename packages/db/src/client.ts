@@ -1,6 +1,7 @@
 import pg from "pg";
 import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient } from "./generated/prisma/client.js";
+import { ErrorMarkingPool } from "./error-marking.js";
 
 /**
  * PostgreSQL access of a process: one node-postgres pool, used directly by the hot paths
@@ -43,9 +44,13 @@ function poolConfig(databaseUrl: string, poolSize: number, settings: PoolSetting
   return { connectionString: databaseUrl, max: poolSize, ...POOL_OPTIONS, ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {}) };
 }
 
-/** A node-postgres pool of at most `poolSize` connections (POOL_OPTIONS, statement timeout of `settings`). */
+/**
+ * A node-postgres pool of at most `poolSize` connections (POOL_OPTIONS, statement timeout of
+ * `settings`). The errors it and its clients raise about a connection (lost, never made, none
+ * free in time) are marked for isInfrastructureError (error-marking.ts).
+ */
 export function createPool(databaseUrl: string, poolSize = 10, settings: PoolSettings = {}): pg.Pool {
-  const pool = new pg.Pool(poolConfig(databaseUrl, poolSize, settings));
+  const pool = new ErrorMarkingPool(poolConfig(databaseUrl, poolSize, settings));
   // An idle connection that dies (PostgreSQL restarted) emits 'error' on the pool; without a
   // listener that would crash the process. The next query simply opens a new connection.
   pool.on("error", () => undefined);
@@ -72,11 +77,11 @@ export function createDatabase(databaseUrl: string, poolSize = 10, settings: Poo
 }
 
 /**
- * A Prisma client with a pool of its own (`poolSize` connections), for tools that need nothing
- * else (the keys CLI, the demo, tests).
+ * A Prisma client with a pool of its own (`poolSize` connections, createPool's), for tools that
+ * need nothing else (the keys CLI, the demo, tests). `$disconnect` ends the pool.
  */
 export function createPrismaClient(databaseUrl: string, poolSize = 10, settings: PoolSettings = {}): PrismaClient {
-  const adapter = new PrismaPg(poolConfig(databaseUrl, poolSize, settings));
+  const adapter = new PrismaPg(createPool(databaseUrl, poolSize, settings), { disposeExternalPool: true });
   return new PrismaClient({ adapter });
 }
 

@@ -24,7 +24,8 @@ import {
 import { acceptEvents } from "./ingest.js";
 import { acceptReplays } from "./replays.js";
 import { eventStatus } from "./status.js";
-import { changeWebhook, deleteWebhook, registerWebhook } from "./webhooks.js";
+import { registerWebhook } from "./webhook-registration.js";
+import { changeWebhook, deleteWebhook } from "./webhooks.js";
 
 /**
  * The owner of delivery state on its own, against the test database (`npm test` migrates it):

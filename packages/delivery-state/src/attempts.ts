@@ -1,5 +1,6 @@
 import sql from "sql-template-tag";
 import { newId } from "@mailhooks/db";
+import { JOB_NAMES, type WorkJobName } from "@mailhooks/queue";
 import { runStatement, type Queryable } from "./db.js";
 import { INTERNAL_ERROR } from "./attempt-common.js";
 import { endReplayWithoutAttempt } from "./replay-attempts.js";
@@ -16,8 +17,11 @@ export * from "./destination-attempts.js";
 export * from "./replay-attempts.js";
 export * from "./test-attempts.js";
 
-/** The kinds of delivery work, by the name of their job. */
-export type WorkKind = "delivery" | "replay" | "test-delivery";
+/**
+ * The kinds of delivery work: the jobs of @mailhooks/queue's registry that carry a unit of work
+ * (a destination, a replay, a test delivery), by name.
+ */
+export type WorkKind = WorkJobName;
 
 /**
  * Ends pending work that provably cannot be carried out (its job failed for a reason that is not
@@ -34,11 +38,12 @@ export type WorkKind = "delivery" | "replay" | "test-delivery";
  *   passing reason (the caller, or the sweeper later, tries again)
  */
 export async function failWithoutAttempt(db: Queryable, kind: WorkKind, id: string, error: string = INTERNAL_ERROR): Promise<void> {
+  const ending = ENDINGS[kind];
   try {
-    await endWithRow(db, kind, id, error);
+    await ending.withRow(db, id, error);
   } catch (refused) {
     if (!refusedByData(refused)) throw refused;
-    await endWithoutRow(db, kind, id, error);
+    await ending.withoutRow(db, id, error);
   }
 }
 
@@ -52,42 +57,51 @@ function refusedByData(error: unknown): boolean {
   return typeof code === "string" && /^(22|23|P0|42)/.test(code);
 }
 
-async function endWithoutRow(db: Queryable, kind: WorkKind, id: string, error: string): Promise<void> {
-  if (kind === "replay") {
-    // Its audit entry, at least, if only the delivery row was refused.
-    const ended = await endReplayWithoutAttempt(db, id, "failed", error, false).then(
-      () => true,
-      (refused: unknown) => {
-        if (refusedByData(refused)) return false;
-        throw refused;
-      },
-    );
-    if (ended) return;
-  }
-  if (kind === "delivery") {
-    await runStatement(db, sql`WITH ${moveDestinationCte(id, "failed", ["pending"])} SELECT count(*) FROM moved`);
-    return;
-  }
-  const table = kind === "replay" ? sql`replays` : sql`test_deliveries`;
-  await runStatement(db, sql`UPDATE ${table} SET status = 'failed', updated_at = now() WHERE id = ${id} AND status = 'pending'`);
+/** How each kind of work ends `failed`: with its delivery row, or (that row refused) without it. */
+interface Ending {
+  withRow: (db: Queryable, id: string, error: string) => Promise<void>;
+  withoutRow: (db: Queryable, id: string, error: string) => Promise<void>;
 }
 
-async function endWithRow(db: Queryable, kind: WorkKind, id: string, error: string): Promise<void> {
-  if (kind === "replay") return endReplayWithoutAttempt(db, id, "failed", error, true);
-  if (kind === "test-delivery") return failTestDeliveryWithoutAttempt(db, id, error);
-  await runStatement(
-    db,
-    sql`WITH ${moveDestinationCte(id, "failed", ["pending"])},
-        next AS (
-          SELECT coalesce(max(x.attempt) + 1, 0) AS attempt FROM deliveries x
-           WHERE x.destination_id = ${id} AND x.trigger IN ('initial', 'retry')
-        )
-        INSERT INTO deliveries (id, account_id, event_id, webhook_id, destination_id, url, trigger, attempt, response_status, error,
-                                response_body, duration_ms, created_at)
-        SELECT ${newId("dlv")}::text, d.account_id, d.event_id, d.webhook_id, d.id, w.url,
-               (CASE WHEN next.attempt = 0 THEN 'initial' ELSE 'retry' END)::"DeliveryTrigger", next.attempt, NULL, ${error}::text,
-               NULL, 0, now()
-          FROM moved JOIN destinations d ON d.id = ${id} JOIN webhooks w ON w.id = d.webhook_id CROSS JOIN next
-        ON CONFLICT DO NOTHING`,
-  );
-}
+const ENDINGS: Record<WorkKind, Ending> = {
+  [JOB_NAMES.delivery]: {
+    withRow: async (db, id, error) => {
+      await runStatement(
+        db,
+        sql`WITH ${moveDestinationCte(id, "failed", ["pending"])},
+            next AS (
+              SELECT coalesce(max(x.attempt) + 1, 0) AS attempt FROM deliveries x
+               WHERE x.destination_id = ${id} AND x.trigger IN ('initial', 'retry')
+            )
+            INSERT INTO deliveries (id, account_id, event_id, webhook_id, destination_id, url, trigger, attempt, response_status, error,
+                                    response_body, duration_ms, created_at)
+            SELECT ${newId("dlv")}::text, d.account_id, d.event_id, d.webhook_id, d.id, w.url,
+                   (CASE WHEN next.attempt = 0 THEN 'initial' ELSE 'retry' END)::"DeliveryTrigger", next.attempt, NULL, ${error}::text,
+                   NULL, 0, now()
+              FROM moved JOIN destinations d ON d.id = ${id} JOIN webhooks w ON w.id = d.webhook_id CROSS JOIN next
+            ON CONFLICT DO NOTHING`,
+      );
+    },
+    withoutRow: async (db, id) => {
+      await runStatement(db, sql`WITH ${moveDestinationCte(id, "failed", ["pending"])} SELECT count(*) FROM moved`);
+    },
+  },
+  [JOB_NAMES.replay]: {
+    withRow: (db, id, error) => endReplayWithoutAttempt(db, id, "failed", error, true),
+    withoutRow: async (db, id, error) => {
+      // Its audit entry, at least, if only the delivery row was refused.
+      try {
+        await endReplayWithoutAttempt(db, id, "failed", error, false);
+      } catch (refused) {
+        if (!refusedByData(refused)) throw refused;
+        await runStatement(db, sql`UPDATE replays SET status = 'failed', updated_at = now() WHERE id = ${id} AND status = 'pending'`);
+      }
+    },
+  },
+  [JOB_NAMES.testDelivery]: {
+    withRow: failTestDeliveryWithoutAttempt,
+    withoutRow: async (db, id) => {
+      await runStatement(db, sql`UPDATE test_deliveries SET status = 'failed', updated_at = now() WHERE id = ${id} AND status = 'pending'`);
+    },
+  },
+};

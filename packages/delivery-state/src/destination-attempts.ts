@@ -1,7 +1,7 @@
 import sql from "sql-template-tag";
 import { newId } from "@mailhooks/db";
 import { run, runStatement, type Queryable } from "./db.js";
-import { moveDestinationCte, type DestinationStatus } from "./status.js";
+import { eventStatusSql, moveDestinationCte, type DestinationStatus } from "./status.js";
 import { PAYLOAD_COLUMNS, PAYLOAD_JOIN, SECRET_COLUMNS, secretsOf, type AttemptRecord, type PayloadRef, type StoredSecrets } from "./attempt-common.js";
 
 /**
@@ -70,6 +70,10 @@ export interface FailingStreak {
   events: number;
 }
 
+/** An event's counters once its destinations of `per_event` (ended, failed) moved. */
+const EVENT_PENDING = sql`e.pending_destinations - p.ended`;
+const EVENT_FAILED = sql`e.failed_destinations + p.failed`;
+
 /** One attempt of a destination to record. */
 export interface DestinationAttempt {
   target: Pick<DestinationTarget, "destinationId" | "accountId" | "eventId" | "webhookId" | "url">;
@@ -133,10 +137,9 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
         FROM moved GROUP BY event_id
     ), event_moved AS (
       UPDATE events e SET
-        pending_destinations = e.pending_destinations - p.ended,
-        failed_destinations = e.failed_destinations + p.failed,
-        status = (CASE WHEN e.pending_destinations - p.ended > 0 THEN 'pending'
-                       WHEN e.failed_destinations + p.failed > 0 THEN 'failed' ELSE 'delivered' END)::"DeliveryStatus"
+        pending_destinations = ${EVENT_PENDING},
+        failed_destinations = ${EVENT_FAILED},
+        status = ${eventStatusSql({ pending: EVENT_PENDING, failed: EVENT_FAILED })}
         FROM per_event p WHERE e.id = p.event_id
       RETURNING e.id
     ), per_webhook AS (

@@ -2,12 +2,12 @@ import type pg from "pg";
 import sql from "sql-template-tag";
 import { newId } from "@mailhooks/db";
 import { buildEnvelope, type EventType } from "@mailhooks/events";
-import { JOB_NAMES } from "@mailhooks/queue";
+import { JOB_NAMES, WORK_JOBS } from "@mailhooks/queue";
 import { createBatcher } from "./batcher.js";
 import { inTransaction, run, type Queryable } from "./db.js";
 import { enqueueCte } from "./outbox.js";
 import { ensurePayloadPartitions, isMissingPartition } from "./retention.js";
-import type { EventStatus } from "./status.js";
+import { eventStatusSql, type EventStatus } from "./status.js";
 
 /**
  * Accepting events (CONTRACT.md section 5, "Accepted means delivered"): each event is stored with
@@ -246,7 +246,7 @@ async function insert(db: Queryable, queuePrefix: string, prepared: Prepared[]):
       INSERT INTO events (id, account_id, event_type, inbox_id, message_id, thread_id, status, pending_destinations,
                           occurred_at, created_at)
       SELECT id, account_id, event_type, inbox_id, message_id, thread_id,
-             (CASE WHEN destinations > 0 THEN 'pending' ELSE 'delivered' END)::"DeliveryStatus", destinations,
+             ${eventStatusSql({ pending: sql`destinations`, failed: sql`0` })}, destinations,
              occurred_at, now()
         FROM accepted
       ON CONFLICT (id) DO NOTHING
@@ -261,7 +261,7 @@ async function insert(db: Queryable, queuePrefix: string, prepared: Prepared[]):
                     ${destinations.map((d) => d.webhookId)}::text[], ${destinations.map((d) => d.accountId)}::text[]) AS d(id, event_id, webhook_id, account_id)
         JOIN ev ON ev.id = d.event_id
       RETURNING id, webhook_id, account_id
-    ), ${enqueueCte(queuePrefix, sql`SELECT ${JOB_NAMES.delivery}::text, id, jsonb_build_object('destinationId', id), webhook_id, account_id FROM dst`)}
+    ), ${enqueueCte(queuePrefix, sql`SELECT ${JOB_NAMES.delivery}::text, id, jsonb_build_object(${WORK_JOBS[JOB_NAMES.delivery].workIdField}::text, id), webhook_id, account_id FROM dst`)}
     SELECT id, status, created_at FROM ev`,
     // Prepared under a name (its text never changes: every value is a parameter): planning this
     // statement of six CTEs cost some 0.6 ms a time, as much as the rest of its execution.

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import sql, { join, type Sql } from "sql-template-tag";
-import { JOB_NAMES } from "@mailhooks/queue";
-import { failWithoutAttempt, type WorkKind } from "./attempts.js";
+import { isWorkJobName, type WorkJobName } from "@mailhooks/queue";
+import { failWithoutAttempt } from "./attempts.js";
 import { inTransaction, run } from "./db.js";
 
 /**
@@ -15,7 +15,8 @@ import { inTransaction, run } from "./db.js";
 /** The LISTEN/NOTIFY channel; the payload is the QUEUE_PREFIX that has new rows. */
 export const OUTBOX_CHANNEL = "webhooks_outbox";
 
-export type OutboxJobName = (typeof JOB_NAMES)["delivery" | "replay" | "testDelivery"];
+/** The job of an outbox row: one of the registry's (WORK_JOBS of @mailhooks/queue). */
+export type OutboxJobName = WorkJobName;
 
 export interface OutboxEntry {
   jobName: OutboxJobName;
@@ -73,8 +74,6 @@ export interface RelayGuard {
   lockTimeoutMs?: number;
 }
 
-const WORK_KINDS = new Set<string>(["delivery", "replay", "test-delivery"] satisfies WorkKind[]);
-
 /** DISPATCHER_WEBHOOK_JOB_LIMIT's default: jobs one webhook may hold in the queue at once. */
 export const DEFAULT_WEBHOOK_JOB_LIMIT = 128;
 
@@ -88,14 +87,30 @@ export function slowWebhookJobLimit(jobLimit: number): number {
 }
 
 /**
+ * The job limit of a webhook the scheduler marked fast (quick attempts lately): eight times the
+ * limit. Its jobs leave the queue as fast as they enter it, so its queue must hold what the
+ * dispatchers run between two relay passes, or they would wait for the relay.
+ */
+export function fastWebhookJobLimit(jobLimit: number): number {
+  return jobLimit * 8;
+}
+
+/** The webhooks whose job limit is not the default: the scheduler's slow and fast marks. */
+export interface WebhookClasses {
+  slow: string[];
+  fast: string[];
+}
+
+/**
  * The fair claim (CONTRACT.md section 6; docs/scheduler.md). The webhooks with rows waiting are
  * found by a loose index scan (one probe per webhook, however many rows wait); each may have up
- * to `jobLimit` minus the jobs it holds already (its leases); of those, rows are taken in turns
+ * to its job limit (`jobLimit`, an eighth of it when slow, eight times it when fast) minus the
+ * jobs it holds already (its leases); of those, rows are taken in turns
  * (every webhook's first, then every webhook's second, ...) up to `limit`, deleted, and leased
  * in the same statement. Rows written before outbox rows named their webhook are taken as
  * before, oldest first.
  */
-const CLAIM = (queuePrefix: string, limit: number, jobLimit: number, slow: string[], slowJobLimit: number) => sql`
+const CLAIM = (queuePrefix: string, limit: number, jobLimit: number, classes: WebhookClasses) => sql`
     WITH RECURSIVE hooks AS (
       (SELECT o.webhook_id FROM outbox o WHERE o.queue_prefix = ${queuePrefix} AND o.webhook_id IS NOT NULL ORDER BY o.webhook_id LIMIT 1)
       UNION ALL
@@ -111,7 +126,9 @@ const CLAIM = (queuePrefix: string, limit: number, jobLimit: number, slow: strin
         FROM room r CROSS JOIN LATERAL (
           SELECT o.id FROM outbox o WHERE o.queue_prefix = ${queuePrefix} AND o.webhook_id = r.webhook_id
            ORDER BY o.id
-           LIMIT greatest(0, (CASE WHEN r.webhook_id = ANY(${slow}::text[]) THEN ${slowJobLimit}::int ELSE ${jobLimit}::int END) - r.held)
+           LIMIT greatest(0, (CASE WHEN r.webhook_id = ANY(${classes.slow}::text[]) THEN ${slowWebhookJobLimit(jobLimit)}::int
+                                   WHEN r.webhook_id = ANY(${classes.fast}::text[]) THEN ${fastWebhookJobLimit(jobLimit)}::int
+                                   ELSE ${jobLimit}::int END) - r.held)
            FOR UPDATE SKIP LOCKED) c
       UNION ALL
       SELECT c.id, 1 FROM (SELECT o.id FROM outbox o WHERE o.queue_prefix = ${queuePrefix} AND o.webhook_id IS NULL
@@ -131,8 +148,8 @@ const CLAIM = (queuePrefix: string, limit: number, jobLimit: number, slow: strin
 
 /**
  * Moves outbox rows of `queuePrefix` into the queue, in one transaction, sharing the queue among
- * webhooks (the fair claim above: each webhook holds at most `jobLimit` jobs in Redis, the rest
- * waits here): claims up to `limit` rows with `FOR UPDATE SKIP LOCKED` (any number of relays
+ * webhooks (the fair claim above: each webhook holds at most its job limit in Redis, from
+ * `jobLimit` and `classes`, the rest waits here): claims up to `limit` rows with `FOR UPDATE SKIP LOCKED` (any number of relays
  * share the work, each row goes to one; each relay keeps a webhook at `jobLimit`, so the bound
  * holds per relay pass), deletes and leases them in the same statement, calls `push` (which must
  * add them to BullMQ with their job ids and return the rows it could not), ends the work of the
@@ -149,7 +166,7 @@ export async function relayOutbox(
   push: (rows: OutboxRow[]) => Promise<RejectedRow[]>,
   guard: RelayGuard = {},
   jobLimit = DEFAULT_WEBHOOK_JOB_LIMIT,
-  slowWebhooks: string[] = [],
+  classes: WebhookClasses = { slow: [], fast: [] },
 ): Promise<{ claimed: number; rejected: RejectedRow[] }> {
   const ms = guard.lockTimeoutMs ? Math.ceil(guard.lockTimeoutMs) : undefined;
   return inTransaction(
@@ -163,7 +180,7 @@ export async function relayOutbox(
         webhook_id: string | null;
         account_id: string | null;
         position: number;
-      }>(client, CLAIM(queuePrefix, limit, jobLimit, slowWebhooks, slowWebhookJobLimit(jobLimit)), "delivery_state_claim_outbox_fair");
+      }>(client, CLAIM(queuePrefix, limit, jobLimit, classes), "delivery_state_claim_outbox_fair");
       if (rows.length === 0) return { claimed: 0, rejected: [] };
       // RETURNING has no order: jobs are added in turns (position), oldest first within a turn.
       rows.sort((a, b) => a.position - b.position || (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
@@ -171,7 +188,8 @@ export async function relayOutbox(
         rows.map((r) => ({ id: r.id, jobName: r.job_name, jobId: r.job_id, data: r.data, webhookId: r.webhook_id, accountId: r.account_id, position: r.position })),
       );
       for (const { row } of rejected) {
-        if (WORK_KINDS.has(row.jobName)) await failWithoutAttempt(client, row.jobName as WorkKind, row.jobId);
+        // A row of no known job names no work this service could end.
+        if (isWorkJobName(row.jobName)) await failWithoutAttempt(client, row.jobName, row.jobId);
       }
       if (rejected.length > 0) await run(client, sql`DELETE FROM webhook_leases WHERE work_id = ANY(${rejected.map((r) => r.row.jobId)}::text[])`);
       return { claimed: rows.length, rejected };

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import sql from "sql-template-tag";
 import { newId } from "@mailhooks/db";
-import { JOB_NAMES } from "@mailhooks/queue";
+import { JOB_NAMES, WORK_JOBS } from "@mailhooks/queue";
 import { run } from "./db.js";
 import { enqueueCte } from "./outbox.js";
 
@@ -46,7 +46,7 @@ export async function acceptReplays(
                     ${replays.map((r) => r.toOwnUrl)}::boolean[], ${replays.map((r) => r.hasTargetUrl)}::boolean[])
              AS t(id, webhook_id, destination_id, destination_url, to_own_url, has_target_url)
       RETURNING id, webhook_id, account_id
-    ), ${enqueueCte(input.queuePrefix, sql`SELECT ${JOB_NAMES.replay}::text, id, jsonb_build_object('replayId', id), webhook_id, account_id FROM r`)}
+    ), ${enqueueCte(input.queuePrefix, sql`SELECT ${JOB_NAMES.replay}::text, id, jsonb_build_object(${WORK_JOBS[JOB_NAMES.replay].workIdField}::text, id), webhook_id, account_id FROM r`)}
     SELECT count(*) FROM ob`,
   );
   return replays.map((r) => ({ replayId: r.id, webhookId: r.webhookId, destinationUrl: r.destinationUrl }));

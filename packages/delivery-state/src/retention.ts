@@ -1,5 +1,5 @@
 import type pg from "pg";
-import sql from "sql-template-tag";
+import sql, { raw } from "sql-template-tag";
 import { run, type Queryable } from "./db.js";
 
 /**
@@ -41,9 +41,16 @@ export async function ensurePayloadPartitions(db: Queryable, now = new Date(), d
   return rows[0]?.made ?? 0;
 }
 
-/** True for the error PostgreSQL raises when a row's partition does not exist (yet). */
-export const isMissingPartition = (error: unknown) =>
-  (error as { code?: string }).code === "23514" && /no partition of relation/i.test((error as Error).message ?? "");
+/**
+ * True for the error PostgreSQL raises when a row of event_payloads finds no partition (yet): a
+ * check_violation (23514) naming the partitioned table and no constraint. A CHECK constraint's
+ * violation, the same SQLSTATE, always names its constraint (node-postgres's DatabaseError
+ * carries both fields).
+ */
+export const isMissingPartition = (error: unknown) => {
+  const { code, table, constraint } = (error ?? {}) as { code?: unknown; table?: unknown; constraint?: unknown };
+  return code === "23514" && table === "event_payloads" && constraint === undefined;
+};
 
 /** The time before which every payload is gone (the start of the oldest kept day). */
 export async function payloadHorizon(db: Queryable): Promise<Date> {
@@ -144,7 +151,8 @@ export async function purgeExpiredPayloads(
     const onError = (error: Error) => (broken = error);
     client.on("error", onError);
     try {
-      await client.query(`SET lock_timeout = ${Math.max(1, Math.trunc(options.lockTimeoutMs ?? RETENTION_LOCK_TIMEOUT_MS))}`);
+      // For this session (the drops run outside a transaction block), until the RESET below.
+      await run(client, sql`SELECT set_config('lock_timeout', ${String(Math.max(1, Math.trunc(options.lockTimeoutMs ?? RETENTION_LOCK_TIMEOUT_MS)))}, false)`);
       for (const table of expired) {
         try {
           await dropPayloadTable(client, table);
@@ -156,7 +164,7 @@ export async function purgeExpiredPayloads(
           break;
         }
       }
-      await client.query("RESET lock_timeout").catch((error: Error) => (broken = error));
+      await run(client, sql`RESET lock_timeout`).catch((error: Error) => (broken = error));
     } finally {
       client.removeListener("error", onError);
       client.release(broken);
@@ -177,9 +185,10 @@ export async function purgeExpiredPayloads(
  * the day pattern: safe to quote as identifiers.
  */
 async function dropPayloadTable(client: pg.PoolClient, table: PayloadTable): Promise<void> {
-  const name = `"${table.name}"`;
-  if (table.attached) await client.query(`ALTER TABLE "event_payloads" DETACH PARTITION ${name} ${table.pending ? "FINALIZE" : "CONCURRENTLY"}`);
-  await client.query(`DROP TABLE IF EXISTS ${name}`);
+  // An identifier cannot be a parameter: the name goes into the text (see above).
+  const name = raw(`"${table.name}"`);
+  if (table.attached) await run(client, sql`ALTER TABLE "event_payloads" DETACH PARTITION ${name} ${table.pending ? sql`FINALIZE` : sql`CONCURRENTLY`}`);
+  await run(client, sql`DROP TABLE IF EXISTS ${name}`);
 }
 
 /** True for lock_not_available (55P03): a lock_timeout ran out. */

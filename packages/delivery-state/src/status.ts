@@ -1,4 +1,4 @@
-import sql, { type Sql } from "sql-template-tag";
+import sql, { join, raw, type Sql } from "sql-template-tag";
 
 /**
  * The status rules of CONTRACT.md section 5. A destination goes `pending` -> `delivered` |
@@ -11,10 +11,38 @@ import sql, { type Sql } from "sql-template-tag";
 export type DestinationStatus = "pending" | "delivered" | "failed" | "cancelled";
 export type EventStatus = "pending" | "delivered" | "failed";
 
-/** An event's status from its counters (the same rule as the SQL below). */
+/**
+ * The event-status rule, written once: the first of these counters above 0 names the event's
+ * status; with none, it is `delivered`. `eventStatus` applies it in TypeScript, `eventStatusSql`
+ * writes it into every statement that moves an event's counters.
+ */
+const EVENT_STATUS_RULE: readonly { counter: keyof EventCounters; status: EventStatus }[] = [
+  { counter: "pending", status: "pending" },
+  { counter: "failed", status: "failed" },
+];
+const EVENT_STATUS_OTHERWISE: EventStatus = "delivered";
+
+/** An event's destinations that are pending, and that failed or were cancelled. */
+interface EventCounters<T = number> {
+  pending: T;
+  failed: T;
+}
+
+/** An event's status from its counters. */
 export function eventStatus(pendingDestinations: number, failedDestinations: number): EventStatus {
-  if (pendingDestinations > 0) return "pending";
-  return failedDestinations > 0 ? "failed" : "delivered";
+  const counters: EventCounters = { pending: pendingDestinations, failed: failedDestinations };
+  return EVENT_STATUS_RULE.find((rule) => counters[rule.counter] > 0)?.status ?? EVENT_STATUS_OTHERWISE;
+}
+
+/**
+ * The same rule as a SQL expression of type "DeliveryStatus", over the SQL expressions of the
+ * counters (the values they will have once the statement ran). The statuses are constants of
+ * this file, written as literals.
+ */
+export function eventStatusSql(counters: EventCounters<Sql>): Sql {
+  const literal = (status: EventStatus) => raw(`'${status}'`);
+  const whens = EVENT_STATUS_RULE.map((rule) => sql`WHEN ${counters[rule.counter]} > 0 THEN ${literal(rule.status)}`);
+  return sql`(CASE ${join(whens, " ")} ELSE ${literal(EVENT_STATUS_OTHERWISE)} END)::"DeliveryStatus"`;
 }
 
 const isFailure = (status: string) => status === "failed" || status === "cancelled";
@@ -27,6 +55,8 @@ const isFailure = (status: string) => status === "failed" || status === "cancell
  */
 export function moveDestinationCte(destinationId: string, to: Exclude<DestinationStatus, "pending">, from: readonly DestinationStatus[]): Sql {
   const addFailed = isFailure(to) ? 1 : 0;
+  const pending = sql`e.pending_destinations - (moved.was = 'pending')::int`;
+  const failed = sql`e.failed_destinations - (moved.was IN ('failed', 'cancelled'))::int + ${addFailed}`;
   return sql`prev AS (
       SELECT id, event_id, status::text AS was FROM destinations
        WHERE id = ${destinationId} AND status::text = ANY(${[...from]}::text[]) AND status::text <> ${to}
@@ -37,12 +67,9 @@ export function moveDestinationCte(destinationId: string, to: Exclude<Destinatio
       RETURNING prev.event_id, prev.was
     ), event_moved AS (
       UPDATE events e SET
-        pending_destinations = e.pending_destinations - (moved.was = 'pending')::int,
-        failed_destinations = e.failed_destinations - (moved.was IN ('failed', 'cancelled'))::int + ${addFailed},
-        status = (CASE
-          WHEN e.pending_destinations - (moved.was = 'pending')::int > 0 THEN 'pending'
-          WHEN e.failed_destinations - (moved.was IN ('failed', 'cancelled'))::int + ${addFailed} > 0 THEN 'failed'
-          ELSE 'delivered' END)::"DeliveryStatus"
+        pending_destinations = ${pending},
+        failed_destinations = ${failed},
+        status = ${eventStatusSql({ pending, failed })}
         FROM moved WHERE e.id = moved.event_id
       RETURNING e.id
     )`;
@@ -53,6 +80,8 @@ export function moveDestinationCte(destinationId: string, to: Exclude<Destinatio
  * person or by auto-disable) and moving their events' counters and status.
  */
 export function cancelPendingOfWebhook(webhookId: string): Sql {
+  const pending = sql`e.pending_destinations - p.n`;
+  const failed = sql`e.failed_destinations + p.n`;
   return sql`
     WITH moved AS (
       UPDATE destinations SET status = 'cancelled', updated_at = now()
@@ -62,8 +91,8 @@ export function cancelPendingOfWebhook(webhookId: string): Sql {
       SELECT event_id, count(*)::int AS n FROM moved GROUP BY event_id
     )
     UPDATE events e SET
-      pending_destinations = e.pending_destinations - p.n,
-      failed_destinations = e.failed_destinations + p.n,
-      status = (CASE WHEN e.pending_destinations - p.n > 0 THEN 'pending' ELSE 'failed' END)::"DeliveryStatus"
+      pending_destinations = ${pending},
+      failed_destinations = ${failed},
+      status = ${eventStatusSql({ pending, failed })}
       FROM per_event p WHERE e.id = p.event_id`;
 }

@@ -1,5 +1,6 @@
 import type pg from "pg";
 import sql, { type Sql } from "sql-template-tag";
+import { JOB_NAMES } from "@mailhooks/queue";
 import { run } from "./db.js";
 import { enqueueCte } from "./outbox.js";
 import type { WorkKind } from "./attempts.js";
@@ -13,10 +14,21 @@ import type { WorkKind } from "./attempts.js";
  * lost: they wait for a relay. Whether a job exists is the caller's question to Redis.
  */
 
-const TABLES: Record<WorkKind, Sql> = {
-  delivery: sql`destinations`,
-  replay: sql`replays`,
-  "test-delivery": sql`test_deliveries`,
+/** Work of one attempt records none before it ends: its attempts are 0. */
+const NO_ATTEMPTS = sql`LEFT JOIN LATERAL (SELECT 0 AS attempts, NULL::timestamptz AS last_at) a ON true`;
+
+/**
+ * The table of each kind of work, and how its attempts so far are counted (`a.attempts`,
+ * `a.last_at` of its row `w`).
+ */
+const WORK: Record<WorkKind, { table: Sql; attempts: Sql }> = {
+  [JOB_NAMES.delivery]: {
+    table: sql`destinations`,
+    attempts: sql`LEFT JOIN LATERAL (SELECT count(*)::int AS attempts, max(x.created_at) AS last_at FROM deliveries x
+                                      WHERE x.destination_id = w.id AND x.trigger IN ('initial', 'retry')) a ON true`,
+  },
+  [JOB_NAMES.replay]: { table: sql`replays`, attempts: NO_ATTEMPTS },
+  [JOB_NAMES.testDelivery]: { table: sql`test_deliveries`, attempts: NO_ATTEMPTS },
 };
 
 export interface PendingWork {
@@ -39,14 +51,9 @@ export async function pendingWorkAfter(
   createdBefore: Date,
   limit: number,
 ): Promise<PendingWork[]> {
-  const attempts =
-    kind === "delivery"
-      ? sql`LEFT JOIN LATERAL (SELECT count(*)::int AS attempts, max(x.created_at) AS last_at FROM deliveries x
-                                WHERE x.destination_id = w.id AND x.trigger IN ('initial', 'retry')) a ON true`
-      : sql`LEFT JOIN LATERAL (SELECT 0 AS attempts, NULL::timestamptz AS last_at) a ON true`;
   const { rows } = await run<{ id: string; attempts: number; last_at: Date | null }>(
     db,
-    sql`SELECT w.id, a.attempts, a.last_at FROM ${TABLES[kind]} w ${attempts}
+    sql`SELECT w.id, a.attempts, a.last_at FROM ${WORK[kind].table} w ${WORK[kind].attempts}
          WHERE w.queue_prefix = ${queuePrefix} AND w.status = 'pending' AND w.id > ${afterId} AND w.created_at < ${createdBefore}
            AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.job_id = w.id)
          ORDER BY w.id LIMIT ${limit}`,
@@ -67,7 +74,7 @@ export async function requeueWork(pool: pg.Pool, kind: WorkKind, queuePrefix: st
       queuePrefix,
       sql`SELECT ${kind}::text, u.id, u.data, w.webhook_id, w.account_id
             FROM unnest(${jobs.map((j) => j.id)}::text[], ${jobs.map((j) => JSON.stringify(j.data))}::jsonb[]) AS u(id, data)
-            JOIN ${TABLES[kind]} w ON w.id = u.id AND w.status = 'pending'`,
+            JOIN ${WORK[kind].table} w ON w.id = u.id AND w.status = 'pending'`,
     )} SELECT count(*)::int AS n FROM ob`,
   );
   return rows[0]?.n ?? 0;

@@ -2,7 +2,8 @@ import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { createPool, newId } from "@mailhooks/db";
 import { IdempotencyConflictError } from "./ingest.js";
-import { changeWebhook, reencryptSecrets, registerWebhook, requestTestDelivery } from "./webhooks.js";
+import { registerWebhook, requestTestDelivery } from "./webhook-registration.js";
+import { changeWebhook, reencryptSecrets } from "./webhooks.js";
 
 /**
  * Webhooks' state on its own, against the test database: the options stored at registration

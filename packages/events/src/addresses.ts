@@ -12,6 +12,7 @@ export const MAX_ADDRESS_LENGTH = 998;
 // A header is unfolded before its address is taken: CR, LF (and any other control character
 // but HTAB, which RFC 5322 counts as white space) never belong to an address. Nor does an
 // unpaired surrogate, which has no UTF-8 form (RFC 6532).
+// eslint-disable-next-line no-control-regex -- the control characters are what it refuses
 const FORBIDDEN_CHARACTER = /[\u0000-\u0008\u000a-\u001f\u007f]|\p{Cs}/u;
 
 const ATEXT = "[A-Za-z0-9!#$%&'*+\\-/=?^_`{|}~\\u0080-\\uffff]";

@@ -96,7 +96,7 @@ export function configureLogger(options: LoggerOptions): void {
           winston.format.colorize(),
           winston.format.printf(({ level, message, timestamp, module, ...rest }) => {
             const extra = Object.keys(rest).length ? ` ${JSON.stringify(rest)}` : "";
-            return `${timestamp} ${level} [${module ?? "app"}] ${message}${extra}`;
+            return `${String(timestamp)} ${level} [${(module as string | undefined) ?? "app"}] ${String(message)}${extra}`;
           }),
         );
 }

@@ -1,4 +1,5 @@
-import { Cluster, Redis, type RedisOptions } from "ioredis";
+import type { Cluster, Redis, RedisOptions } from "ioredis";
+import { ErrorMarkingCluster, ErrorMarkingRedis } from "./error-marking.js";
 
 /** A connection to Redis: one server, or a Redis Cluster (REDIS_CLUSTER=true). */
 export type RedisClient = Redis | Cluster;
@@ -25,22 +26,25 @@ export const PRODUCER_COMMAND_TIMEOUT_MS = 5_000;
  * A producer's commands also time out (PRODUCER_COMMAND_TIMEOUT_MS). Both keep TCP keepalive on
  * (ioredis's default, probes after 30 s idle).
  * With `cluster`, a Cluster client on the nodes of `url` (comma-separated `redis://host:port`).
+ * A command that fails for want of a usable connection (timed out, Redis away) fails with an
+ * error marked for isInfrastructureError (error-marking.ts).
  */
 export function createRedisConnection(url: string, role: "worker" | "producer", options: RedisConnectionOptions = {}): RedisClient {
-  const redisOptions: RedisOptions = {
+  // No `replyMapping`: ioredis's default (legacy replies), which BullMQ expects.
+  const redisOptions: Omit<RedisOptions, "replyMapping"> = {
     maxRetriesPerRequest: role === "worker" ? null : 1,
     ...(role === "producer" ? { commandTimeout: options.commandTimeoutMs ?? PRODUCER_COMMAND_TIMEOUT_MS } : {}),
     connectTimeout: 5_000,
     // Reconnect quickly after a Redis restart, at most every 2 s.
     retryStrategy: (times) => Math.min(times * 100, 2_000),
   };
-  if (!options.cluster) return new Redis(url, { ...redisOptions, enableOfflineQueue: role === "worker" });
+  if (!options.cluster) return new ErrorMarkingRedis(url, { ...redisOptions, enableOfflineQueue: role === "worker" });
   const nodes = url.split(",").map((node) => {
     const parsed = new URL(node.trim());
     return { host: parsed.hostname, port: Number(parsed.port || 6379) };
   });
   const first = new URL(url.split(",")[0].trim());
-  return new Cluster(nodes, {
+  return new ErrorMarkingCluster(nodes, {
     enableOfflineQueue: role === "worker",
     clusterRetryStrategy: (times) => Math.min(times * 100, 2_000),
     redisOptions: {

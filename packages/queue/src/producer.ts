@@ -1,7 +1,7 @@
 import { Queue, type JobsOptions } from "bullmq";
 import type { RedisClient } from "./connection.js";
-import { deliveryJob, replayJob, testDeliveryJob } from "./jobs.js";
-import { DELIVERY_BACKOFF_TYPE, JOB_NAMES, QUEUE_NAMES } from "./names.js";
+import { isWorkJobName, prepareWorkJob, type AttemptBudget } from "./jobs.js";
+import { QUEUE_NAMES } from "./names.js";
 
 /**
  * The deliveries queue as the relay (its only producer) uses it. Every job's id is the id of
@@ -33,10 +33,10 @@ export class DeliveryQueue {
   readonly queue: Queue;
 
   /**
-   * @param retryDelaysMs the retry schedule (DELIVERY_RETRY_DELAYS_MS): a delivery job gets
-   *   `1 + retryDelaysMs.length` attempts.
+   * @param attemptBudget the attempts a job on the retry schedule gets, from the attempt it
+   *   starts at: `attemptBudgetOf(DELIVERY_RETRY_DELAYS_MS)` of @mailhooks/delivery-state.
    */
-  constructor(connection: RedisClient, prefix: string, private readonly retryDelaysMs: readonly number[]) {
+  constructor(connection: RedisClient, prefix: string, private readonly attemptBudget: AttemptBudget) {
     this.queue = new Queue(QUEUE_NAMES.deliveries, {
       connection,
       prefix,
@@ -45,35 +45,17 @@ export class DeliveryQueue {
   }
 
   /**
-   * The name, data and options BullMQ gets for `job`, its data checked by the job's schema.
+   * The name, data and options BullMQ gets for `job`, its data checked by the schema of the job
+   * of that name in the registry (WORK_JOBS), its options (attempt budget, backoff, delay) the
+   * definition's.
    * @throws ZodError for data that no worker could run, Error for an unknown job name
    */
   toBulkJob(job: QueuedJob, now = Date.now()): { name: string; data: unknown; opts: JobsOptions } {
+    if (!isWorkJobName(job.jobName)) throw new Error(`unknown job name ${JSON.stringify(job.jobName)}`);
     const owner = job.webhookId && job.accountId ? { webhookId: job.webhookId, accountId: job.accountId } : {};
     const priority = Math.min(LOWEST_PRIORITY, Math.max(1, Math.trunc(job.position ?? 1)));
-    switch (job.jobName) {
-      case JOB_NAMES.delivery: {
-        const data = deliveryJob.schema.parse({ ...(job.data as object), ...owner });
-        const firstAttempt = data.firstAttempt ?? 0;
-        return {
-          name: deliveryJob.name,
-          data,
-          opts: {
-            jobId: job.jobId,
-            priority,
-            attempts: Math.max(1, 1 + this.retryDelaysMs.length - firstAttempt),
-            backoff: { type: DELIVERY_BACKOFF_TYPE },
-            ...(data.notBefore && data.notBefore > now ? { delay: data.notBefore - now } : {}),
-          },
-        };
-      }
-      case JOB_NAMES.testDelivery:
-        return { name: testDeliveryJob.name, data: testDeliveryJob.schema.parse({ ...(job.data as object), ...owner }), opts: { jobId: job.jobId, priority, attempts: 1 } };
-      case JOB_NAMES.replay:
-        return { name: replayJob.name, data: replayJob.schema.parse({ ...(job.data as object), ...owner }), opts: { jobId: job.jobId, priority, attempts: 1 } };
-      default:
-        throw new Error(`unknown job name ${JSON.stringify(job.jobName)}`);
-    }
+    const { data, options } = prepareWorkJob(job.jobName, { ...(job.data as object), ...owner }, this.attemptBudget, now);
+    return { name: job.jobName, data, opts: { jobId: job.jobId, priority, ...options } };
   }
 
   /** Adds `jobs` in one round trip (BullMQ addBulk). */

@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { verify, isWebhookVerificationError, SIGNATURE_HEADER, TIMESTAMP_HEADER, type WebhookEnvelope } from "@mailhooks/verify";
 import { listenHttps } from "./https-server.js";
 
@@ -101,7 +102,7 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
   const countByPath = new Map<string, number>();
   const waiters = new Set<() => void>();
 
-  const listener = await listenHttps(options, async (req, res) => {
+  const answer = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? "/").split("?")[0];
     const raw = await readBody(req);
     const secret = await options.secretFor(path);
@@ -148,7 +149,8 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
     for (const wake of waiters) wake();
     res.writeHead(arrival.status, { "content-type": "application/json", ...reply.headers });
     res.end(JSON.stringify({ received: verified }));
-  }, { port: options.port, host: options.host, keepAliveTimeoutMs: 60_000 });
+  };
+  const listener = await listenHttps(options, (req, res) => void answer(req, res), { port: options.port, host: options.host, keepAliveTimeoutMs: 60_000 });
 
   return {
     port: listener.port,

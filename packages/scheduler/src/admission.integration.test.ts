@@ -4,7 +4,7 @@ import { createAdmissionControl, rateIntervalMs, type AdmissionControl } from ".
 
 /**
  * The admission rule, with a real Redis for what is shared (STYLE.md habit 16): one dispatcher of
- * 8 slots, so C = 8 and the reserve R = 1. Each test has a key prefix of its own.
+ * 8 slots, so C = 8 and the reserve R = 1 on top of them. Each test has a key prefix of its own.
  */
 const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 
@@ -39,29 +39,30 @@ describe("admission", () => {
   const ask = (jobId: string, webhookId: string, accountId: string, rateLimit: number | null = null) =>
     admission.admit({ jobId, webhookId, accountId, holds: 0, rateLimit });
 
-  test("alone, a webhook takes C - R slots; the reserve is a newcomer's, of another account or the same one", async () => {
-    for (let i = 0; i < 7; i++) expect(await ask(`a${i}`, "wh_a", "acct_1")).toEqual({ admitted: true });
-    expect(await ask("a7", "wh_a", "acct_1")).toMatchObject({ admitted: false, reason: "share" });
+  test("alone, a webhook takes all C slots; the reserve is a newcomer's, of another account or the same one", async () => {
+    for (let i = 0; i < 8; i++) expect(await ask(`a${i}`, "wh_a", "acct_1")).toEqual({ admitted: true });
+    expect(await ask("a8", "wh_a", "acct_1")).toMatchObject({ admitted: false, reason: "share" });
     // Another account's webhook, and (once the first account's attempts are no longer quick)
     // another webhook of the same account, find the reserve.
     expect(await ask("b0", "wh_b", "acct_2")).toEqual({ admitted: true });
-    expect((await admission.state()).running).toBe(8);
+    expect((await admission.state()).running).toBe(9);
+    expect(await ask("c0", "wh_c", "acct_3")).toMatchObject({ admitted: false, reason: "share" });
   });
 
   test("a slow webhook gets its fair share and never the reserve; a quick attempt makes it fast again", async () => {
     expect(await ask("s0", "wh_slow", "acct_1")).toEqual({ admitted: true });
     await admission.release({ jobId: "s0", webhookId: "wh_slow", accountId: "acct_1", durationMs: 5_000 });
-    // Alone it may still use C - R = 7 (its fair share is all of C, less the reserve).
-    for (let i = 1; i <= 7; i++) expect(await ask(`s${i}`, "wh_slow", "acct_1")).toEqual({ admitted: true });
-    expect(await ask("s8", "wh_slow", "acct_1")).toMatchObject({ admitted: false, reason: "share" });
+    // Alone it may still use C = 8 (its fair share is all of C, never the reserve).
+    for (let i = 1; i <= 8; i++) expect(await ask(`s${i}`, "wh_slow", "acct_1")).toEqual({ admitted: true });
+    expect(await ask("s9", "wh_slow", "acct_1")).toMatchObject({ admitted: false, reason: "share" });
     // Another account arrives: the slow one is over its share now and waits; the other is admitted.
     expect(await ask("o0", "wh_other", "acct_2")).toEqual({ admitted: true });
     await admission.release({ jobId: "s1", webhookId: "wh_slow", accountId: "acct_1", durationMs: 5_000 });
-    const held = await ask("s9", "wh_slow", "acct_1");
+    const held = await ask("s10", "wh_slow", "acct_1");
     expect(held).toMatchObject({ admitted: false, reason: "share" });
     // The end of one of its attempts wakes its held jobs at once.
     await admission.release({ jobId: "s2", webhookId: "wh_slow", accountId: "acct_1", durationMs: 5_000 });
-    expect(promoted).toEqual(expect.arrayContaining(["s8"]));
+    expect(promoted).toEqual(expect.arrayContaining(["s9"]));
     expect((await admission.state()).slowWebhooks).toBe(1);
     await admission.release({ jobId: "s3", webhookId: "wh_slow", accountId: "acct_1", durationMs: 10 });
     expect((await admission.state()).slowWebhooks).toBe(0);
@@ -94,8 +95,8 @@ describe("admission", () => {
   test("a slow webhook's fresh attempts do not keep its account's other webhooks from the reserve", async () => {
     expect(await ask("h0", "wh_hang", "acct_1")).toEqual({ admitted: true });
     await admission.release({ jobId: "h0", webhookId: "wh_hang", accountId: "acct_1", durationMs: 5_000 });
-    // Its retries come back all at once and take C - R; none of them is a quick attempt.
-    for (let i = 1; i <= 7; i++) expect(await ask(`h${i}`, "wh_hang", "acct_1")).toEqual({ admitted: true });
+    // Its retries come back all at once and take C; none of them is a quick attempt.
+    for (let i = 1; i <= 8; i++) expect(await ask(`h${i}`, "wh_hang", "acct_1")).toEqual({ admitted: true });
     expect(await ask("own0", "wh_own", "acct_1")).toEqual({ admitted: true });
   });
 
@@ -107,10 +108,24 @@ describe("admission", () => {
     expect((await admission.state()).running).toBe(0);
     await other.release({ jobId: "d0", webhookId: "wh_d", accountId: "acct_1", durationMs: 5_000 });
     expect(await admission.slowWebhooks()).toEqual(["wh_d"]);
-    // Learnt by the first dispatcher: wh_d is slow there too (no reserve: C - R = 7 others run).
+    // Learnt by the first dispatcher: wh_d is slow there too (never the reserve: C = 8 others run).
     await admission.refreshSlowMarks();
-    for (let i = 0; i < 7; i++) expect(await ask(`x${i}`, `wh_x${i}`, `acct_x${i}`)).toEqual({ admitted: true });
+    for (let i = 0; i < 8; i++) expect(await ask(`x${i}`, `wh_x${i}`, `acct_x${i}`)).toEqual({ admitted: true });
     expect(await ask("d1", "wh_d", "acct_1")).toMatchObject({ admitted: false, reason: "share" });
     expect(await ask("y0", "wh_y", "acct_y")).toEqual({ admitted: true });
+  });
+
+  test("quick attempts mark their webhook fast, slow ones slow, for the relays", async () => {
+    // One quick answer (a test event) is not enough; 64 within a second are.
+    expect(await ask("f0", "wh_fast", "acct_1")).toEqual({ admitted: true });
+    await admission.release({ jobId: "f0", webhookId: "wh_fast", accountId: "acct_1", durationMs: 20 });
+    expect(await admission.fastWebhooks()).toEqual([]);
+    for (let i = 1; i < 64; i++) {
+      expect(await ask(`f${i}`, "wh_fast", "acct_1")).toEqual({ admitted: true });
+      await admission.release({ jobId: `f${i}`, webhookId: "wh_fast", accountId: "acct_1", durationMs: 20 });
+    }
+    expect(await ask("l0", "wh_long", "acct_1")).toEqual({ admitted: true });
+    await admission.release({ jobId: "l0", webhookId: "wh_long", accountId: "acct_1", durationMs: 5_000 });
+    expect(await admission.webhookClasses()).toEqual({ slow: ["wh_long"], fast: ["wh_fast"] });
   });
 });

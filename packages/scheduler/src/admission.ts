@@ -11,12 +11,12 @@ import { FORFEIT_TURN, LIFT, RATE_TURN } from "./scripts.js";
  * turns (one Lua script per turn, so that two dispatchers never take the same one) and the slow
  * marks (the relays give slow webhooks a smaller job limit).
  *
- * The rule, with C this dispatcher's slots, R = max(1, C/8) a reserve, and N the webhooks with
- * attempts running here:
- * - a webhook takes a slot while fewer than C - R attempts run in all (work-conserving: alone, a
- *   webhook may use that much), or, in the reserve, while it runs fewer than C / (N + 1) (a
- *   newcomer's share): so a webhook that has had little always finds a slot at once, however many
- *   slots others hold;
+ * The rule, with C this dispatcher's slots (DISPATCHER_CONCURRENCY), R = reserveSlots(C) more
+ * slots on top of them, and N the webhooks with attempts running here:
+ * - a webhook takes a slot while fewer than C attempts run in all (work-conserving: alone, a
+ *   webhook uses all C), or, in the reserve, while it runs fewer than C / (N + 1) (a newcomer's
+ *   share): so a webhook that has had little always finds a slot at once, however many slots
+ *   others hold;
  * - and in the reserve only while its account's quick attempts (started less than
  *   `slowAttemptMs` ago, by webhooks not known slow) are fewer than C / (accounts running + 1):
  *   an account whose many new webhooks all hang cannot take the reserve from the others in the
@@ -25,8 +25,8 @@ import { FORFEIT_TURN, LIFT, RATE_TURN } from "./scripts.js";
  *   `slowMemoryMs` after one took longer, on any dispatcher (a receiver that hangs until the
  *   deadline, or answers slowly); a slow webhook gets only its fair share (C / accounts running,
  *   divided among the account's running webhooks, at least one), never the reserve, until one of
- *   its attempts is quick again. This bounds what hanging receivers hold: together at most C - R
- *   slots, each at most its fair share once it is known slow, and their retries come back under
+ *   its attempts is quick again. This bounds what hanging receivers hold: together at most C
+ *   slots, never the reserve, each at most its fair share once it is known slow, and their retries come back under
  *   the same rule;
  * - a webhook with a `rate_limit` r is admitted at most once per 1.15 / r s (GCRA): the job whose
  *   turn is not yet due is given a reserved time and waits until then (no attempt is used). When
@@ -55,6 +55,14 @@ export interface AdmissionOptions {
    * (BullMQ's promote). Without it, held jobs of slow webhooks ask again at their hold's end.
    */
   promote?: (jobId: string) => Promise<void>;
+}
+
+/**
+ * The reserve R on top of a dispatcher's `concurrency` slots, for webhooks that have had little
+ * (docs/scheduler.md): an eighth, at least one. The worker runs up to concurrency + R attempts.
+ */
+export function reserveSlots(concurrency: number): number {
+  return Math.max(1, Math.floor(concurrency / 8));
 }
 
 /**
@@ -105,6 +113,15 @@ export interface AdmissionControl {
   reviewRateLimits(currentLimit: (webhookId: string) => Promise<number | null>): Promise<number>;
   /** The webhooks marked slow now, by any dispatcher (the relay gives them a smaller job limit). */
   slowWebhooks(): Promise<string[]>;
+  /**
+   * The webhooks with many quick attempts lately (FAST_QUICK_ATTEMPTS in a second, on one
+   * dispatcher, in the last FAST_MEMORY_MS; on any dispatcher) (the relay
+   * gives them a larger job limit, so that a fast receiver's queue never runs dry between relay
+   * passes). At most MAX_MARKS.
+   */
+  fastWebhooks(): Promise<string[]>;
+  /** Both of the above, for the relay (relayOutbox's `classes`). */
+  webhookClasses(): Promise<{ slow: string[]; fast: string[] }>;
   /** Learns the slow marks of the other dispatchers (call every second or so). */
   refreshSlowMarks(): Promise<void>;
   state(): Promise<AdmissionState>;
@@ -112,13 +129,14 @@ export interface AdmissionControl {
 
 /**
  * How long a job held back for its share waits before it asks again, in ms: 50 ms doubling to
- * 400 ms; for a slow webhook's job 500 ms doubling to 5 s, but the end of any attempt of its
- * webhook wakes the two held longest at once (`promote`): its slots free at the pace of its
- * receiver, and asking more often would only cost the dispatchers.
+ * 400 ms; for a slow webhook's job 500 ms doubling to 10 s, but the end of any attempt of its
+ * webhook wakes the two held longest at once (`promote`; a quick one wakes them all): its slots free at the pace of its
+ * receiver, and asking more often would only cost the dispatchers (a fast webhook that starts
+ * hanging may have 1,024 jobs in the queue, which then drain at its fair share).
  */
 export function holdDelayMs(holds: number, slow = false): number {
   const n = Math.min(6, Math.max(0, holds));
-  return slow ? Math.min(5_000, 500 * 2 ** n) : Math.min(400, 50 * 2 ** n);
+  return slow ? Math.min(10_000, 500 * 2 ** n) : Math.min(400, 50 * 2 ** n);
 }
 
 /** An attempt running on this dispatcher. */
@@ -131,8 +149,18 @@ interface Running {
 }
 
 /** Bounds of the in-memory bookkeeping (a dispatcher's memory is shared by every account). */
-const MAX_SLOW_MARKS = 50_000;
-const MAX_HELD_PER_WEBHOOK = 64;
+const MAX_MARKS = 50_000;
+/** How long, in ms, a fast mark lasts; it is renewed at most every second. */
+const FAST_MEMORY_MS = 10_000;
+/**
+ * Quick attempts of one webhook within one second on one dispatcher that mark it fast: half the
+ * default job limit, the pace at which a queue of 128 jobs runs dry between relay passes. One
+ * quick answer (a webhook's test event) is not enough: a receiver may answer that and hang on
+ * the rest.
+ */
+const FAST_QUICK_ATTEMPTS = 64;
+const MAX_HELD_PER_WEBHOOK = 128;
+const MAX_HELD = 20_000;
 
 export function createAdmissionControl(options: AdmissionOptions): AdmissionControl {
   const redis = options.redis as Scripted;
@@ -143,7 +171,7 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
     redis.defineCommand("schedulerLift", { numberOfKeys: 4, lua: LIFT });
   }
   const capacity = options.localConcurrency;
-  const reserve = Math.max(1, Math.floor(capacity / 8));
+  const reserve = reserveSlots(capacity);
   const slowMemoryMs = options.slowMemoryMs ?? 600_000;
   const running = new Map<string, Running>();
   const byWebhook = new Map<string, Set<string>>();
@@ -152,8 +180,19 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
   const accountWebhooks = new Map<string, Map<string, number>>();
   /** Slow marks: webhook -> until (ms), this dispatcher's own and those learnt from Redis. */
   const slowUntil = new Map<string, number>();
+  /** Fast marks this dispatcher wrote: webhook -> when (ms). */
+  const fastMarked = new Map<string, number>();
+  /** Quick attempts per webhook in the current second: webhook -> [second's start (ms), count]. */
+  const quickCounts = new Map<string, [number, number]>();
   /** Jobs of slow webhooks held back here, oldest first: woken when a slot of theirs frees. */
   const held = new Map<string, Set<string>>();
+  let heldCount = 0;
+  const unhold = (webhookId: string, jobId: string) => {
+    const jobs = held.get(webhookId);
+    if (!jobs?.delete(jobId)) return;
+    heldCount--;
+    if (jobs.size === 0) held.delete(webhookId);
+  };
 
   const add = <K, V>(map: Map<K, Set<V>>, key: K, value: V) => {
     const set = map.get(key) ?? new Set<V>();
@@ -179,7 +218,7 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
   const markSlow = (webhookId: string, until: number) => {
     slowUntil.delete(webhookId);
     // The oldest marks go first when the map is full: at worst a webhook is learnt slow again.
-    if (slowUntil.size >= MAX_SLOW_MARKS) slowUntil.delete(slowUntil.keys().next().value!);
+    if (slowUntil.size >= MAX_MARKS) slowUntil.delete(slowUntil.keys().next().value!);
     slowUntil.set(webhookId, until);
   };
   const isSlow = (webhookId: string, now: number) => {
@@ -205,8 +244,9 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
     const nAcc = accountWebhooks.size + (activeA === 0 ? 1 : 0);
     const nWh = (accountWebhooks.get(accountId)?.size ?? 0) + (activeW === 0 ? 1 : 0);
     const fairA = capacity / nAcc;
-    if (slow) return total < capacity - reserve && activeA < fairA && activeW < Math.max(1, fairA / nWh);
-    if (total < capacity - reserve) return true;
+    if (slow) return total < capacity && activeA < fairA && activeW < Math.max(1, fairA / nWh);
+    if (total < capacity) return true;
+    if (total >= capacity + reserve) return false;
     const newcomerShare = Math.max(1, capacity / (byWebhook.size + 1));
     if (activeW >= newcomerShare) return false;
     let quickA = 0;
@@ -226,10 +266,14 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
       if (!hasShare(input.webhookId, input.accountId, now, slow)) {
         if (input.rateLimit) await redis.schedulerForfeitTurn(k(`turn:${input.jobId}`), k("reserved"), k(`webhooks:rate-waiting:${input.webhookId}`), input.jobId);
         if (slow) {
+          // Asked again: it goes to the end of its webhook's line.
+          unhold(input.webhookId, input.jobId);
           const jobs = held.get(input.webhookId) ?? new Set<string>();
-          jobs.delete(input.jobId);
-          if (jobs.size < MAX_HELD_PER_WEBHOOK) jobs.add(input.jobId);
-          held.set(input.webhookId, jobs);
+          if (jobs.size < MAX_HELD_PER_WEBHOOK && heldCount < MAX_HELD) {
+            jobs.add(input.jobId);
+            heldCount++;
+            held.set(input.webhookId, jobs);
+          }
         }
         return { admitted: false, reason: "share", retryAt: now + holdDelayMs(input.holds, slow) };
       }
@@ -237,7 +281,7 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
         const [turn, , at] = await redis.schedulerRateTurn(...turnKeys(input.webhookId, input.jobId), Date.now(), input.jobId, input.webhookId, rateIntervalMs(input.rateLimit));
         if (turn !== 1) return { admitted: false, reason: "rate_limit", retryAt: Number(at) };
       }
-      remove(held, input.webhookId, input.jobId);
+      unhold(input.webhookId, input.jobId);
       running.set(input.jobId, { webhookId: input.webhookId, accountId: input.accountId, startedAt: now, slow });
       add(byWebhook, input.webhookId, input.jobId);
       add(byAccount, input.accountId, input.jobId);
@@ -250,33 +294,53 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
       const now = Date.now();
       forget(input.jobId);
       const known = slowUntil.get(input.webhookId);
-      if (input.durationMs > options.slowAttemptMs) {
+      const quick = input.durationMs <= options.slowAttemptMs;
+      if (!quick) {
         // Told to the other dispatchers (and their relays) when new, or when half its memory is gone.
         if (known === undefined || known < now + slowMemoryMs / 2) {
           markSlow(input.webhookId, now + slowMemoryMs);
           await redis.zadd(k("slow"), now + slowMemoryMs, input.webhookId);
         }
-      } else if (known !== undefined) {
-        slowUntil.delete(input.webhookId);
-        await redis.zrem(k("slow"), input.webhookId);
+      } else {
+        if (known !== undefined) {
+          slowUntil.delete(input.webhookId);
+          await redis.zrem(k("slow"), input.webhookId);
+        }
+        let count = quickCounts.get(input.webhookId);
+        if (!count || count[0] < now - 1_000) {
+          quickCounts.delete(input.webhookId);
+          if (quickCounts.size >= MAX_MARKS) quickCounts.delete(quickCounts.keys().next().value!);
+          count = [now, 0];
+          quickCounts.set(input.webhookId, count);
+        }
+        count[1]++;
+        if (count[1] >= FAST_QUICK_ATTEMPTS && (fastMarked.get(input.webhookId) ?? 0) < now - 1_000) {
+          fastMarked.delete(input.webhookId);
+          if (fastMarked.size >= MAX_MARKS) fastMarked.delete(fastMarked.keys().next().value!);
+          fastMarked.set(input.webhookId, now);
+          await redis.zadd(k("fast"), now + FAST_MEMORY_MS, input.webhookId);
+        }
       }
-      // A slot of this webhook is free: the two jobs of it held back longest may ask again now.
+      // A slot of this webhook is free: the two jobs of it held back longest may ask again now;
+      // all of them when it was quick (the webhook is no longer slow, or its work is cancelled).
       const jobs = held.get(input.webhookId);
       if (!jobs) return;
-      const woken = [...jobs].slice(0, 2);
-      for (const jobId of woken) jobs.delete(jobId);
-      if (jobs.size === 0) held.delete(input.webhookId);
+      const woken = quick ? [...jobs] : [...jobs].slice(0, 2);
+      for (const jobId of woken) unhold(input.webhookId, jobId);
       // A held job that is no longer delayed (it asked again meanwhile) cannot be promoted.
       for (const jobId of woken) await options.promote?.(jobId).catch(() => undefined);
     },
     async refreshSlowMarks() {
       const now = Date.now();
       for (const [webhookId, until] of slowUntil) if (until <= now) slowUntil.delete(webhookId);
-      const marks = await redis.zrangebyscore(k("slow"), now, "+inf", "WITHSCORES", "LIMIT", 0, MAX_SLOW_MARKS);
+      const marks = await redis.zrangebyscore(k("slow"), now, "+inf", "WITHSCORES", "LIMIT", 0, MAX_MARKS);
       for (let i = 0; i < marks.length; i += 2) if ((slowUntil.get(marks[i]) ?? 0) < Number(marks[i + 1])) markSlow(marks[i], Number(marks[i + 1]));
       // Marks cleared elsewhere (a quick attempt on another dispatcher) are kept here until they
       // end or a quick attempt here clears them: a webhook is then treated as slow a little longer.
       await redis.zremrangebyscore(k("slow"), "-inf", now);
+      await redis.zremrangebyscore(k("fast"), "-inf", now);
+      for (const [webhookId, at] of fastMarked) if (at < now - FAST_MEMORY_MS) fastMarked.delete(webhookId);
+      for (const [webhookId, [since]] of quickCounts) if (since < now - 1_000) quickCounts.delete(webhookId);
     },
     async reviewRateLimits(currentLimit) {
       const limited = await redis.zrangebyscore(k("rate-limited"), Date.now(), "+inf", "LIMIT", 0, 1000);
@@ -294,7 +358,14 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
       return lifted;
     },
     async slowWebhooks() {
-      return redis.zrangebyscore(k("slow"), Date.now(), "+inf");
+      return redis.zrangebyscore(k("slow"), Date.now(), "+inf", "LIMIT", 0, MAX_MARKS);
+    },
+    async fastWebhooks() {
+      return redis.zrangebyscore(k("fast"), Date.now(), "+inf", "LIMIT", 0, MAX_MARKS);
+    },
+    async webhookClasses() {
+      const [slow, fast] = await Promise.all([this.slowWebhooks(), this.fastWebhooks()]);
+      return { slow, fast };
     },
     async state() {
       const now = Date.now();

@@ -33,7 +33,7 @@ function policyError(message: string, code: string): NodeJS.ErrnoException {
  * callers, else the first address and its family. Resolver errors pass through unchanged; an
  * empty answer fails with ENOTFOUND.
  */
-export function createPublicOnlyLookup(lookup: LookupAllFunction = dns.lookup as LookupAllFunction): LookupFunction {
+export function createPublicOnlyLookup(lookup: LookupAllFunction = dns.lookup): LookupFunction {
   return (hostname, options, callback) => {
     // net passes an options object; tolerate the legacy (hostname, family, cb) form too.
     const opts: dns.LookupOptions = typeof options === "number" ? { family: options } : (options ?? {});

@@ -6,6 +6,7 @@
 import { createHmac } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import type { WebhookEnvelope } from "../src/core.js";
 import type { TestVector, TestVectorFile, VectorOutcome } from "./vectors.js";
 import { VECTORS_PATH } from "./vectors.js";
 
@@ -124,7 +125,7 @@ function toVector(c: Case): TestVector {
   const body = c.body ?? SENT;
   const timestamp = typeof c.timestamp === "string" ? c.timestamp : String(NOW + (c.timestamp ?? 0));
   const signature = sign(c.signedWith ?? secrets[0], timestamp, c.signedBody ?? body);
-  const expected: VectorOutcome = c.expected === "ok" ? { ok: true, envelope: JSON.parse(body.toString("utf8")) } : c.expected;
+  const expected: VectorOutcome = c.expected === "ok" ? { ok: true, envelope: JSON.parse(body.toString("utf8")) as WebhookEnvelope } : c.expected;
   return {
     name: c.name,
     description: c.description,

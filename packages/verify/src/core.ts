@@ -118,11 +118,12 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 function secretList(secret: string | readonly string[]): string[] {
-  const secrets = typeof secret === "string" ? [secret] : Array.isArray(secret) ? [...secret] : [];
+  // unknown until checked: JavaScript callers may pass anything.
+  const secrets: unknown[] = typeof secret === "string" ? [secret] : Array.isArray(secret) ? [...(secret as readonly unknown[])] : [];
   if (secrets.length === 0 || secrets.some((s) => typeof s !== "string" || s === "")) {
     throw new TypeError("verify(): `secret` must be a non-empty string or a non-empty array of non-empty strings (the webhook secret(s))");
   }
-  return secrets;
+  return secrets as string[];
 }
 
 // Object.prototype.toString and ArrayBuffer.isView rather than instanceof: a Buffer made in
@@ -252,5 +253,5 @@ export function parseEnvelope(body: Uint8Array): WebhookEnvelope {
 /** The envelope with the request's event id, as `verifyEvent` and the adapters hand it over. */
 export function withEventId(envelope: WebhookEnvelope, eventId: string | undefined): WebhookEvent {
   // checkRequest(…, needsEventId = true) has refused a request without one.
-  return { id: eventId!, ...envelope } as WebhookEvent;
+  return { id: eventId!, ...envelope };
 }

@@ -11,17 +11,7 @@ import type { WebhookEnvelope, WebhookEvent } from "./events.js";
  * keyed with the webhook secret's UTF-8 bytes, and `X-Service-Event-Id: <event id>`.
  */
 
-export {
-  SIGNATURE_HEADER,
-  TIMESTAMP_HEADER,
-  EVENT_ID_HEADER,
-  DEFAULT_TOLERANCE_SECONDS,
-  WebhookVerificationError,
-  isWebhookVerificationError,
-} from "./core.js";
-export type { WebhookVerificationErrorCode, HeadersInput, HeadersLike, RawBody, VerifyOptions } from "./core.js";
-export { EMAIL_EVENT_TYPES } from "./events.js";
-export type * from "./events.js";
+export * from "./shared-exports.js";
 
 /** The checks before the MAC, then the MAC against every secret; throws on a mismatch. */
 function checkSignature(secret: string | readonly string[], headers: HeadersInput, rawBody: RawBody, options: VerifyOptions, needsEventId: boolean): SignedRequest {

@@ -7,17 +7,7 @@ import type { WebhookEnvelope, WebhookEvent } from "./events.js";
  * from Node. Same arguments, checks and error codes as the Node variant, but asynchronous.
  */
 
-export {
-  SIGNATURE_HEADER,
-  TIMESTAMP_HEADER,
-  EVENT_ID_HEADER,
-  DEFAULT_TOLERANCE_SECONDS,
-  WebhookVerificationError,
-  isWebhookVerificationError,
-} from "./core.js";
-export type { WebhookVerificationErrorCode, HeadersInput, HeadersLike, RawBody, VerifyOptions } from "./core.js";
-export { EMAIL_EVENT_TYPES } from "./events.js";
-export type * from "./events.js";
+export * from "./shared-exports.js";
 
 const encoder = new TextEncoder();
 

@@ -1,6 +1,7 @@
 import type { Request } from "express";
 import { z } from "zod";
-import { AppError, validationError, type ErrorDetail } from "../errors.js";
+import { isAppError, validationError, type ErrorDetail } from "../errors.js";
+import { refusalInWords } from "./refusal-words.js";
 
 /**
  * Reading what browsers send: HTML forms post `application/x-www-form-urlencoded` (a repeated
@@ -36,7 +37,7 @@ export function asLines(text: string): string[] | null {
 /** A form field as a string (the first, if repeated), trimmed. */
 export function field(body: unknown, name: string): string {
   const value = (body as Record<string, unknown> | undefined)?.[name];
-  const first = Array.isArray(value) ? value[0] : value;
+  const first: unknown = Array.isArray(value) ? value[0] : value;
   return typeof first === "string" ? first.trim() : "";
 }
 
@@ -73,7 +74,7 @@ export function tryParse<S extends z.ZodType>(schema: S, input: unknown): { data
 
 /** The problems of a validation error thrown by a service (e.g. a blocked address), or null for any other error. */
 export function formErrors(error: unknown): ErrorDetail[] | null {
-  if (error instanceof AppError && error.code === "validation_error") return error.details ?? [{ path: "", message: error.message }];
+  if (isAppError(error, "validation_error")) return error.details ?? [{ path: "", message: refusalInWords(error) }];
   return null;
 }
 

@@ -1,5 +1,5 @@
 import express, { type RequestHandler } from "express";
-import { AppError } from "../errors.js";
+import { AppError, invalidInput } from "../errors.js";
 
 /**
  * Body parsers with CONTRACT.md section 3's limits: JSON bodies up to 256 KiB, raw messages
@@ -61,7 +61,7 @@ function withIdleTimeout(parser: RequestHandler): RequestHandler {
       // The rest of the body will never be read: the connection cannot carry another request.
       res.setHeader("Connection", "close");
       res.once("finish", () => req.socket.destroy());
-      next(new AppError("request_timeout", `the request body sent nothing for ${ms} ms`));
+      next(new AppError("request_timeout", "body_idle", `the request body sent nothing for ${ms} ms`));
     };
     arm();
     // Added after the parser's own listener: it is what reads the body (flowing already).
@@ -101,16 +101,16 @@ export function requireJson(options: { optional?: boolean } = {}): RequestHandle
   const check: RequestHandler = (req, _res, next) => {
     if (!hasBody(req)) {
       if (options.optional) return next();
-      return next(new AppError("validation_error", "a JSON request body is required", [{ path: "", message: "required" }]));
+      return next(new AppError("validation_error", "invalid_input", "a JSON request body is required", { details: [{ path: "", message: "required" }] }));
     }
-    if (!req.is("application/json")) return next(new AppError("unsupported_media_type", "Content-Type must be application/json"));
+    if (!req.is("application/json")) return next(new AppError("unsupported_media_type", "content_type_not_json", "Content-Type must be application/json"));
     next();
   };
   const parse: RequestHandler = (req, res, next) => (hasBody(req) ? withIdleTimeout(parser)(req, res, next) : next());
   const noProto: RequestHandler = (req, _res, next) => {
     const path = protoKeyPath(req.body);
     if (path === null) return next();
-    next(new AppError("validation_error", `${path}: is not a recognized field`, [{ path, message: "is not a recognized field" }]));
+    next(invalidInput([{ path, message: "is not a recognized field" }]));
   };
   return [check, parse, noProto];
 }
@@ -118,7 +118,7 @@ export function requireJson(options: { optional?: boolean } = {}): RequestHandle
 /** Requires `message/rfc822` and reads the raw message into `req.body` as a Buffer. */
 export function requireRawMessage(): RequestHandler[] {
   const check: RequestHandler = (req, _res, next) => {
-    if (!req.is("message/rfc822")) return next(new AppError("unsupported_media_type", "Content-Type must be message/rfc822"));
+    if (!req.is("message/rfc822")) return next(new AppError("unsupported_media_type", "content_type_not_message", "Content-Type must be message/rfc822"));
     next();
   };
   return [check, withIdleTimeout(express.raw({ type: () => true, limit: MESSAGE_LIMIT_BYTES }))];

@@ -46,7 +46,7 @@ function memoryCounts() {
   let previous = new Map<string, number>();
   return (address: string, at: number, delta: number): [number, number] => {
     if (at !== window) {
-      previous = at === window + 1 ? current : new Map();
+      previous = at === window + 1 ? current : new Map<string, number>();
       current = new Map();
       window = at;
     }

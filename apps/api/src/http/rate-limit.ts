@@ -30,7 +30,7 @@ export function rateLimitPerAccount(redis: RedisClient, prefix: string, perMinut
     handler: (req, _res, next) => {
       const resetTime = (req as { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;
       const retryAfter = resetTime ? Math.max(1, Math.ceil((resetTime.getTime() - Date.now()) / 1000)) : 60;
-      next(new AppError("rate_limited", `too many requests for this account; retry in ${retryAfter} s`, undefined, { "Retry-After": String(retryAfter) }));
+      next(new AppError("rate_limited", "account_rate_limit", `too many requests for this account; retry in ${retryAfter} s`, { headers: { "Retry-After": String(retryAfter) } }));
     },
   });
 }

@@ -1,8 +1,8 @@
 import { z } from "zod";
-import type { ZodOpenApiPathsObject } from "zod-openapi";
+import type { ZodOpenApiPathItemObject, ZodOpenApiPathsObject } from "zod-openapi";
 import { EVENT_EXAMPLES, EVENT_TYPES, TEST_EVENT_TYPE, type EventType } from "@mailhooks/events";
 import { EVENT_ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "@mailhooks/signing";
-import { envelopeSchemas, testEnvelopeSchema } from "../views/events.js";
+import { envelopeSchemas, testEnvelopeSchema } from "../schemas/events.js";
 import { json } from "./paths/media.js";
 
 /**
@@ -38,8 +38,8 @@ const responses = {
   default: { description: "anything else (3xx included: redirects are never followed), or no answer in time, fails: retried after 10 s, 60 s and 300 s (replays and the test event are one attempt)" },
 };
 
-export const outboundWebhooks: ZodOpenApiPathsObject = Object.fromEntries([
-  ...EVENT_TYPES.map((kind) => [
+export const outboundWebhooks: ZodOpenApiPathsObject = Object.fromEntries<ZodOpenApiPathItemObject>([
+  ...EVENT_TYPES.map((kind): [EventType, ZodOpenApiPathItemObject] => [
     kind,
     {
       post: {

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { ZodOpenApiResponseObject, ZodOpenApiResponsesObject } from "zod-openapi";
-import { errorBodySchema } from "../views/errors.js";
+import { errorBodySchema } from "../schemas/errors.js";
 
 /**
  * The error answers of the OpenAPI document (CONTRACT.md section 3), each a reusable component
@@ -64,7 +64,7 @@ const V1_ALWAYS: ErrorStatus[] = [401, 429, 500, 503];
 export function errorResponses(statuses: Partial<Record<ErrorStatus, string | true>>): ZodOpenApiResponsesObject {
   const all: Partial<Record<ErrorStatus, string | true>> = { ...Object.fromEntries(V1_ALWAYS.map((s) => [s, true])), ...statuses };
   return Object.fromEntries(
-    (Object.keys(all) as unknown as string[])
+    Object.keys(all)
       .map(Number)
       .sort((a, b) => a - b)
       .map((status) => {

@@ -2,12 +2,12 @@ import { Router } from "express";
 import { z } from "zod";
 import { ENVELOPE_MAX_BYTES, envelopeByteLength, EVENT_TYPES, eventDataSchemas, type EventType } from "@mailhooks/events";
 import type { ApiDeps } from "../deps.js";
-import { AppError } from "../errors.js";
+import { AppError, invalidInput, isAppError } from "../errors.js";
 import { principalOf } from "../http/auth.js";
 import { requireJson } from "../http/body.js";
 import { hasNoNul, NO_NUL_MESSAGE, parseOrThrow } from "../http/validate.js";
 import { isoTimestamp, paginationShape, timeWindowShape } from "../http/pagination.js";
-import { eventDetailJson, hashBody, ingestEvent, ingestEvents, listEvents, readEventDetail, type IdempotencyInput, type NewEvent } from "../services/events.js";
+import { eventDetailJson, hashBody, acceptEvent, acceptEvents, listEvents, readEventDetail, type IdempotencyInput, type NewEvent } from "../services/events.js";
 import { replayRequestSchema, requestReplay } from "../services/replays.js";
 import { resourceId } from "./webhooks.js";
 
@@ -60,7 +60,7 @@ export function parseEventData(eventType: EventType, data: unknown): NewEvent["d
   if (Buffer.byteLength(parsed.messageId, "utf8") > MESSAGE_ID_MAX_BYTES) {
     details.push({ path: "data.messageId", message: `must be at most ${MESSAGE_ID_MAX_BYTES} bytes in UTF-8` });
   }
-  if (details.length > 0) throw new AppError("validation_error", `${details[0].path}: ${details[0].message}`, details);
+  if (details.length > 0) throw invalidInput(details);
   return parsed;
 }
 
@@ -73,7 +73,7 @@ export function parseEventData(eventType: EventType, data: unknown): NewEvent["d
 export function assertEnvelopeFits(eventType: EventType, occurredAt: Date, data: Record<string, unknown>): void {
   const bytes = envelopeByteLength(eventType, occurredAt, data);
   if (bytes > ENVELOPE_MAX_BYTES) {
-    throw new AppError("payload_too_large", `the event's envelope would take ${bytes} bytes, over the limit of ${ENVELOPE_MAX_BYTES} bytes (10 MiB); nothing was stored`);
+    throw new AppError("payload_too_large", "envelope_too_large", `the event's envelope would take ${bytes} bytes, over the limit of ${ENVELOPE_MAX_BYTES} bytes (10 MiB); nothing was stored`);
   }
 }
 
@@ -84,7 +84,7 @@ export function assertEnvelopeFits(eventType: EventType, occurredAt: Date, data:
  * of the item's JSON. One key twice in a batch is refused.
  * @throws AppError validation_error
  */
-function parseBatchItems(items: unknown[]): Parameters<typeof ingestEvents>[2] {
+function parseBatchItems(items: unknown[]): Parameters<typeof acceptEvents>[2] {
   const details: { path: string; message: string }[] = [];
   const seen = new Set<string>();
   const inputs = items.map((item, index) => {
@@ -96,20 +96,20 @@ function parseBatchItems(items: unknown[]): Parameters<typeof ingestEvents>[2] {
       let idempotency: IdempotencyInput | undefined;
       if (input.idempotency_key !== undefined) {
         const key = parseOrThrow(idempotencyKey, input.idempotency_key, `events.${index}.idempotency_key`);
-        if (seen.has(key)) throw new AppError("validation_error", "duplicate idempotency_key", [{ path: `events.${index}.idempotency_key`, message: "is used by an earlier item of this batch" }]);
+        if (seen.has(key)) throw new AppError("validation_error", "invalid_input", "duplicate idempotency_key", { details: [{ path: `events.${index}.idempotency_key`, message: "is used by an earlier item of this batch" }] });
         seen.add(key);
         idempotency = { key, requestHash: hashBody(JSON.stringify(item)) };
       }
       return { eventType: input.event_type, data, occurredAt, ...(idempotency ? { idempotency } : {}) };
     } catch (error) {
-      if (error instanceof AppError && error.code === "validation_error") {
+      if (isAppError(error, "validation_error")) {
         details.push(...(error.details ?? [{ path: `events.${index}`, message: error.message }]));
         return null;
       }
       throw error;
     }
   });
-  if (details.length > 0) throw new AppError("validation_error", `${details[0].path}: ${details[0].message}`, details);
+  if (details.length > 0) throw invalidInput(details);
   return inputs.filter((i) => i !== null);
 }
 
@@ -118,8 +118,8 @@ function withPrefix<T>(parse: () => T, prefix: string): T {
   try {
     return parse();
   } catch (error) {
-    if (error instanceof AppError && error.code === "validation_error" && error.details) {
-      throw new AppError("validation_error", error.message, error.details.map((d) => ({ path: `${prefix}.${d.path}`, message: d.message })));
+    if (isAppError(error, "validation_error") && error.details) {
+      throw new AppError("validation_error", error.reason, error.message, { details: error.details.map((d) => ({ path: `${prefix}.${d.path}`, message: d.message })) });
     }
     throw error;
   }
@@ -131,21 +131,21 @@ export function eventsRouter(deps: ApiDeps): Router {
 
   router.post("/", ...requireJson(), async (req, res) => {
     if (req.body === null || typeof req.body !== "object" || Array.isArray(req.body)) {
-      throw new AppError("validation_error", "body must be a JSON object", [{ path: "", message: "must be an object" }]);
+      throw new AppError("validation_error", "invalid_input", "body must be a JSON object", { details: [{ path: "", message: "must be an object" }] });
     }
     const input = parseOrThrow(eventEnvelopeSchema, req.body);
     const occurredAt = input.occurred_at ? new Date(input.occurred_at) : new Date();
     assertEnvelopeFits(input.event_type, occurredAt, input.data);
     const data = parseEventData(input.event_type, input.data);
     const idem = idempotencyFrom(req, req.rawBody);
-    const { event, created } = await ingestEvent(deps, principalOf(req).accountId, { eventType: input.event_type, data, occurredAt }, idem);
+    const { event, created } = await acceptEvent(deps, principalOf(req).accountId, { eventType: input.event_type, data, occurredAt }, idem);
     res.status(created ? 201 : 200).json(event);
   });
 
   router.post("/batch", ...requireJson(), async (req, res) => {
     const { events } = parseOrThrow(batchSchema, req.body);
     const inputs = parseBatchItems(events);
-    const results = await ingestEvents(deps, principalOf(req).accountId, inputs);
+    const results = await acceptEvents(deps, principalOf(req).accountId, inputs);
     res.status(201).json({ data: results.map((r) => r.event) });
   });
 

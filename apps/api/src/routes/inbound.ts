@@ -7,7 +7,7 @@ import { MESSAGE_LIMIT_BYTES, requireRawMessage } from "../http/body.js";
 import { hasNoNul, parseOrThrow } from "../http/validate.js";
 import { createParseBudget, defaultParseBudgetOptions, ParseBudgetExhaustedError, type ParseBudgetOptions } from "../inbound/parse-budget.js";
 import { deriveThreadId, MessageTooLargeError, parseRawMessage, UnparseableMessageError } from "../inbound/parse-message.js";
-import { ingestEvent, resolveThreadId } from "../services/events.js";
+import { acceptEvent, resolveThreadId } from "../services/events.js";
 import { assertEnvelopeFits, idempotencyFrom, parseEventData } from "./events.js";
 
 export const inboxId = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces");
@@ -33,7 +33,7 @@ export function inboundRouter(deps: ApiDeps, budgetOptions: ParseBudgetOptions =
       result = await budget.run(raw.length, () => acceptMessage(deps, accountId, inbox, raw, idempotency));
     } catch (error) {
       if (error instanceof ParseBudgetExhaustedError) {
-        throw new AppError("unavailable", error.message, undefined, { "Retry-After": String(error.retryAfterSeconds) });
+        throw new AppError("unavailable", "parse_capacity", error.message, { headers: { "Retry-After": String(error.retryAfterSeconds) } });
       }
       throw error;
     }
@@ -51,9 +51,9 @@ async function acceptMessage(deps: ApiDeps, accountId: string, inbox: string, ra
     parsed = await parseRawMessage(raw, inbox, now);
   } catch (error) {
     if (error instanceof UnparseableMessageError) {
-      throw new AppError("validation_error", `not an RFC 5322 message: ${error.message}`, [{ path: "body", message: error.message }]);
+      throw new AppError("validation_error", "unparseable_message", `not an RFC 5322 message: ${error.message}`, { details: [{ path: "body", message: error.message }] });
     }
-    if (error instanceof MessageTooLargeError) throw new AppError("payload_too_large", `message too large to accept: ${error.message}`);
+    if (error instanceof MessageTooLargeError) throw new AppError("payload_too_large", "message_too_large", `message too large to accept: ${error.message}`);
     throw error;
   }
   // An id with a NUL character was never stored (see parseEventData), and PostgreSQL could not even compare it.
@@ -62,5 +62,5 @@ async function acceptMessage(deps: ApiDeps, accountId: string, inbox: string, ra
   // Measured before the envelope is built or the body validated: control characters grow six-fold in JSON.
   assertEnvelopeFits(parsed.eventType, now, { ...parsed.data, threadId });
   const data = parseEventData(parsed.eventType, { ...parsed.data, threadId });
-  return ingestEvent(deps, accountId, { eventType: parsed.eventType, data, occurredAt: now }, idempotency);
+  return acceptEvent(deps, accountId, { eventType: parsed.eventType, data, occurredAt: now }, idempotency);
 }

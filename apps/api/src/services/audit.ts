@@ -1,6 +1,6 @@
 import type { ApiDeps } from "../deps.js";
 import { afterCursor, newestFirst, toPage, withinWindow, type Cursor, type Page } from "../http/pagination.js";
-import type { AuditEntryView } from "../views/audit.js";
+import type { AuditEntryView } from "../schemas/audit.js";
 
 /**
  * The audit log (spec "Audit log entry"; CONTRACT.md section 8): who replayed what, when, to

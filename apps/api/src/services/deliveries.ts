@@ -1,7 +1,7 @@
 import type { Delivery } from "@mailhooks/db";
 import type { ApiDeps } from "../deps.js";
 import { afterCursor, newestFirst, toPage, type Cursor, type Page } from "../http/pagination.js";
-import type { DeliveryView } from "../views/deliveries.js";
+import type { DeliveryView } from "../schemas/deliveries.js";
 
 /** The deliveries log (CONTRACT.md section 8): one row per attempt, newest first. */
 

@@ -1,4 +1,4 @@
-import { payloadPurgeAt, retryDelayFor } from "@mailhooks/delivery-state";
+import { decideAfterAttempt, payloadPurgeAt } from "@mailhooks/delivery-state";
 import type { ApiDeps } from "../deps.js";
 import { notFound } from "../errors.js";
 
@@ -43,7 +43,7 @@ export interface ScheduledRetry {
   webhook_id: string;
   /** The retry's number (1 to 3). */
   retry: number;
-  /** When it is due: the failed attempt's end plus its delay (`retryDelayFor`, DELIVERY_RETRY_DELAYS_MS). */
+  /** When it is due: the failed attempt's end plus its delay (`decideAfterAttempt`, DELIVERY_RETRY_DELAYS_MS). */
   due_at: string;
 }
 
@@ -127,11 +127,10 @@ export async function eventTimeline(deps: ApiDeps, accountId: string, eventId: s
   const scheduled: ScheduledRetry[] = [];
   for (const destination of pending) {
     const last = lastTry.get(destination.id);
-    if (!last || isOk(last.response_status)) continue;
-    // A failed attempt with a retry left: the dispatcher's backoff counts from that attempt's end.
-    // Attempt 0 is the initial one, so `attempt + 1` attempts were made.
-    const delay = retryDelayFor(deps.config.DELIVERY_RETRY_DELAYS_MS, last.attempt + 1);
-    if (delay >= 0) scheduled.push({ webhook_id: destination.webhookId, retry: last.attempt + 1, due_at: new Date(last.created_at.getTime() + delay).toISOString() });
+    if (!last) continue;
+    // The dispatcher's own decision after that attempt: a retry is due its delay after the attempt's end.
+    const next = decideAfterAttempt(deps.config.DELIVERY_RETRY_DELAYS_MS, last.attempt, isOk(last.response_status) ? "succeeded" : "failed", last.created_at);
+    if (next.next === "retry") scheduled.push({ webhook_id: destination.webhookId, retry: next.attempt, due_at: next.at.toISOString() });
   }
   return {
     attempts: newest.rows.reverse().map((a) => ({

@@ -4,7 +4,7 @@ import type { PrismaClient } from "@mailhooks/db";
 import type { ApiDeps } from "../deps.js";
 import { AppError, notFound } from "../errors.js";
 import { afterCursor, newestFirst, toPage, withinWindow, type Cursor, type Page } from "../http/pagination.js";
-import type { DestinationView, EventDetail, EventListItem, EventSummary } from "../views/events.js";
+import type { DestinationView, EventDetail, EventListItem, EventSummary } from "../schemas/events.js";
 
 /**
  * Event ingest and reads (CONTRACT.md section 5). Accepting is @mailhooks/delivery-state's
@@ -55,20 +55,20 @@ function toSummary(row: Pick<EventRow, "id" | "eventType" | "inboxId" | "status"
  * returns the first event (`created: false`) and delivers nothing again.
  * @throws AppError conflict when a key was used with another body (nothing is stored)
  */
-export async function ingestEvents(deps: ApiDeps, accountId: string, events: EventInput[]): Promise<{ event: EventSummary; created: boolean }[]> {
+export async function acceptEvents(deps: ApiDeps, accountId: string, events: EventInput[]): Promise<{ event: EventSummary; created: boolean }[]> {
   let accepted: AcceptedEvent[];
   try {
     accepted = await deps.acceptor.accept(accountId, events);
   } catch (error) {
-    if (error instanceof IdempotencyConflictError) throw new AppError("conflict", error.message);
+    if (error instanceof IdempotencyConflictError) throw new AppError("conflict", "idempotency_key_reused", error.message);
     throw error;
   }
   return accepted.map((a) => ({ event: toSummary(a), created: a.created }));
 }
 
-/** One event; see ingestEvents. */
-export async function ingestEvent(deps: ApiDeps, accountId: string, event: NewEvent, idem?: IdempotencyInput): Promise<{ event: EventSummary; created: boolean }> {
-  const [result] = await ingestEvents(deps, accountId, [{ ...event, ...(idem ? { idempotency: idem } : {}) }]);
+/** One event; see acceptEvents. */
+export async function acceptEvent(deps: ApiDeps, accountId: string, event: NewEvent, idem?: IdempotencyInput): Promise<{ event: EventSummary; created: boolean }> {
+  const [result] = await acceptEvents(deps, accountId, [{ ...event, ...(idem ? { idempotency: idem } : {}) }]);
   return result;
 }
 

@@ -4,7 +4,7 @@ import { readPayload } from "./events.js";
 import type { ApiDeps } from "../deps.js";
 import { AppError, notFound } from "../errors.js";
 import type { Principal } from "@mailhooks/access";
-import type { ReplayAccepted } from "../views/events.js";
+import type { ReplayAccepted } from "../schemas/events.js";
 import { assertDeliverableUrl, httpsUrl } from "./webhooks.js";
 
 /**
@@ -42,7 +42,7 @@ export async function requestReplay(deps: ApiDeps, principal: Principal, eventId
   if (input.target_url !== undefined) assertDeliverableUrl(deps, input.target_url, "target_url");
   const event = await deps.prisma.event.findFirst({ where: { id: eventId, accountId: principal.accountId }, select: { id: true, createdAt: true } });
   if (!event) throw notFound("event");
-  if ((await readPayload(deps, event)) === null) throw new AppError("payload_expired", "the event's payload is past retention and can no longer be replayed");
+  if ((await readPayload(deps, event)) === null) throw new AppError("payload_expired", "payload_purged", "the event's payload is past retention and can no longer be replayed");
 
   // CONTRACT.md section 7: to a target_url, a disabled or deleted webhook's secret still signs;
   // without one, only enabled webhooks get a replay.
@@ -53,15 +53,15 @@ export async function requestReplay(deps: ApiDeps, principal: Principal, eventId
      ORDER BY d.id`;
   if (input.webhook_id !== undefined) {
     destinations = destinations.filter((d) => d.webhook_id === input.webhook_id);
-    if (destinations.length === 0) throw new AppError("conflict", `webhook ${input.webhook_id} is not a destination of this event`);
+    if (destinations.length === 0) throw new AppError("conflict", "webhook_not_a_destination", `webhook ${input.webhook_id} is not a destination of this event`);
   }
-  if (destinations.length === 0) throw new AppError("conflict", "the event has no destination to replay to");
+  if (destinations.length === 0) throw new AppError("conflict", "no_destination", "the event has no destination to replay to");
   if (input.target_url !== undefined && destinations.length > 1) {
-    throw new AppError("conflict", "the event has several destinations: name the one whose secret signs the replay with webhook_id");
+    throw new AppError("conflict", "several_destinations", "the event has several destinations: name the one whose secret signs the replay with webhook_id");
   }
   if (input.target_url === undefined) {
     destinations = destinations.filter((d) => d.enabled);
-    if (destinations.length === 0) throw new AppError("conflict", "the event's webhooks are disabled: enable one, or replay to a target_url");
+    if (destinations.length === 0) throw new AppError("conflict", "destinations_disabled", "the event's webhooks are disabled: enable one, or replay to a target_url");
   }
 
   const replays = await acceptReplays(deps.pool, {

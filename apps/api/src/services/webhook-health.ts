@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { requestTestDelivery, webhookBacklog } from "@mailhooks/delivery-state";
+import * as deliveryState from "@mailhooks/delivery-state";
 import { EVENT_TYPES, type EventType } from "@mailhooks/events";
 import type { ApiDeps } from "../deps.js";
 import { AppError } from "../errors.js";
@@ -7,9 +7,9 @@ import { findWebhook } from "./webhooks.js";
 
 /**
  * What the dashboard shows about a webhook beyond its registration: its last attempt, its
- * success rate over the last 24 hours, its test event (CONTRACT.md sections 4 and 6), and its
- * work waiting in the scheduler (docs/scheduler.md).
- * Reads only; asking for the test event again goes through @mailhooks/delivery-state.
+ * success rate over the last 24 hours, its latest test request (CONTRACT.md sections 4 and 6),
+ * and its work waiting in the scheduler (docs/scheduler.md).
+ * Reads only; asking for a test request again goes through @mailhooks/delivery-state.
  */
 
 export interface AttemptOutcome {
@@ -59,7 +59,7 @@ export async function webhookHealth(deps: ApiDeps, accountId: string, webhookIds
   return health;
 }
 
-export interface TestEventOutcome {
+export interface TestDeliveryOutcome {
   test_delivery_id: string;
   /** The kind of its example envelope, or null for `webhook.test`. */
   event_type: string | null;
@@ -70,8 +70,8 @@ export interface TestEventOutcome {
   attempt: { at: string; response_status: number | null; error: string | null; duration_ms: number } | null;
 }
 
-/** The newest test event of a live webhook of the account, or null if none was ever sent. @throws AppError not_found */
-export async function latestTestEvent(deps: ApiDeps, accountId: string, webhookId: string): Promise<TestEventOutcome | null> {
+/** The newest test request of a live webhook of the account, or null if none was ever sent. @throws AppError not_found */
+export async function latestTestDelivery(deps: ApiDeps, accountId: string, webhookId: string): Promise<TestDeliveryOutcome | null> {
   await findWebhook(deps, accountId, webhookId);
   const rows = await deps.prisma.$queryRaw<
     { id: string; event_type: string | null; status: string; created_at: Date; attempted_at: Date | null; response_status: number | null; error: string | null; duration_ms: number | null }[]
@@ -94,7 +94,7 @@ export async function latestTestEvent(deps: ApiDeps, accountId: string, webhookI
 }
 
 /** POST /v1/webhooks/{id}/test `{event_type?}`: one of the six kinds for an example envelope of that kind; absent: `webhook.test`. */
-export const testEventSchema = z.strictObject({
+export const testDeliveryRequestSchema = z.strictObject({
   event_type: z
     .enum(EVENT_TYPES, { message: `must be one of ${EVENT_TYPES.join(", ")}` })
     .optional()
@@ -108,11 +108,11 @@ export const testEventSchema = z.strictObject({
  * @returns the id its delivery row will have (`trigger: "test"`, `event_id: null`)
  * @throws AppError not_found (no such live webhook), conflict (the webhook is disabled)
  */
-export async function sendTestEvent(deps: ApiDeps, accountId: string, webhookId: string, eventType?: EventType): Promise<string> {
-  const ids = await requestTestDelivery(deps.pool, accountId, webhookId, deps.config.QUEUE_PREFIX, eventType ?? null);
+export async function requestTestDelivery(deps: ApiDeps, accountId: string, webhookId: string, eventType?: EventType): Promise<string> {
+  const ids = await deliveryState.requestTestDelivery(deps.pool, accountId, webhookId, deps.config.QUEUE_PREFIX, eventType ?? null);
   if (ids) return ids.deliveryId;
   await findWebhook(deps, accountId, webhookId);
-  throw new AppError("conflict", "the webhook is disabled: enable it to send it a test event");
+  throw new AppError("conflict", "webhook_disabled", "the webhook is disabled: enable it to send it a test event");
 }
 
 /**
@@ -121,5 +121,5 @@ export async function sendTestEvent(deps: ApiDeps, accountId: string, webhookId:
  * a retry's delay). The caller has checked that the webhook is the account's.
  */
 export async function webhookWaitingWork(deps: ApiDeps, webhookId: string): Promise<{ waiting: number; queued: number }> {
-  return webhookBacklog(deps.pool, deps.config.QUEUE_PREFIX, webhookId);
+  return deliveryState.webhookBacklog(deps.pool, deps.config.QUEUE_PREFIX, webhookId);
 }

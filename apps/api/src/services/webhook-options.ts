@@ -135,6 +135,7 @@ export function maskedHeaders(keyring: Keyring, stored: string | null): Record<s
  * variation selectors, surrogates, private-use and unassigned code points.
  */
 const INVISIBLE =
+  // eslint-disable-next-line no-misleading-character-class -- each combining mark and variation selector is listed to be refused on its own
   /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\u034f\u115f\u1160\u17b4\u17b5\u3164\uffa0\u2800\ufe00-\ufe0f\u{e0100}-\u{e01ef}]/u;
 
 /** True when `text` has no character of INVISIBLE. */

@@ -14,9 +14,9 @@ import { EVENT_TYPES } from "@mailhooks/events";
 import type { Keyring } from "@mailhooks/secrets";
 import { checkDestinationUrl } from "@mailhooks/url-policy";
 import type { ApiDeps } from "../deps.js";
-import { AppError, notFound } from "../errors.js";
+import { AppError, invalidInput, notFound } from "../errors.js";
 import { afterCursor, newestFirst, toPage, type Cursor, type Page } from "../http/pagination.js";
-import type { RotatedSecretView, WebhookView, WebhookWithSecretView } from "../views/webhooks.js";
+import type { RotatedSecretView, WebhookView, WebhookWithSecretView } from "../schemas/webhooks.js";
 import { decryptHeaders, encryptHeaders, inboxIdsSchema, isVisibleText, maskedHeaders, rateLimitSchema, webhookHeadersSchema } from "./webhook-options.js";
 
 /** Webhook registration (spec "Webhook registration"; CONTRACT.md section 4). */
@@ -27,6 +27,7 @@ export const httpsUrl = z
   .max(2048, "must be at most 2048 characters")
   // Stored as given: no control character (NUL cannot even be stored), which URL parsing
   // would otherwise strip or percent-encode silently.
+  // eslint-disable-next-line no-control-regex -- the control characters are what it refuses
   .refine((value) => !/[\u0000-\u001f\u007f]/.test(value), "must not contain control characters")
   // Shown in the dashboard as it is: a bidi override or an invisible character would make it
   // read as another URL (issue 17).
@@ -85,7 +86,7 @@ export function toWebhookView(w: WebhookRecord, keyring: Keyring): WebhookView {
     url: w.url,
     events: w.events as WebhookView["events"],
     status: w.status,
-    disabled_reason: w.status === "disabled" ? ((w.disabledReason as WebhookView["disabled_reason"]) ?? "manual") : null,
+    disabled_reason: w.status === "disabled" ? (w.disabledReason ?? "manual") : null,
     secret_activates_at: pendingActivation(w.secretActivatesAt),
     rate_limit: w.rateLimit ?? null,
     // The API never stores an empty list: an empty (or NULL, however read) list is "every inbox".
@@ -102,7 +103,7 @@ function rowView(w: WebhookRow, keyring: Keyring): WebhookView {
     {
       id: w.id,
       url: w.url,
-      events: w.events as WebhookView["events"],
+      events: w.events,
       status: w.status,
       disabledReason: w.disabled_reason,
       secretActivatesAt: w.secret_activates_at,
@@ -129,7 +130,7 @@ export function generateSecret(): string {
 export function assertDeliverableUrl(deps: ApiDeps, url: string, path: string): void {
   if (checkDestinationUrl(url, { allowPrivateTargets: deps.config.ALLOW_PRIVATE_TARGETS }) === "blocked_destination") {
     const message = "must not point to a loopback, private, link-local or reserved address";
-    throw new AppError("validation_error", `${path}: ${message}`, [{ path, message }]);
+    throw invalidInput([{ path, message }]);
   }
 }
 
@@ -171,11 +172,12 @@ export async function createWebhook(
       ...(idempotency ? { idempotency } : {}),
     });
   } catch (error) {
-    if (error instanceof IdempotencyConflictError || error instanceof IdempotentWebhookDeletedError) throw new AppError("conflict", error.message);
+    if (error instanceof IdempotencyConflictError) throw new AppError("conflict", "idempotency_key_reused", error.message);
+    if (error instanceof IdempotentWebhookDeletedError) throw new AppError("conflict", "idempotent_webhook_deleted", error.message);
     throw error;
   }
   if (!registered) {
-    throw new AppError("conflict", `the account already has the maximum of ${deps.config.MAX_WEBHOOKS_PER_ACCOUNT} webhooks; delete one first`);
+    throw new AppError("conflict", "webhook_limit_reached", `the account already has the maximum of ${deps.config.MAX_WEBHOOKS_PER_ACCOUNT} webhooks; delete one first`);
   }
   const view = rowView(registered.webhook, deps.keyring);
   if (registered.repeated) return { webhook: { ...view, secret: deps.keyring.decrypt(registered.webhook.secret) }, created: false };

@@ -57,7 +57,7 @@ export function createHttpClient(options: HttpClientOptions): { client: Got; age
   const agent = new https.Agent({
     keepAlive: true,
     maxSockets: 512,
-    ...(options.allowPrivateTargets ? {} : { lookup: createPublicOnlyLookup() as never }),
+    ...(options.allowPrivateTargets ? {} : { lookup: createPublicOnlyLookup() }),
   });
   const client = got.extend({
     agent: { https: agent },

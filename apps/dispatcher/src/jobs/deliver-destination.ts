@@ -5,10 +5,12 @@ import {
   autoDisableWebhook,
   cancelDestination,
   createBatcher,
+  decideAfterAttempt,
   loadDestinations,
   loadPayload,
   recordDestinationAttempts,
   signingSecretAt,
+  type AttemptOutcome,
   type AttemptRecord,
   type DestinationAttempt,
   type DestinationTarget,
@@ -106,7 +108,6 @@ export async function deliverDestination(ctx: WorkerContext, destinationId: stri
     await cancelDestination(ctx.pool, destinationId);
     return;
   }
-  const last = attempt >= ctx.retryDelaysMs.length;
   const trigger = attempt === 0 ? "initial" : "retry";
   let result: AttemptRecord;
   if (target.recorded) {
@@ -126,7 +127,7 @@ export async function deliverDestination(ctx: WorkerContext, destinationId: stri
       observeAttempt(ctx.metrics, trigger, result.ok, result.durationMs);
     }
   }
-  const outcome = result.ok ? "delivered" : last || result.error === "payload_expired" ? "failed" : "retry";
+  const outcome = decideAfterAttempt(ctx.retryDelaysMs, attempt, outcomeOf(result), new Date()).next;
   const streak = await ctx.attempts.record({ target, attempt, result, outcome });
   if (streak) await disableIfFailing(ctx, target.webhookId, streak);
   if (result.ok && !target.recorded) ctx.metrics.endToEndLatency.observe((Date.now() - target.eventCreatedAt.getTime()) / 1000);
@@ -134,6 +135,12 @@ export async function deliverDestination(ctx: WorkerContext, destinationId: stri
     ctx.metrics.retriesScheduled.inc();
     throw new RetryableDeliveryError(`attempt ${attempt} failed: ${result.error ?? result.responseStatus}`);
   }
+}
+
+/** How an attempt went, for the retry decision: a purged payload fails at once (no retry could send it). */
+function outcomeOf(result: AttemptRecord): AttemptOutcome {
+  if (result.ok) return "succeeded";
+  return result.error === "payload_expired" ? "unretryable" : "failed";
 }
 
 /**

@@ -1,12 +1,12 @@
 import type pg from "pg";
-import { failWithoutAttempt, pendingWorkAfter, requeueWork, retryDelayFor, type PendingWork, type WorkKind } from "@mailhooks/delivery-state";
-import type { DeliveryQueue, RedisClient } from "@mailhooks/queue";
-import { POSTPONED_MARK } from "../worker.js";
+import { decideAfterAttempt, failWithoutAttempt, lastAttempt, pendingWorkAfter, requeueWork, type PendingWork, type WorkKind } from "@mailhooks/delivery-state";
+import { WORK_JOB_NAMES, workJobData, type DeliveryQueue, type RedisClient } from "@mailhooks/queue";
+import { POSTPONED_TOO_OFTEN } from "../worker.js";
 
 /**
  * The safety net between PostgreSQL and Redis: finds pending work of this deployment whose job
  * is gone (Redis flushed, failed over, evicted, restarted without persistence) or was given up
- * after an outage (POSTPONED_MARK), and puts it back in the outbox at the right attempt number
+ * after an outage (its data says POSTPONED_TOO_OFTEN), and puts it back in the outbox at the right attempt number
  * and due time (a destination lost mid-retry resumes at its next retry, due its retry delay
  * after the last recorded attempt). Pending work whose job failed for good (any other failed
  * job: a poison job whose worker could not end its work) is ended `failed`, never sent again.
@@ -34,13 +34,11 @@ export interface SweepOptions {
   onEnded?: (kind: WorkKind, ids: string[]) => void;
 }
 
-const KINDS: WorkKind[] = ["delivery", "replay", "test-delivery"];
-
 export async function sweepLostWork(options: SweepOptions): Promise<number> {
   const deadline = Date.now() + (options.timeBudgetMs ?? 0);
   let queued = 0;
   let firstError: { error: unknown } | null = null;
-  let open = [...KINDS];
+  let open = [...WORK_JOB_NAMES];
   do {
     const next: WorkKind[] = [];
     for (const kind of open) {
@@ -77,7 +75,7 @@ async function sweepBatch(options: SweepOptions, kind: WorkKind): Promise<{ queu
 }
 
 /**
- * Sorts pending rows by their job: none (lost), failed with POSTPONED_MARK (lost too: that job
+ * Sorts pending rows by their job: none (lost), given up as POSTPONED_TOO_OFTEN (lost too: that job
  * is removed), failed otherwise (failed for good: BullMQ never runs it again, so its work must
  * end), or alive (waiting, delayed, active: left alone).
  */
@@ -87,14 +85,14 @@ async function sortOut(options: SweepOptions, rows: PendingWork[]): Promise<{ lo
   if (rows.length === 0) return { lost, failedForGood };
   const failedKey = options.queue.queue.keys.failed;
   const pipeline = options.redis.pipeline();
-  for (const row of rows) pipeline.exists(options.queue.queue.toKey(row.id)).zscore(failedKey, row.id).hget(options.queue.queue.toKey(row.id), "failedReason");
+  for (const row of rows) pipeline.exists(options.queue.queue.toKey(row.id)).zscore(failedKey, row.id).hget(options.queue.queue.toKey(row.id), "data");
   const replies = (await pipeline.exec()) ?? [];
   for (const [i, row] of rows.entries()) {
-    const [[existsErr, exists] = [], [failedErr, failedScore] = [], [reasonErr, failedReason] = []] = replies.slice(3 * i, 3 * i + 3);
-    if (existsErr || failedErr || reasonErr) continue;
+    const [[existsErr, exists] = [], [failedErr, failedScore] = [], [dataErr, data] = []] = replies.slice(3 * i, 3 * i + 3);
+    if (existsErr || failedErr || dataErr) continue;
     if (exists === 0) lost.push(row);
     else if (failedScore === null || failedScore === undefined) continue;
-    else if (typeof failedReason === "string" && failedReason.startsWith(POSTPONED_MARK)) {
+    else if (gaveUpOf(data) === POSTPONED_TOO_OFTEN) {
       await options.queue.queue.remove(row.id);
       lost.push(row);
     } else failedForGood.push(row);
@@ -102,13 +100,29 @@ async function sortOut(options: SweepOptions, rows: PendingWork[]): Promise<{ lo
   return { lost, failedForGood };
 }
 
+/** The `gaveUp` field of a job's data as Redis holds it (JSON), if any. */
+function gaveUpOf(data: unknown): unknown {
+  if (typeof data !== "string") return undefined;
+  try {
+    return (JSON.parse(data) as { gaveUp?: unknown } | null)?.gaveUp;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The data of the job that resumes `row`: its work's id and, for work with attempts recorded (a
+ * destination lost mid-retry), the attempt that follows the last recorded one and when it is due
+ * (decideAfterAttempt: the failed attempt's end plus its retry delay). Work past its last retry
+ * (its job vanished before it could end it) gets one more attempt, at the last attempt's number:
+ * that attempt is recorded already, so it is not sent again and its outcome ends the work.
+ */
 function jobData(options: SweepOptions, kind: WorkKind, row: PendingWork): Record<string, unknown> {
-  if (kind === "replay") return { replayId: row.id };
-  if (kind === "test-delivery") return { testDeliveryId: row.id };
-  // Past the last retry (its job vanished before it could end the destination): one more
-  // attempt is queued, which ends it either way.
-  const firstAttempt = Math.min(row.attempts, options.retryDelaysMs.length);
-  const delay = row.attempts > 0 ? retryDelayFor(options.retryDelaysMs, row.attempts) : -1;
-  const notBefore = row.lastAttemptAt && delay >= 0 ? row.lastAttemptAt.getTime() + delay : undefined;
-  return { destinationId: row.id, ...(firstAttempt > 0 ? { firstAttempt } : {}), ...(notBefore ? { notBefore } : {}) };
+  const data = workJobData(kind, row.id);
+  if (row.attempts === 0) return data;
+  // Still pending: its last recorded attempt did not deliver it.
+  const next = decideAfterAttempt(options.retryDelaysMs, row.attempts - 1, "failed", row.lastAttemptAt ?? new Date(0));
+  if (next.next === "retry") return { ...data, firstAttempt: next.attempt, ...(row.lastAttemptAt ? { notBefore: next.at.getTime() } : {}) };
+  const last = lastAttempt(options.retryDelaysMs);
+  return last > 0 ? { ...data, firstAttempt: last } : data;
 }

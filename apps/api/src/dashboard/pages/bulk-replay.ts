@@ -1,6 +1,6 @@
 import { Router, type Request } from "express";
 import type { ApiDeps } from "../../deps.js";
-import { AppError } from "../../errors.js";
+import { isAppError } from "../../errors.js";
 import { paginationShape, type Page } from "../../http/pagination.js";
 import { parseOrThrow } from "../../http/validate.js";
 import { listQuery } from "../../routes/events.js";
@@ -10,7 +10,7 @@ import { replayRequestSchema, requestReplay } from "../../services/replays.js";
 import { findWebhook, listWebhooks, toWebhookView, type WebhookView } from "../../services/webhooks.js";
 import { byField, field, filterFields, filterQuery, tryParse } from "../forms.js";
 import { render } from "../render.js";
-import { replayRefusalInWords } from "../replay-words.js";
+import { refusalInWords } from "../refusal-words.js";
 import { dashboardPrincipal } from "../session.js";
 import { EVENT_FILTERS } from "./events.js";
 
@@ -80,8 +80,8 @@ export function bulkReplayPages(deps: ApiDeps): Router {
       try {
         webhook = toWebhookView(await findWebhook(deps, accountOf(req), options.webhook_id), deps.keyring);
       } catch (error) {
-        if (!(error instanceof AppError) || error.code !== "not_found") throw error;
-        problems.push({ path: "webhook_id", message: "is not one of this account's endpoints" });
+        if (!isAppError(error) || error.code !== "not_found") throw error;
+        problems.push({ path: "webhook_id", message: "is not one of this account's webhooks" });
       }
     }
     if (!parsed.data || problems.length) {
@@ -110,8 +110,10 @@ export function bulkReplayPages(deps: ApiDeps): Router {
       const accepted = await requestReplay(deps, { accountId: principal.accountId, apiKeyId: principal.apiKeyId }, eventId, input);
       res.json({ event_id: eventId, outcome: "replayed", message: `${accepted.replays.length} replay(s) queued` });
     } catch (error) {
-      if (!(error instanceof AppError) || error.code === "unavailable" || error.code === "rate_limited") throw error;
-      res.json({ event_id: eventId, outcome: error.code === "payload_expired" ? "expired" : "failed", message: replayRefusalInWords(error.message) });
+      if (!isAppError(error) || error.code === "unavailable" || error.code === "rate_limited") throw error;
+      // The page is about events only: a missing one is said so, shortly.
+      const message = error.code === "not_found" ? "event not found" : refusalInWords(error);
+      res.json({ event_id: eventId, outcome: error.code === "payload_expired" ? "expired" : "failed", message });
     }
   });
 

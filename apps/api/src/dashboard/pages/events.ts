@@ -1,6 +1,6 @@
 import { Router, type Request, type Response } from "express";
 import type { ApiDeps } from "../../deps.js";
-import { AppError } from "../../errors.js";
+import { AppError, isAppError } from "../../errors.js";
 import { parseOrThrow } from "../../http/validate.js";
 import { listQuery } from "../../routes/events.js";
 import { resourceId } from "../../routes/webhooks.js";
@@ -9,7 +9,7 @@ import { listEvents, readEventDetail } from "../../services/events.js";
 import { replayRequestSchema, requestReplay } from "../../services/replays.js";
 import { byField, field, filterQuery, formErrors, tryParse } from "../forms.js";
 import { render } from "../render.js";
-import { replayRefusalInWords } from "../replay-words.js";
+import { refusalInWords } from "../refusal-words.js";
 import { dashboardPrincipal } from "../session.js";
 
 /**
@@ -98,7 +98,7 @@ export function eventPages(deps: ApiDeps): Router {
       replays = (await requestReplay(deps, { accountId: accountOf(req), apiKeyId: dashboardPrincipal(req).apiKeyId }, id, input)).replays.length;
     } catch (error) {
       // The problems a person can fix here are shown beside the form; a missing event is a 404 page.
-      const errors = formErrors(error) ?? (error instanceof AppError && (error.code === "conflict" || error.code === "payload_expired") ? [{ path: "form", message: replayRefusalInWords(error.message) }] : null);
+      const errors = formErrors(error) ?? (isAppError(error) && (error.code === "conflict" || error.code === "payload_expired") ? [{ path: "form", message: refusalInWords(error) }] : null);
       if (!errors) throw error;
       return showEvent(req, res, { replay: { values, errors: byField(errors) } }, (error as AppError).status);
     }

@@ -1,12 +1,12 @@
 import { Router, type Request, type Response } from "express";
 import { z } from "zod";
 import type { ApiDeps } from "../../deps.js";
-import { AppError } from "../../errors.js";
+import { invalidInput, isAppError } from "../../errors.js";
 import { paginationShape } from "../../http/pagination.js";
 import { parseOrThrow } from "../../http/validate.js";
 import { resourceId } from "../../routes/webhooks.js";
 import { EVENT_TYPES } from "@mailhooks/events";
-import { latestTestEvent, sendTestEvent, testEventSchema, webhookHealth, webhookWaitingWork } from "../../services/webhook-health.js";
+import { latestTestDelivery, requestTestDelivery, testDeliveryRequestSchema, webhookHealth, webhookWaitingWork } from "../../services/webhook-health.js";
 import { editedHeaders } from "../../services/webhook-options.js";
 import {
   createWebhook,
@@ -20,12 +20,13 @@ import {
   type WebhookView,
 } from "../../services/webhooks.js";
 import { asList, asLines, asOptionalInteger, byField, field, filterQuery, formErrors } from "../forms.js";
+import { refusalInWords } from "../refusal-words.js";
 import { render } from "../render.js";
 import { dashboardPrincipal } from "../session.js";
 
 /**
  * Settings > Webhooks (spec: "enter the URL, select events, save"; CONTRACT.md sections 4 and
- * 4a): the list with each endpoint's health, "Add endpoint", and an endpoint's page (edit,
+ * 4a): the list with each webhook's health, "Add webhook", and a webhook's page (edit,
  * enable/disable, delete, send a test event of a chosen kind; its secret: webhook-secret.ts).
  * Each handler parses, calls the service the JSON routes call, and renders. Header values are
  * write-only here too: typed once, then shown as `***`, never rendered back (not even after a
@@ -101,12 +102,12 @@ export function webhookPages(deps: ApiDeps): Router {
       nav: "webhooks",
       webhooks: page.data.map((w) => ({ ...w, health: health.get(w.id)! })),
       nextCursor: page.next_cursor,
-      notice: field(req.query, "deleted") ? "The endpoint was deleted. Its deliveries stay in the logs." : null,
+      notice: field(req.query, "deleted") ? "The webhook was deleted. Its deliveries stay in the logs." : null,
     });
   });
 
   router.get("/webhooks/new", (_req, res) => {
-    render(res, "webhooks/new", { title: "Add endpoint", nav: "webhooks", values: emptyValues(), errors: {}, newHeaderRows: NEW_HEADER_ROWS });
+    render(res, "webhooks/new", { title: "Add webhook", nav: "webhooks", values: emptyValues(), errors: {}, newHeaderRows: NEW_HEADER_ROWS });
   });
 
   router.post("/webhooks", async (req, res) => {
@@ -114,15 +115,15 @@ export function webhookPages(deps: ApiDeps): Router {
     try {
       const input = parseOrThrow(createWebhookSchema, { ...form.input, ...(Object.keys(form.added).length ? { headers: form.added } : {}) });
       const { webhook } = await createWebhook(deps, accountOf(req), input);
-      render(res, "webhooks/created", { title: "Endpoint added", nav: "webhooks", webhook, secret: webhook.secret }, 201);
+      render(res, "webhooks/created", { title: "Webhook added", nav: "webhooks", webhook, secret: webhook.secret }, 201);
     } catch (error) {
-      const errors = formErrors(error) ?? (error instanceof AppError && error.code === "conflict" ? [{ path: "form", message: error.message }] : null);
+      const errors = formErrors(error) ?? (isAppError(error) && error.code === "conflict" ? [{ path: "form", message: refusalInWords(error) }] : null);
       if (!errors) throw error;
       render(
         res,
         "webhooks/new",
-        { title: "Add endpoint", nav: "webhooks", values: form.shown, errors: byField(errors), newHeaderRows: NEW_HEADER_ROWS },
-        error instanceof AppError ? error.status : 422,
+        { title: "Add webhook", nav: "webhooks", values: form.shown, errors: byField(errors), newHeaderRows: NEW_HEADER_ROWS },
+        isAppError(error) ? error.status : 422,
       );
     }
   });
@@ -131,19 +132,19 @@ export function webhookPages(deps: ApiDeps): Router {
     await showWebhook(req, res, {});
   });
 
-  /** An endpoint's page; `extra` carries a form's values and problems, or a notice. */
+  /** A webhook's page; `extra` carries a form's values and problems, or a notice. */
   async function showWebhook(req: Request, res: Response, extra: Record<string, unknown>, status = 200) {
     const id = idOf(req);
     const webhook = await getWebhook(deps, accountOf(req), id);
-    const [health, testEvent, waitingWork] = await Promise.all([
+    const [health, testDelivery, waitingWork] = await Promise.all([
       webhookHealth(deps, accountOf(req), [id]),
-      latestTestEvent(deps, accountOf(req), id),
+      latestTestDelivery(deps, accountOf(req), id),
       webhookWaitingWork(deps, id),
     ]);
     const notices: Record<string, string> = {
       saved: "Saved.",
-      enabled: "The endpoint is enabled: new events are delivered to it.",
-      disabled: "The endpoint is disabled: it gets no new deliveries until you enable it.",
+      enabled: "The webhook is enabled: new events are delivered to it.",
+      disabled: "The webhook is disabled: it gets no new deliveries until you enable it.",
       tested: "A test event is on its way; its outcome shows below.",
     };
     render(
@@ -154,7 +155,7 @@ export function webhookPages(deps: ApiDeps): Router {
         nav: "webhooks",
         webhook,
         health: health.get(id)!,
-        testEvent,
+        testDelivery,
         waitingWork,
         eventTypes: EVENT_TYPES,
         values: valuesOf(webhook),
@@ -186,27 +187,27 @@ export function webhookPages(deps: ApiDeps): Router {
 
   router.post("/webhooks/:id/status", async (req, res) => {
     const status = parseOrThrow(updateWebhookSchema.shape.status, field(req.body, "status") || undefined, "status");
-    if (!status) throw new AppError("validation_error", "status: must be enabled or disabled", [{ path: "status", message: "must be enabled or disabled" }]);
+    if (!status) throw invalidInput([{ path: "status", message: "must be enabled or disabled" }]);
     await updateWebhook(deps, accountOf(req), idOf(req), { status });
     res.redirect(303, `/dashboard/webhooks/${encodeURIComponent(idOf(req))}?done=${status}`);
   });
 
   router.post("/webhooks/:id/test", async (req, res) => {
     const kind = field(req.body, "event_type");
-    const { event_type } = parseOrThrow(testEventSchema, kind === "" ? {} : { event_type: kind });
-    await sendTestEvent(deps, accountOf(req), idOf(req), event_type);
+    const { event_type } = parseOrThrow(testDeliveryRequestSchema, kind === "" ? {} : { event_type: kind });
+    await requestTestDelivery(deps, accountOf(req), idOf(req), event_type);
     res.redirect(303, `/dashboard/webhooks/${encodeURIComponent(idOf(req))}?done=tested#test-event`);
   });
 
   /** The test event's outcome, polled by htmx while it is pending. */
   router.get("/webhooks/:id/test-event", async (req, res) => {
     const id = idOf(req);
-    render(res, "webhooks/test-event", { webhook: { id }, testEvent: await latestTestEvent(deps, accountOf(req), id) });
+    render(res, "webhooks/test-event", { webhook: { id }, testDelivery: await latestTestDelivery(deps, accountOf(req), id) });
   });
 
   router.get("/webhooks/:id/delete", async (req, res) => {
     const webhook = await getWebhook(deps, accountOf(req), idOf(req));
-    render(res, "webhooks/delete", { title: "Delete endpoint", nav: "webhooks", webhook });
+    render(res, "webhooks/delete", { title: "Delete webhook", nav: "webhooks", webhook });
   });
 
   router.post("/webhooks/:id/delete", async (req, res) => {

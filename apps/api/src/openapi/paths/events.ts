@@ -4,10 +4,10 @@ import { EVENT_TYPES, eventDataSchemas } from "@mailhooks/events";
 import { resourceId } from "../../routes/webhooks.js";
 import { BATCH_MAX_EVENTS, batchItemSchema, batchSchema, eventEnvelopeSchema, idempotencyKey, listQuery } from "../../routes/events.js";
 import { replayRequestSchema } from "../../services/replays.js";
-import { eventBatchSchema, eventDetailSchema, eventKindName, eventSummarySchema, replayAcceptedSchema } from "../../views/events.js";
-import { eventListSchema } from "../../views/lists.js";
+import { eventBatchSchema, eventDetailSchema, eventKindName, eventSummarySchema, replayAcceptedSchema } from "../../schemas/events.js";
+import { eventListSchema } from "../../schemas/lists.js";
 import { errorResponses, JSON_BODY_ERRORS } from "../responses.js";
-import { json } from "./media.js";
+import { json, listOperation } from "./media.js";
 
 /**
  * /v1/events (CONTRACT.md sections 5 and 7). The routes validate an event in two steps (the
@@ -15,23 +15,25 @@ import { json } from "./media.js";
  * per kind, discriminated by `event_type`.
  */
 
-const eventInput = z
-  .discriminatedUnion(
+/** One schema per event kind on `base`, its `data` the kind's, discriminated by `event_type`. */
+const perKind = (base: z.ZodObject, suffix: string) =>
+  z.discriminatedUnion(
     "event_type",
-    EVENT_TYPES.map((kind) =>
-      eventEnvelopeSchema.extend({ event_type: z.literal(kind), data: eventDataSchemas[kind] }).meta({ id: `${eventKindName(kind)}EventInput` }),
-    ) as unknown as [z.ZodObject, ...z.ZodObject[]],
-  )
-  .meta({ id: "EventInput", description: "an email event as the email platform publishes it; `data` follows the kind's table of the specification" });
+    EVENT_TYPES.map((kind) => base.extend({ event_type: z.literal(kind), data: eventDataSchemas[kind] }).meta({ id: `${eventKindName(kind)}${suffix}` })) as unknown as [
+      z.ZodObject,
+      ...z.ZodObject[],
+    ],
+  );
 
-const batchItem = z
-  .discriminatedUnion(
-    "event_type",
-    EVENT_TYPES.map((kind) =>
-      batchItemSchema.extend({ event_type: z.literal(kind), data: eventDataSchemas[kind] }).meta({ id: `${eventKindName(kind)}BatchItem` }),
-    ) as unknown as [z.ZodObject, ...z.ZodObject[]],
-  )
-  .meta({ id: "EventBatchItem", description: "an event of a batch; `idempotency_key` behaves like the Idempotency-Key header of a single POST" });
+const eventInput = perKind(eventEnvelopeSchema, "EventInput").meta({
+  id: "EventInput",
+  description: "an email event as the email platform publishes it; `data` follows the kind's table of the specification",
+});
+
+const batchItem = perKind(batchItemSchema, "BatchItem").meta({
+  id: "EventBatchItem",
+  description: "an event of a batch; `idempotency_key` behaves like the Idempotency-Key header of a single POST",
+});
 
 const batchInput = batchSchema
   .extend({ events: z.array(batchItem).min(1).max(BATCH_MAX_EVENTS) })
@@ -63,14 +65,15 @@ export const eventPaths: ZodOpenApiPathsObject = {
         ...errorResponses({ ...JSON_BODY_ERRORS, 409: "the Idempotency-Key was used with another body" }),
       },
     },
-    get: {
+    get: listOperation({
       operationId: "listEvents",
       tags: ["Events"],
       summary: "List events",
       description: "Newest first; `since` (inclusive) and `until` (exclusive) bound `created_at`.",
-      requestParams: { query: listQuery },
-      responses: { "200": { description: "a page of events", content: json(eventListSchema) }, ...errorResponses({ 422: true }) },
-    },
+      query: listQuery,
+      page: eventListSchema,
+      what: "a page of events",
+    }),
   },
   "/v1/events/batch": {
     post: {

@@ -3,7 +3,7 @@ import type { ZodOpenApiPathsObject } from "zod-openapi";
 import { MESSAGE_LIMIT_BYTES } from "../../http/body.js";
 import { idempotencyKey } from "../../routes/events.js";
 import { inboxId } from "../../routes/inbound.js";
-import { eventSummarySchema } from "../../views/events.js";
+import { eventSummarySchema } from "../../schemas/events.js";
 import { errorResponses } from "../responses.js";
 import { json } from "./media.js";
 

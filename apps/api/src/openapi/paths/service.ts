@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { ZodOpenApiPathsObject } from "zod-openapi";
-import { dashboardLinkSchema } from "../../views/dashboard.js";
-import { healthSchema, notReadySchema, readySchema } from "../../views/health.js";
+import { dashboardLinkSchema } from "../../schemas/dashboard.js";
+import { healthSchema, notReadySchema, readySchema } from "../../schemas/health.js";
 import { errorResponses, JSON_BODY_ERRORS } from "../responses.js";
 import { json } from "./media.js";
 

@@ -2,12 +2,12 @@ import { z } from "zod";
 import type { ZodOpenApiPathsObject } from "zod-openapi";
 import { idempotencyKey } from "../../routes/events.js";
 import { listQuery, resourceId } from "../../routes/webhooks.js";
-import { testEventSchema } from "../../services/webhook-health.js";
+import { testDeliveryRequestSchema } from "../../services/webhook-health.js";
 import { createWebhookSchema, rotateSecretSchema, updateWebhookSchema } from "../../services/webhooks.js";
-import { webhookListSchema } from "../../views/lists.js";
-import { rotatedSecretSchema, testRequestedSchema, webhookSchema, webhookSecretSchema, webhookWithSecretSchema } from "../../views/webhooks.js";
+import { webhookListSchema } from "../../schemas/lists.js";
+import { rotatedSecretSchema, testRequestedSchema, webhookSchema, webhookSecretSchema, webhookWithSecretSchema } from "../../schemas/webhooks.js";
 import { errorResponses, JSON_BODY_ERRORS } from "../responses.js";
-import { json } from "./media.js";
+import { json, listOperation } from "./media.js";
 
 /** /v1/webhooks (CONTRACT.md section 4). */
 
@@ -41,14 +41,15 @@ const idempotencyHeader = {
 
 export const webhookPaths: ZodOpenApiPathsObject = {
   "/v1/webhooks": {
-    get: {
+    get: listOperation({
       operationId: "listWebhooks",
       tags: ["Webhooks"],
       summary: "List webhooks",
       description: "The account's webhooks, newest first; deleted ones are not listed. Secrets are never listed.",
-      requestParams: { query: listQuery },
-      responses: { "200": { description: "a page of webhooks", content: json(webhookListSchema) }, ...errorResponses({ 422: true }) },
-    },
+      query: listQuery,
+      page: webhookListSchema,
+      what: "a page of webhooks",
+    }),
     post: {
       operationId: "createWebhook",
       tags: ["Webhooks"],
@@ -102,7 +103,7 @@ export const webhookPaths: ZodOpenApiPathsObject = {
       description:
         "Sends one signed test request now (one attempt, no retry), recorded as a delivery row with `trigger: \"test\"` and `event_id: null`; its `X-Service-Event-Id` is that row's id. Without `event_type` it is the `webhook.test` envelope (`data: {webhookId, url}`); with one of the six kinds, an example envelope of that kind (this document's example data, with a fresh `messageId` ending `@example.invalid`). The body may be absent.",
       requestParams: path,
-      requestBody: { required: false, content: json(testEventSchema.meta({ id: "TestWebhookRequest", example: { event_type: "message.bounced" } })) },
+      requestBody: { required: false, content: json(testDeliveryRequestSchema.meta({ id: "TestWebhookRequest", example: { event_type: "message.bounced" } })) },
       responses: {
         "202": { description: "the test request is on its way", content: json(testRequestedSchema) },
         ...errorResponses({ ...JSON_BODY_ERRORS, 404: true, 409: "the webhook is disabled: enable it first" }),

@@ -1,7 +1,7 @@
 import express from "express";
 import request from "supertest";
 import { captureLogs } from "@mailhooks/logger";
-import { errorHandler } from "./errors.js";
+import { errorHandler } from "./error-handler.js";
 
 /** What errorHandler logs of a request whose path carries something the client made up. */
 describe("errorHandler logs no part of the path the client made up", () => {

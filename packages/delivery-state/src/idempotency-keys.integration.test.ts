@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { createPool } from "@mailhooks/db";
-import { purgeIdempotencyKeys } from "./housekeeping.js";
+import { purgeIdempotencyKeys } from "./idempotency-keys.js";
 
 /** Purging idempotency keys (CONTRACT.md section 5: honoured for 24 h), against the test database. */
 describe("purgeIdempotencyKeys", () => {
