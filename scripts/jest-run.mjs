@@ -60,10 +60,14 @@ function isUnknownOption({ names, letters }) {
 
 /** Runs scripts/prepare-tests.ts with `args` and `env` over this process's environment; returns its exit status. */
 export function prepare(args, env = {}) {
-  const made = spawnSync(process.execPath, [require.resolve("tsx/cli"), "--conditions=source", path.join(root, "scripts", "prepare-tests.ts"), ...args], {
-    stdio: "inherit",
-    env: { ...process.env, ...env },
-  });
+  const made = spawnSync(
+    process.execPath,
+    [require.resolve("tsx/cli"), "--conditions=source", path.join(root, "scripts", "prepare-tests.ts"), ...args],
+    {
+      stdio: "inherit",
+      env: { ...process.env, ...env },
+    },
+  );
   return made.status ?? 1;
 }
 

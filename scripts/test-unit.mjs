@@ -27,12 +27,18 @@ Needs:
 `;
 
 /** Nothing listens on port 1 of loopback: a connection is refused at once. */
-const NOWHERE = { DATABASE_URL: "postgresql://nobody@127.0.0.1:1/none", TEST_DATABASE_URL: "postgresql://nobody@127.0.0.1:1/none", REDIS_URL: "redis://127.0.0.1:1" };
+const NOWHERE = {
+  DATABASE_URL: "postgresql://nobody@127.0.0.1:1/none",
+  TEST_DATABASE_URL: "postgresql://nobody@127.0.0.1:1/none",
+  REDIS_URL: "redis://127.0.0.1:1",
+};
 
 const args = jestArguments(USAGE);
 const made = prepare([certDir, "--no-database"]);
 if (made !== 0) process.exit(made);
 // One worker per core (jest keeps one core for itself by default): these tests compute and never
 // wait on a server, and the jest process itself is idle while its workers run.
-const workers = args.some((arg) => /^(-w|-i|--maxWorkers|--max-workers|--runInBand|--run-in-band)(=|$)/.test(arg)) ? [] : [`--maxWorkers=${os.availableParallelism()}`];
+const workers = args.some((arg) => /^(-w|-i|--maxWorkers|--max-workers|--runInBand|--run-in-band)(=|$)/.test(arg))
+  ? []
+  : [`--maxWorkers=${os.availableParallelism()}`];
 process.exit(runJest(["--selectProjects", "unit", ...workers, ...args], NOWHERE));

@@ -130,7 +130,11 @@ export function nodeArguments(entry: string, nodeFlags: string[] = []): string[]
  * Starts `entry` (an absolute path) with this Node (see nodeArguments), `options.args` being the
  * program's own arguments, after the entry; see startProcess for the rest.
  */
-export function startNode(name: string, entry: string, options: StartOptions & { nodeFlags?: string[]; args?: string[] } = {}): StartedProcess {
+export function startNode(
+  name: string,
+  entry: string,
+  options: StartOptions & { nodeFlags?: string[]; args?: string[] } = {},
+): StartedProcess {
   return startProcess(name, process.execPath, [...nodeArguments(entry, options.nodeFlags), ...(options.args ?? [])], options);
 }
 

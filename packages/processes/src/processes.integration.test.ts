@@ -8,7 +8,8 @@ import { findOnPath, startNode, startProcess, startRedisServer, waitForExit, wai
 
 const run = promisify(execFile);
 /** A Node program given inline (`node -e`), with no loader. */
-const node = (name: string, code: string, options: Parameters<typeof startProcess>[3] = {}) => startProcess(name, process.execPath, ["-e", code], { env: { NODE_OPTIONS: undefined }, ...options });
+const node = (name: string, code: string, options: Parameters<typeof startProcess>[3] = {}) =>
+  startProcess(name, process.execPath, ["-e", code], { env: { NODE_OPTIONS: undefined }, ...options });
 
 describe("startProcess", () => {
   let dir: string;
@@ -37,7 +38,9 @@ describe("startProcess", () => {
 
   test("stop() sends SIGTERM, then SIGKILL after the grace period; its exit is then expected", async () => {
     const unexpected: ProcessExit[] = [];
-    const p = node("stubborn", "process.on('SIGTERM', () => console.log('ignored')); console.log('up'); setInterval(() => {}, 1000)", { onUnexpectedExit: (e) => unexpected.push(e) });
+    const p = node("stubborn", "process.on('SIGTERM', () => console.log('ignored')); console.log('up'); setInterval(() => {}, 1000)", {
+      onUnexpectedExit: (e) => unexpected.push(e),
+    });
     await waitForOutput(p, "up");
     const exit = await p.stop(300);
     expect(exit.signal).toBe("SIGKILL");
@@ -83,6 +86,8 @@ const redisServer = findOnPath("redis-server");
 
   test("a redis-server that cannot start is an error naming why, with nothing left behind", async () => {
     await expect(startRedisServer({ args: ["--no-such-directive", "x"] })).rejects.toThrow(/exited/);
-    await expect(startRedisServer({ binary: "/nonexistent/redis-server" })).rejects.toThrow(/could not start \(spawn \/nonexistent\/redis-server ENOENT\)/);
+    await expect(startRedisServer({ binary: "/nonexistent/redis-server" })).rejects.toThrow(
+      /could not start \(spawn \/nonexistent\/redis-server ENOENT\)/,
+    );
   });
 });

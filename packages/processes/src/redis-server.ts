@@ -57,12 +57,31 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   const binary = options.binary ?? "redis-server";
   const dir = await mkdtemp(path.join(os.tmpdir(), "redis-server-"));
   const port = await freePort();
-  const args = ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", options.appendOnly ? "yes" : "no", "--daemonize", "no", "--protected-mode", "no", ...(options.args ?? [])];
+  const args = [
+    "--port",
+    String(port),
+    "--bind",
+    "127.0.0.1",
+    "--dir",
+    dir,
+    "--save",
+    "",
+    "--appendonly",
+    options.appendOnly ? "yes" : "no",
+    "--daemonize",
+    "no",
+    "--protected-mode",
+    "no",
+    ...(options.args ?? []),
+  ];
   let current: StartedProcess | null = null;
   let version: string | undefined;
 
   const start = async () => {
-    const p = startProcess(`redis-server :${port}`, binary, args, { killWithParent: options.killWithParent, onUnexpectedExit: options.onUnexpectedExit });
+    const p = startProcess(`redis-server :${port}`, binary, args, {
+      killWithParent: options.killWithParent,
+      onUnexpectedExit: options.onUnexpectedExit,
+    });
     current = p;
     const timeoutMs = options.readyTimeoutMs ?? 10_000;
     const deadline = Date.now() + timeoutMs;
@@ -70,7 +89,11 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
       if (!p.running() || Date.now() > deadline) {
         const timedOut = p.running();
         const exit = await p.stop(0);
-        const why = exit.error ? `could not start (${exit.error.message})` : timedOut ? `was not ready within ${timeoutMs} ms` : `exited (${exit.signal ?? exit.code})`;
+        const why = exit.error
+          ? `could not start (${exit.error.message})`
+          : timedOut
+            ? `was not ready within ${timeoutMs} ms`
+            : `exited (${exit.signal ?? exit.code})`;
         throw new Error(`${binary} on port ${port} ${why}:\n${p.output().trim().split("\n").slice(-10).join("\n")}`);
       }
       await new Promise((r) => setTimeout(r, 20));

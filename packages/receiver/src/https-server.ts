@@ -31,7 +31,14 @@ export async function listenHttps(
   handler: (req: IncomingMessage, res: ServerResponse) => void,
   options: ListenOptions = {},
 ): Promise<HttpsListener> {
-  const server = https.createServer({ cert: certificate.cert, key: certificate.key, ...(options.keepAliveTimeoutMs === undefined ? {} : { keepAliveTimeout: options.keepAliveTimeoutMs }) }, handler);
+  const server = https.createServer(
+    {
+      cert: certificate.cert,
+      key: certificate.key,
+      ...(options.keepAliveTimeoutMs === undefined ? {} : { keepAliveTimeout: options.keepAliveTimeoutMs }),
+    },
+    handler,
+  );
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, options.host ?? "127.0.0.1", resolve));
   const port = (server.address() as AddressInfo).port;
   return {
