@@ -40,7 +40,11 @@ const config: Config = {
       ...shared,
       displayName: "unit",
       testMatch: ["**/*.test.ts"],
-      testPathIgnorePatterns: ["/node_modules/", `<rootDir>/tests/(${STACK_FOLDERS.join("|")})/`, `${INTEGRATION_SUFFIX.replace(/\./g, "\\.")}$`],
+      testPathIgnorePatterns: [
+        "/node_modules/",
+        `<rootDir>/tests/(${STACK_FOLDERS.join("|")})/`,
+        `${INTEGRATION_SUFFIX.replace(/\./g, "\\.")}$`,
+      ],
     },
     {
       ...shared,

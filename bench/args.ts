@@ -50,25 +50,52 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
     name: "npm run bench --",
     description:
       "The benchmark (CONTRACT.md section 10), one run: the bare Express route (calibration), ingest, batch ingest, the floor of the stack with got and undici, burst end to end, fan-out, paced latency, retry timing, peak memory, each phase repeated (3 times, quick 1), then once healthy webhooks paced beside hanging ones that hold a backlog (the neighbour phase, on processes and a redis-server of its own), with the load generator in its own process. Builds the workspaces first (tsc -b), runs the built API and dispatcher, prints a table and writes bench/results/latest.json. --grown runs the same on a seeded database of 5 million events, EXPLAINs the list queries and times the retention purge. bench/README.md explains every figure.",
-    examples: ["npm run bench", "npm run bench -- --quick", "npm run bench -- --grown", "BENCH_PROFILE=1 npm run bench -- --quick && npm run bench:profile-summary"],
+    examples: [
+      "npm run bench",
+      "npm run bench -- --quick",
+      "npm run bench -- --grown",
+      "BENCH_PROFILE=1 npm run bench -- --quick && npm run bench:profile-summary",
+    ],
     moreEnvironment: {
-      BENCH_DATABASE_URL: "default: postgresql://postgres@127.0.0.1:5432/webhooks_bench (--grown: the database webhooks_bench_grown on the same server)",
+      BENCH_DATABASE_URL:
+        "default: postgresql://postgres@127.0.0.1:5432/webhooks_bench (--grown: the database webhooks_bench_grown on the same server)",
       REDIS_URL: "default: redis://127.0.0.1:6379",
-      BENCH_PROFILE: "optional: 1 writes V8 CPU profiles of the API and the dispatcher to .tmp/profiles (npm run bench:profile-summary prints their top functions)",
+      BENCH_PROFILE:
+        "optional: 1 writes V8 CPU profiles of the API and the dispatcher to .tmp/profiles (npm run bench:profile-summary prints their top functions)",
     },
   })
     .option("--quick", "one repetition of each phase on smaller sizes (CI; about 2 minutes on an idle machine)")
-    .option("--grown", "first seed webhooks_bench_grown with 5 million events and 15 million delivery rows (once; reused while the seed and the migrations are unchanged), then run the same phases on it, EXPLAIN the list queries and time the retention purge")
+    .option(
+      "--grown",
+      "first seed webhooks_bench_grown with 5 million events and 15 million delivery rows (once; reused while the seed and the migrations are unchanged), then run the same phases on it, EXPLAIN the list queries and time the retention purge",
+    )
     .option("--reseed", "with --grown: drop the seeded database and seed it again")
     .option("--seed-events <N>", "with --grown: seed N events (deliveries: 3 x N, expired day: N / 5)", integerAtLeast(1_000), 5_000_000)
     // autocannon needs at least one request per connection (32), and fan-out sends N / 5.
-    .option("--events <N>", "events of the burst (default 5000, quick 2000); ingest, floor and fan-out scale with it (the batch phase: 30000 events, quick 10000)", integerAtLeast(200))
+    .option(
+      "--events <N>",
+      "events of the burst (default 5000, quick 2000); ingest, floor and fan-out scale with it (the batch phase: 30000 events, quick 10000)",
+      integerAtLeast(200),
+    )
     .option("--reps <N>", "repetitions of each phase (default 3, quick 1)", integerAtLeast(1))
     .option("--neighbour-backlog <N>", "deliveries queued to the neighbour phase's hanging webhooks (default 10000)", integerAtLeast(100))
-    .option("--paced-rate <N>", "run the paced phase at N events/s instead of half the burst rate (to compare commits, or machines, at one rate)", integerAtLeast(1))
+    .option(
+      "--paced-rate <N>",
+      "run the paced phase at N events/s instead of half the burst rate (to compare commits, or machines, at one rate)",
+      integerAtLeast(1),
+    )
     .action(() => undefined)
     .parse(argv, { from: "user" })
-    .opts<{ quick?: boolean; grown?: boolean; reseed?: boolean; seedEvents: number; events?: number; reps?: number; pacedRate?: number; neighbourBacklog?: number }>();
+    .opts<{
+      quick?: boolean;
+      grown?: boolean;
+      reseed?: boolean;
+      seedEvents: number;
+      events?: number;
+      reps?: number;
+      pacedRate?: number;
+      neighbourBacklog?: number;
+    }>();
   const quick = options.quick ?? false;
   const burst = options.events ?? (quick ? 2_000 : 5_000);
   const sizes: Sizes = {

@@ -16,7 +16,15 @@ export const MESSAGE_ID = /"messageId":"<([a-z]+)-([A-Za-z0-9]+)-(\d+)-([\d.]+)@
 export function eventItem(messageId: string) {
   return {
     event_type: "message.sent",
-    data: { messageId, threadId: "thr_bench", inboxId: "bench@inbox.example.net", from: "bench@inbox.example.net", to: ["receiver@example.com"], subject: "Benchmark", status: "sent" },
+    data: {
+      messageId,
+      threadId: "thr_bench",
+      inboxId: "bench@inbox.example.net",
+      from: "bench@inbox.example.net",
+      to: ["receiver@example.com"],
+      subject: "Benchmark",
+      status: "sent",
+    },
   };
 }
 
@@ -38,5 +46,7 @@ export function deliveredEventItem(messageId: string) {
 
 /** The body of POST /v1/events/batch of `size` message.delivered events from `index` on. */
 export function deliveredBatchBody(runId: string, index: number, size: number, startMs: number): string {
-  return JSON.stringify({ events: Array.from({ length: size }, (_, i) => deliveredEventItem(benchMessageId("hang", runId, index + i, startMs))) });
+  return JSON.stringify({
+    events: Array.from({ length: size }, (_, i) => deliveredEventItem(benchMessageId("hang", runId, index + i, startMs))),
+  });
 }

@@ -42,7 +42,14 @@ type Post = (body: string, headers: Record<string, string>) => Promise<number>;
 function httpClient(kind: FloorRequest["client"], receiverUrl: string, concurrency: number): { post: Post; close: () => Promise<void> } {
   if (kind === "got") {
     const agent = new https.Agent({ keepAlive: true, maxSockets: 512 });
-    const client = got.extend({ agent: { https: agent }, retry: { limit: 0 }, followRedirect: false, throwHttpErrors: false, decompress: false, timeout: { request: 30_000 } });
+    const client = got.extend({
+      agent: { https: agent },
+      retry: { limit: 0 },
+      followRedirect: false,
+      throwHttpErrors: false,
+      decompress: false,
+      timeout: { request: 30_000 },
+    });
     return {
       post: async (body, headers) => (await client.post(receiverUrl, { body, headers })).statusCode,
       close: async () => agent.destroy(),
@@ -70,7 +77,15 @@ async function runFloor(request: FloorRequest): Promise<FloorResult> {
     const body = JSON.stringify({
       event: "message.sent",
       timestamp: Math.floor(Date.now() / 1000),
-      data: { messageId: benchMessageId("floor", request.runId, i, queuedAt), threadId: "thr_bench", inboxId: "bench@inbox.example.net", from: "bench@inbox.example.net", to: ["receiver@example.com"], subject: "Benchmark", status: "sent" },
+      data: {
+        messageId: benchMessageId("floor", request.runId, i, queuedAt),
+        threadId: "thr_bench",
+        inboxId: "bench@inbox.example.net",
+        from: "bench@inbox.example.net",
+        to: ["receiver@example.com"],
+        subject: "Benchmark",
+        status: "sent",
+      },
     });
     return { name: "deliver", data: { body } };
   });
@@ -88,7 +103,11 @@ async function runFloor(request: FloorRequest): Promise<FloorResult> {
         const timestamp = String(Math.floor(Date.now() / 1000));
         const t0 = performance.now();
         try {
-          const status = await http.post(job.data.body, { "content-type": "application/json", "X-Service-Timestamp": timestamp, "X-Service-Signature": signPayload("whsec_floor", timestamp, job.data.body) });
+          const status = await http.post(job.data.body, {
+            "content-type": "application/json",
+            "X-Service-Timestamp": timestamp,
+            "X-Service-Signature": signPayload("whsec_floor", timestamp, job.data.body),
+          });
           await pool.query(
             `INSERT INTO deliveries (id, account_id, event_id, webhook_id, url, trigger, attempt, response_status, duration_ms)
              VALUES ($1, $2, NULL, $3, $4, 'test'::"DeliveryTrigger", 0, $5, $6)`,

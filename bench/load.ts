@@ -125,7 +125,12 @@ async function paced(request: LoadRequest): Promise<LoadResult> {
   const send = async (i: number) => {
     const started = (startsMs[i] = now());
     try {
-      const { statusCode, body } = await pool.request({ method: "POST", path: url.pathname, headers: headersFor(request, i), body: bodyFor(request, i, started) });
+      const { statusCode, body } = await pool.request({
+        method: "POST",
+        path: url.pathname,
+        headers: headersFor(request, i),
+        body: bodyFor(request, i, started),
+      });
       await body.dump();
       if (statusCode < 200 || statusCode > 299) {
         failures++;
@@ -150,7 +155,16 @@ async function paced(request: LoadRequest): Promise<LoadResult> {
   await pool.close();
   latencies.sort((a, b) => a - b);
   const at = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))];
-  return { firstStart, lastEnd, requests: total, failures, firstFailure, latencyMs: { p50: at(50), p99: at(99) }, cpuShare: (used.user + used.system) / 1000 / wall, startsMs };
+  return {
+    firstStart,
+    lastEnd,
+    requests: total,
+    failures,
+    firstFailure,
+    latencyMs: { p50: at(50), p99: at(99) },
+    cpuShare: (used.user + used.system) / 1000 / wall,
+    startsMs,
+  };
 }
 
 // One process serves the whole run: each message is one load, answered with its id.

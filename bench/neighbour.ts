@@ -101,7 +101,11 @@ export interface NeighbourResult {
 }
 
 async function call(url: string, method: string, key: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(url, { method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body) });
+  const res = await fetch(url, {
+    method,
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+  });
   return { status: res.status, body: await res.json().catch(() => null) };
 }
 
@@ -138,15 +142,36 @@ async function startPrivateRedis() {
   });
   const client = new Redis(server.url, { maxRetriesPerRequest: 1, retryStrategy: () => 100, lazyConnect: true });
   client.on("error", () => undefined);
-  await until("the private redis-server did not answer PING", 10_000, async () => ((await client.ping().catch(() => "")) === "PONG" ? true : undefined));
+  await until("the private redis-server did not answer PING", 10_000, async () =>
+    (await client.ping().catch(() => "")) === "PONG" ? true : undefined,
+  );
   return { server, url: server.url, client };
 }
 
 /** Paced traffic over the healthy webhooks' accounts; waits for its arrivals at most `waitMs` after its last answer. */
-async function pacedRun(b: Bench, apiUrl: string, keys: string[], runId: string, sizes: NeighbourSizes, waitMs: number): Promise<PacedArrivals> {
-  const r = await b.load.run({ mode: "paced", url: `${apiUrl}/v1/events`, apiKeys: keys, rate: sizes.rate, durationMs: sizes.durationMs, connections: CONCURRENCY.load, eventsPerRequest: 1, kind: "ok", runId });
+async function pacedRun(
+  b: Bench,
+  apiUrl: string,
+  keys: string[],
+  runId: string,
+  sizes: NeighbourSizes,
+  waitMs: number,
+): Promise<PacedArrivals> {
+  const r = await b.load.run({
+    mode: "paced",
+    url: `${apiUrl}/v1/events`,
+    apiKeys: keys,
+    rate: sizes.rate,
+    durationMs: sizes.durationMs,
+    connections: CONCURRENCY.load,
+    eventsPerRequest: 1,
+    kind: "ok",
+    runId,
+  });
   if (r.failures > 0) fail(`${runId}: ${r.failures} failed requests (${r.firstFailure})`);
-  const arrivals = await b.receiver.waitFor(runId, (a) => a.distinct >= r.requests, Math.max(0, r.lastEnd + waitMs - now())).catch(() => b.receiver.run(runId));
+  const arrivals = await b.receiver
+    .waitFor(runId, (a) => a.distinct >= r.requests, Math.max(0, r.lastEnd + waitMs - now()))
+    .catch(() => b.receiver.run(runId));
   const waitedUntil = now();
   const latencies = [...arrivals.latenciesMs];
   let missing = 0;
@@ -160,7 +185,14 @@ async function pacedRun(b: Bench, apiUrl: string, keys: string[], runId: string,
   // A percentile below every missing delivery's wait is an arrival's, exact: the missing ones
   // would arrive later still and stay above it.
   const p = percentiles(latencies);
-  return { ...p, sent: r.requests, arrived: arrivals.distinct, missing, p50AtLeast: p.p50 >= leastWaited, p99AtLeast: p.p99 >= leastWaited };
+  return {
+    ...p,
+    sent: r.requests,
+    arrived: arrivals.distinct,
+    missing,
+    p50AtLeast: p.p50 >= leastWaited,
+    p99AtLeast: p.p99 >= leastWaited,
+  };
 }
 
 /** Runs the phase (see the module's comment); throws with a clear message when a bounded wait ends. */
@@ -182,7 +214,10 @@ export async function neighbours(b: Bench, sizes: NeighbourSizes): Promise<Neigh
     DELIVERY_RETRY_DELAYS_MS: NEIGHBOUR_RETRY_DELAYS_MS.join(","),
   };
   const service = (name: "api" | "dispatcher") =>
-    startChild(`the neighbour phase's ${name}`, [...nodeFlagsOf(b.root, `start:${name}`), path.join(b.root, `apps/${name}/dist/main.js`)], { cwd: b.root, env });
+    startChild(`the neighbour phase's ${name}`, [...nodeFlagsOf(b.root, `start:${name}`), path.join(b.root, `apps/${name}/dist/main.js`)], {
+      cwd: b.root,
+      env,
+    });
   const api = service("api");
   const dispatcher = service("dispatcher");
   const apiUrl = `http://127.0.0.1:${port}`;
@@ -198,27 +233,54 @@ export async function neighbours(b: Bench, sizes: NeighbourSizes): Promise<Neigh
     await prisma.$disconnect();
     const keys = accounts.map((a) => a.key);
     for (let i = 0; i < HEALTHY_WEBHOOKS; i++) {
-      await mustCall(`${apiUrl}/v1/webhooks`, "POST", keys[i], { url: `${b.receiver.url}?nb=${i}`, events: ["message.sent"] }, "creating a healthy webhook");
+      await mustCall(
+        `${apiUrl}/v1/webhooks`,
+        "POST",
+        keys[i],
+        { url: `${b.receiver.url}?nb=${i}`, events: ["message.sent"] },
+        "creating a healthy webhook",
+      );
     }
     const hangingPlan = [...Array(HANGING_A).fill(keys[0]), ...Array(HANGING_B).fill(keys[1])] as string[];
     for (const [i, key] of hangingPlan.entries()) {
-      const hook = await mustCall(`${apiUrl}/v1/webhooks`, "POST", key, { url: `${b.receiver.url}?nb-hanging=${i}`, events: ["message.delivered"] }, "creating a hanging webhook");
+      const hook = await mustCall(
+        `${apiUrl}/v1/webhooks`,
+        "POST",
+        key,
+        { url: `${b.receiver.url}?nb-hanging=${i}`, events: ["message.delivered"] },
+        "creating a hanging webhook",
+      );
       hangingHooks.push({ key, id: hook.id });
     }
     await until("the test events of the new webhooks were not delivered", TEST_EVENTS_TIMEOUT_MS, async () => {
-      const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM test_deliveries WHERE queue_prefix = $1 AND status = 'pending'`, [queuePrefix]);
+      const { rows } = await db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM test_deliveries WHERE queue_prefix = $1 AND status = 'pending'`,
+        [queuePrefix],
+      );
       return rows[0].n === 0 ? true : undefined;
     });
     for (const [i, hook] of hangingHooks.entries()) {
-      await mustCall(`${apiUrl}/v1/webhooks/${hook.id}`, "PATCH", hook.key, { url: `${hanging.url}?w=${i}` }, "moving a webhook to the hanging receiver");
+      await mustCall(
+        `${apiUrl}/v1/webhooks/${hook.id}`,
+        "PATCH",
+        hook.key,
+        { url: `${hanging.url}?w=${i}` },
+        "moving a webhook to the hanging receiver",
+      );
     }
 
     // The phase's processes are new: their first traffic (JIT, pools, caches) is not measured.
     const warm = await pacedRun(b, apiUrl, keys, "nbw", { ...sizes, durationMs: WARM_UP_MS }, QUIET_ARRIVAL_TIMEOUT_MS);
-    if (warm.missing > 0) throw new Error(`neighbour phase: ${warm.missing} of the warm-up's ${warm.sent} deliveries did not arrive within ${QUIET_ARRIVAL_TIMEOUT_MS} ms`);
+    if (warm.missing > 0)
+      throw new Error(
+        `neighbour phase: ${warm.missing} of the warm-up's ${warm.sent} deliveries did not arrive within ${QUIET_ARRIVAL_TIMEOUT_MS} ms`,
+      );
     log(`neighbours: quiet run, ${sizes.rate} events/s for ${sizes.durationMs / 1000} s over ${HEALTHY_WEBHOOKS} healthy webhooks`);
     const quiet = await pacedRun(b, apiUrl, keys, "nbq", sizes, QUIET_ARRIVAL_TIMEOUT_MS);
-    if (quiet.missing > 0) throw new Error(`neighbour phase: ${quiet.missing} of the quiet run's ${quiet.sent} deliveries did not arrive within ${QUIET_ARRIVAL_TIMEOUT_MS} ms`);
+    if (quiet.missing > 0)
+      throw new Error(
+        `neighbour phase: ${quiet.missing} of the quiet run's ${quiet.sent} deliveries did not arrive within ${QUIET_ARRIVAL_TIMEOUT_MS} ms`,
+      );
 
     const redisUsedMemoryBefore = await usedMemory(redis.client);
     // One delivery per event for B, HANGING_A for A: equal events to each reach the backlog.
@@ -247,9 +309,14 @@ export async function neighbours(b: Bench, sizes: NeighbourSizes): Promise<Neigh
     }
     const relayWaitMs = Date.now() - relayStart;
     const redisUsedMemoryAfter = await usedMemory(redis.client);
-    const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM destinations WHERE webhook_id = ANY($1) AND status = 'pending'`, [hangingHooks.map((h) => h.id)]);
+    const { rows } = await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM destinations WHERE webhook_id = ANY($1) AND status = 'pending'`,
+      [hangingHooks.map((h) => h.id)],
+    );
     const backlog = rows[0].n;
-    log(`neighbours: backlog ${backlog} (outbox left ${outboxLeft} after ${relayWaitMs} ms), Redis used_memory ${(redisUsedMemoryBefore / 2 ** 20).toFixed(1)} -> ${(redisUsedMemoryAfter / 2 ** 20).toFixed(1)} MB; loaded run`);
+    log(
+      `neighbours: backlog ${backlog} (outbox left ${outboxLeft} after ${relayWaitMs} ms), Redis used_memory ${(redisUsedMemoryBefore / 2 ** 20).toFixed(1)} -> ${(redisUsedMemoryAfter / 2 ** 20).toFixed(1)} MB; loaded run`,
+    );
 
     const loaded = await pacedRun(b, apiUrl, keys, "nbl", sizes, sizes.arrivalCapMs);
     return {
@@ -273,7 +340,8 @@ export async function neighbours(b: Bench, sizes: NeighbourSizes): Promise<Neigh
   } finally {
     const cleanupStart = Date.now();
     // Disabled, their pending destinations end cancelled: a dispatcher left running would stop.
-    for (const hook of hangingHooks) await call(`${apiUrl}/v1/webhooks/${hook.id}`, "PATCH", hook.key, { status: "disabled" }).catch(() => undefined);
+    for (const hook of hangingHooks)
+      await call(`${apiUrl}/v1/webhooks/${hook.id}`, "PATCH", hook.key, { status: "disabled" }).catch(() => undefined);
     await stopChild(dispatcher);
     await stopChild(api);
     redis.client.disconnect();

@@ -54,14 +54,28 @@ export async function ingest(b: Bench, runId: string, events: number): Promise<I
   pause(b.dispatcher);
   let r: LoadResult;
   try {
-    r = await load(b, { mode: "closed", url: `${b.apiUrl}/v1/events`, apiKey: b.single.key, requests: events, eventsPerRequest: 1, kind: "ok", runId });
+    r = await load(b, {
+      mode: "closed",
+      url: `${b.apiUrl}/v1/events`,
+      apiKey: b.single.key,
+      requests: events,
+      eventsPerRequest: 1,
+      kind: "ok",
+      runId,
+    });
   } finally {
     resume(b.dispatcher);
   }
   const resumedAt = now();
   const apiPeakRssMb = await peakRssMb(b.api.pid!);
   const arrived = await b.receiver.waitFor(runId, (a) => a.distinct >= events, ARRIVAL_TIMEOUT_MS);
-  return { rate: perSecond(events, r.firstStart, r.lastEnd), drainRate: perSecond(events, resumedAt, arrived.lastFirstAt), loadCpuShare: r.cpuShare, latencyMs: r.latencyMs, apiPeakRssMb };
+  return {
+    rate: perSecond(events, r.firstStart, r.lastEnd),
+    drainRate: perSecond(events, resumedAt, arrived.lastFirstAt),
+    loadCpuShare: r.cpuShare,
+    latencyMs: r.latencyMs,
+    apiPeakRssMb,
+  };
 }
 
 export interface BatchSample extends ThroughputSample {
@@ -84,7 +98,12 @@ export async function batch(b: Bench, runId: string, events: number, perRequest:
     kind: "ok",
     runId,
   });
-  return { rate: perSecond(events, r.firstStart, r.lastEnd), loadCpuShare: r.cpuShare, latencyMs: r.latencyMs, apiPeakRssMb: await peakRssMb(b.batchApi.pid!) };
+  return {
+    rate: perSecond(events, r.firstStart, r.lastEnd),
+    loadCpuShare: r.cpuShare,
+    latencyMs: r.latencyMs,
+    apiPeakRssMb: await peakRssMb(b.batchApi.pid!),
+  };
 }
 
 /** The floor: a bare BullMQ worker posting the same signed bodies with got or undici. */
@@ -94,7 +113,19 @@ export async function floor(b: Bench, runId: string, client: FloorRequest["clien
   const r = await forkOnce<FloorRequest, FloorResult>(
     b.root,
     "bench/floor.ts",
-    { client, databaseUrl: b.databaseUrl, redisUrl: b.redisUrl, prefix: b.prefix, receiverUrl: b.receiver.url, accountId: b.single.accountId, webhookId: b.single.webhookId, count, concurrency: CONCURRENCY.dispatcher, poolSize: CONCURRENCY.pool, runId },
+    {
+      client,
+      databaseUrl: b.databaseUrl,
+      redisUrl: b.redisUrl,
+      prefix: b.prefix,
+      receiverUrl: b.receiver.url,
+      accountId: b.single.accountId,
+      webhookId: b.single.webhookId,
+      count,
+      concurrency: CONCURRENCY.dispatcher,
+      poolSize: CONCURRENCY.pool,
+      runId,
+    },
     b.helperEnv,
   );
   if (r.failures) fail(`floor ${runId}: ${r.failures} failed deliveries (${r.firstError})`);
@@ -112,7 +143,15 @@ export interface BurstSample extends ThroughputSample {
 export async function burst(b: Bench, runId: string, events: number): Promise<BurstSample> {
   await Promise.all([resetPeakRss(b.api.pid!), resetPeakRss(b.dispatcher.pid!)]);
   b.receiver.cpuMsSince();
-  const r = await load(b, { mode: "closed", url: `${b.apiUrl}/v1/events`, apiKey: b.single.key, requests: events, eventsPerRequest: 1, kind: "ok", runId });
+  const r = await load(b, {
+    mode: "closed",
+    url: `${b.apiUrl}/v1/events`,
+    apiKey: b.single.key,
+    requests: events,
+    eventsPerRequest: 1,
+    kind: "ok",
+    runId,
+  });
   const arrived = await b.receiver.waitFor(runId, (a) => a.distinct >= events, ARRIVAL_TIMEOUT_MS);
   return {
     rate: perSecond(events, r.firstStart, arrived.lastFirstAt),
@@ -125,22 +164,53 @@ export async function burst(b: Bench, runId: string, events: number): Promise<Bu
 
 /** Events to an account with 5 webhooks: deliveries from the first request to the last 2xx. */
 export async function fanout(b: Bench, runId: string, events: number): Promise<ThroughputSample> {
-  const r = await load(b, { mode: "closed", url: `${b.apiUrl}/v1/events`, apiKey: b.fanout.key, requests: events, eventsPerRequest: 1, kind: "ok", runId });
+  const r = await load(b, {
+    mode: "closed",
+    url: `${b.apiUrl}/v1/events`,
+    apiKey: b.fanout.key,
+    requests: events,
+    eventsPerRequest: 1,
+    kind: "ok",
+    runId,
+  });
   const arrived = await b.receiver.waitFor(runId, (a) => a.ok >= events * 5, ARRIVAL_TIMEOUT_MS);
   return { rate: perSecond(events * 5, r.firstStart, arrived.lastOkAt), loadCpuShare: r.cpuShare };
 }
 
 /** An open-loop schedule at `rate` events/s: ingest-to-arrival latency of every event. */
 export async function paced(b: Bench, runId: string, rate: number, durationMs: number) {
-  const r = await load(b, { mode: "paced", url: `${b.apiUrl}/v1/events`, apiKey: b.single.key, rate, durationMs, eventsPerRequest: 1, kind: "ok", runId });
+  const r = await load(b, {
+    mode: "paced",
+    url: `${b.apiUrl}/v1/events`,
+    apiKey: b.single.key,
+    rate,
+    durationMs,
+    eventsPerRequest: 1,
+    kind: "ok",
+    runId,
+  });
   const arrived = await b.receiver.waitFor(runId, (a) => a.distinct >= r.requests, ARRIVAL_TIMEOUT_MS);
   // The answer's latency, as the client saw it, tells how much of the arrival latency is ingest.
-  return { ...percentiles(arrived.latenciesMs), requestLatencyMs: r.latencyMs, sent: r.requests, achievedRate: perSecond(r.requests, r.firstStart, r.lastEnd) };
+  return {
+    ...percentiles(arrived.latenciesMs),
+    requestLatencyMs: r.latencyMs,
+    sent: r.requests,
+    achievedRate: perSecond(r.requests, r.firstStart, r.lastEnd),
+  };
 }
 
 /** Each delivery fails once (500); how late its retry arrives against its schedule. */
 export async function retryTiming(b: Bench, runId: string, count: number, retryDelayMs: number) {
-  await load(b, { mode: "closed", url: `${b.apiUrl}/v1/events`, apiKey: b.single.key, requests: count, eventsPerRequest: 1, kind: "fail", runId, connections: 8 });
+  await load(b, {
+    mode: "closed",
+    url: `${b.apiUrl}/v1/events`,
+    apiKey: b.single.key,
+    requests: count,
+    eventsPerRequest: 1,
+    kind: "fail",
+    runId,
+    connections: 8,
+  });
   const arrived = await b.receiver.waitFor(runId, (a) => a.retryLatenessMs.length >= count, 60_000 + retryDelayMs);
   return percentiles(arrived.retryLatenessMs);
 }
@@ -156,9 +226,17 @@ export async function crossCheck(b: Bench, floorRunIds: string[], otherRunIds: s
   let successes = 0;
   for (let i = 0; i < 100; i++) {
     const text = await (await fetch(b.metricsUrl)).text();
-    successes = [...text.matchAll(/^webhook_delivery_attempts_total\{[^}]*outcome="success"[^}]*\} (\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    successes = [...text.matchAll(/^webhook_delivery_attempts_total\{[^}]*outcome="success"[^}]*\} (\d+)/gm)].reduce(
+      (n, m) => n + Number(m[1]),
+      0,
+    );
     if (successes === expected) break;
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { dispatcherSuccessCounter: successes, receiverOkAnswersOutsideFloor: expected, floorOkAnswers: floorOk, consistent: successes === expected };
+  return {
+    dispatcherSuccessCounter: successes,
+    receiverOkAnswersOutsideFloor: expected,
+    floorOkAnswers: floorOk,
+    consistent: successes === expected,
+  };
 }

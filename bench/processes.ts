@@ -51,7 +51,8 @@ export function startChild(name: string, args: string[], options: { cwd: string;
     output: "inherit",
     killWithParent: true,
     onUnexpectedExit: (exit) => {
-      if (!stopping) fail(exit.error ? `${name} could not start (${exit.error.message})` : `${name} exited unexpectedly (${exit.code ?? exit.signal})`);
+      if (!stopping)
+        fail(exit.error ? `${name} could not start (${exit.error.message})` : `${name} exited unexpectedly (${exit.code ?? exit.signal})`);
     },
   });
   children.add(child);

@@ -36,7 +36,11 @@ function ownerOf(url: string): string {
   return workspace ? `${workspace[1]}/${workspace[2]}` : path.basename(url);
 }
 
-const shortUrl = (url: string) => url.replace(/^file:\/\//, "").replace(`${ROOT}/`, "").replace(/^.*node_modules\//, "");
+const shortUrl = (url: string) =>
+  url
+    .replace(/^file:\/\//, "")
+    .replace(`${ROOT}/`, "")
+    .replace(/^.*node_modules\//, "");
 
 export function summarize(profile: CpuProfile) {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -89,14 +93,23 @@ const ms = (us: number) => `${(us / 1000).toFixed(0).padStart(7)} ms`;
 async function main() {
   const program = createCommand({
     name: "npm run bench:profile-summary --",
-    description: "The top self-time functions and the self time by package of V8 CPU profiles: the files named, else the newest profile of each process (api, api-batch, dispatcher) in .tmp/profiles, which BENCH_PROFILE=1 npm run bench writes.",
-    examples: ["npm run bench:profile-summary", "npm run bench:profile-summary -- --top 40 .tmp/profiles/api.20261123T010000.1234.cpuprofile"],
+    description:
+      "The top self-time functions and the self time by package of V8 CPU profiles: the files named, else the newest profile of each process (api, api-batch, dispatcher) in .tmp/profiles, which BENCH_PROFILE=1 npm run bench writes.",
+    examples: [
+      "npm run bench:profile-summary",
+      "npm run bench:profile-summary -- --top 40 .tmp/profiles/api.20261123T010000.1234.cpuprofile",
+    ],
   })
     .argument("[files...]", ".cpuprofile files")
-    .option("--top <N>", "how many functions to list", (value) => {
-      if (!/^[1-9]\d*$/.test(value)) throw new InvalidArgumentError("must be a positive integer");
-      return Number(value);
-    }, 25)
+    .option(
+      "--top <N>",
+      "how many functions to list",
+      (value) => {
+        if (!/^[1-9]\d*$/.test(value)) throw new InvalidArgumentError("must be a positive integer");
+        return Number(value);
+      },
+      25,
+    )
     .action(() => undefined)
     .parse(process.argv);
   const top = program.opts<{ top: number }>().top;
@@ -108,9 +121,12 @@ async function main() {
     const { totalUs, special, functions, owners } = summarize(profile);
     const busy = totalUs - (special.get("(idle)") ?? 0);
     console.log(`\n${kindOf(file, profile)}: ${path.relative(process.cwd(), file)}`);
-    console.log(`  ${(totalUs / 1e6).toFixed(1)} s profiled, busy ${pct(busy, totalUs)}; of the busy time: garbage collector ${pct(special.get("(garbage collector)") ?? 0, busy)}, (program) ${pct(special.get("(program)") ?? 0, busy)}`);
+    console.log(
+      `  ${(totalUs / 1e6).toFixed(1)} s profiled, busy ${pct(busy, totalUs)}; of the busy time: garbage collector ${pct(special.get("(garbage collector)") ?? 0, busy)}, (program) ${pct(special.get("(program)") ?? 0, busy)}`,
+    );
     console.log(`\n  top ${top} functions by self time (share of the busy time)`);
-    for (const [key, { us }] of [...functions].sort((a, b) => b[1].us - a[1].us).slice(0, top)) console.log(`  ${ms(us)} ${pct(us, busy)}  ${key}`);
+    for (const [key, { us }] of [...functions].sort((a, b) => b[1].us - a[1].us).slice(0, top))
+      console.log(`  ${ms(us)} ${pct(us, busy)}  ${key}`);
     console.log("\n  self time by package");
     for (const [owner, us] of [...owners].sort((a, b) => b[1] - a[1]).slice(0, 15)) console.log(`  ${ms(us)} ${pct(us, busy)}  ${owner}`);
   }

@@ -53,55 +53,60 @@ export async function startBenchReceiver(cert: { cert: string; key: string }, re
   let otherOk = 0;
   const runOf = (runId: string) => {
     let r = runs.get(runId);
-    if (!r) runs.set(runId, (r = { distinct: 0, indices: new Set(), ok: 0, lastFirstAt: 0, lastOkAt: 0, latenciesMs: [], retryLatenessMs: [] }));
+    if (!r)
+      runs.set(runId, (r = { distinct: 0, indices: new Set(), ok: 0, lastFirstAt: 0, lastOkAt: 0, latenciesMs: [], retryLatenessMs: [] }));
     return r;
   };
   // Seen messageIds per run, to count first arrivals (fan-out delivers one messageId 5 times).
   const seen = new Set<string>();
 
-  const listener = await listenHttps(cert, (req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const at = now();
-      const m = MESSAGE_ID.exec(Buffer.concat(chunks).toString("latin1"));
-      if (!m) {
-        otherOk++;
-        res.writeHead(200, { "content-type": "application/json" }).end("{}");
-        return;
-      }
-      const [, kind, runId, index, startMs] = m;
-      const key = m[0];
-      const r = runOf(runId);
-      let status = 200;
-      if (!seen.has(key)) {
-        seen.add(key);
-        r.distinct++;
-        r.indices.add(Number(index));
-        r.lastFirstAt = at;
-        r.latenciesMs.push(at - Number(startMs));
-        if (kind === "fail") {
-          status = 500;
-          failOnce.set(key, { retried: false });
+  const listener = await listenHttps(
+    cert,
+    (req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => {
+        const at = now();
+        const m = MESSAGE_ID.exec(Buffer.concat(chunks).toString("latin1"));
+        if (!m) {
+          otherOk++;
+          res.writeHead(200, { "content-type": "application/json" }).end("{}");
+          return;
         }
-      } else if (kind === "fail") {
-        const t = failOnce.get(key)!;
-        if (!t.retried && t.firstAnsweredAt !== undefined) {
-          t.retried = true;
-          r.retryLatenessMs.push(at - (t.firstAnsweredAt + retryDelayMs));
+        const [, kind, runId, index, startMs] = m;
+        const key = m[0];
+        const r = runOf(runId);
+        let status = 200;
+        if (!seen.has(key)) {
+          seen.add(key);
+          r.distinct++;
+          r.indices.add(Number(index));
+          r.lastFirstAt = at;
+          r.latenciesMs.push(at - Number(startMs));
+          if (kind === "fail") {
+            status = 500;
+            failOnce.set(key, { retried: false });
+          }
+        } else if (kind === "fail") {
+          const t = failOnce.get(key)!;
+          if (!t.retried && t.firstAnsweredAt !== undefined) {
+            t.retried = true;
+            r.retryLatenessMs.push(at - (t.firstAnsweredAt + retryDelayMs));
+          }
         }
-      }
-      if (status === 200) {
-        r.ok++;
-        r.lastOkAt = at;
-      }
-      res.writeHead(status, { "content-type": "application/json" });
-      res.end("{}", () => {
-        if (status !== 200) failOnce.get(key)!.firstAnsweredAt = now();
+        if (status === 200) {
+          r.ok++;
+          r.lastOkAt = at;
+        }
+        res.writeHead(status, { "content-type": "application/json" });
+        res.end("{}", () => {
+          if (status !== 200) failOnce.get(key)!.firstAnsweredAt = now();
+        });
+        waiters.get(runId)?.();
       });
-      waiters.get(runId)?.();
-    });
-  }, { keepAliveTimeoutMs: 120_000 });
+    },
+    { keepAliveTimeoutMs: 120_000 },
+  );
 
   let lastCpu = process.cpuUsage();
   return {

@@ -118,12 +118,18 @@ export function printTable(
 ): void {
   const s = meta.sizes;
   const rows: [string, string][] = [
-    [`calibration: bare Express 5 JSON route, requests/s (${s.ingest} requests, ${meta.connections.load} connections)`, formatFigure(f.bare)],
+    [
+      `calibration: bare Express 5 JSON route, requests/s (${s.ingest} requests, ${meta.connections.load} connections)`,
+      formatFigure(f.bare),
+    ],
     [`ingest: POST /v1/events, events/s (${s.ingest} events, dispatcher paused)`, formatFigure(f.ingest)],
     ["ingest: ratio to the bare route", h.ingest_to_bare_ratio.toFixed(2)],
     ["ingest: request latency p99 ms (autocannon)", formatFigure(f.ingestLatencyP99, 1)],
     ["drain: the ingest's backlog once the dispatcher resumed, deliveries/s", formatFigure(f.drain)],
-    [`batch ingest: ${s.batchSize} events per request, events/s (${s.batch} events, ${meta.connections.batchLoad} connections, not delivered)`, formatFigure(f.batch)],
+    [
+      `batch ingest: ${s.batchSize} events per request, events/s (${s.batch} events, ${meta.connections.batchLoad} connections, not delivered)`,
+      formatFigure(f.batch),
+    ],
     [`floor: BullMQ + got + 1 insert, deliveries/s (${s.floor}, concurrency ${meta.connections.dispatcher})`, formatFigure(f.floorGot)],
     ["floor: BullMQ + undici + 1 insert, deliveries/s", formatFigure(f.floorUndici)],
     [`burst: end to end, deliveries/s (${s.burst} events)`, formatFigure(f.burst)],
@@ -134,11 +140,17 @@ export function printTable(
     [`paced at ${meta.pacedRate} events/s: ingest to arrival p50 ms`, formatFigure(f.pacedP50, 1)],
     ["paced: p95 ms", formatFigure(f.pacedP95, 1)],
     ["paced: p99 ms", formatFigure(f.pacedP99, 1)],
-    ["paced: the ingest request alone (client), p50 / p99 ms", `${formatFigure(f.pacedRequestP50, 1)} / ${formatFigure(f.pacedRequestP99, 1)}`],
+    [
+      "paced: the ingest request alone (client), p50 / p99 ms",
+      `${formatFigure(f.pacedRequestP50, 1)} / ${formatFigure(f.pacedRequestP99, 1)}`,
+    ],
     ["retry (due 1 s after a failure): late by p50 ms", formatFigure(f.retryLateP50)],
     ["retry: late by p99 ms", formatFigure(f.retryLateP99)],
     ["peak RSS MB under the burst: API / dispatcher", `${h.peak_rss_mb_api} / ${h.peak_rss_mb_dispatcher}`],
-    ["peak RSS MB of the API under the ingest / the batch", `${Math.max(...f.rssApiIngest.samples)} / ${Math.max(...f.rssApiBatch.samples)}`],
+    [
+      "peak RSS MB of the API under the ingest / the batch",
+      `${Math.max(...f.rssApiIngest.samples)} / ${Math.max(...f.rssApiBatch.samples)}`,
+    ],
     ["load generator CPU, share of a core (max over phases)", Math.max(...f.loadCpuShare.samples).toFixed(2)],
     ["receiver CPU, share of a core (max over phases)", Math.max(...f.receiverCpuShare.samples).toFixed(2)],
     [
@@ -149,14 +161,23 @@ export function printTable(
       `neighbours: the same beside ${n.hangingWebhooks} hanging webhooks (deadline ${n.deliveryTimeoutMs / 1000} s), p50 / p99 ms`,
       `${atLeast(n.loaded.p50AtLeast)}${n.loaded.p50.toFixed(1)} / ${atLeast(n.loaded.p99AtLeast)}${n.loaded.p99.toFixed(1)}`,
     ],
-    [`neighbours: deliveries not arrived ${n.loaded.arrivalCapMs / 1000} s after the loaded run's last request`, `${n.loaded.missing} of ${n.loaded.sent}`],
-    ["neighbours: backlog, pending deliveries to the hanging webhooks", `${n.backlog} (${n.queued} queued, ${n.outboxLeft} left in the outbox)`],
+    [
+      `neighbours: deliveries not arrived ${n.loaded.arrivalCapMs / 1000} s after the loaded run's last request`,
+      `${n.loaded.missing} of ${n.loaded.sent}`,
+    ],
+    [
+      "neighbours: backlog, pending deliveries to the hanging webhooks",
+      `${n.backlog} (${n.queued} queued, ${n.outboxLeft} left in the outbox)`,
+    ],
     ["neighbours: attempts the hanging receiver held until the deadline", String(n.hangingAttempts)],
     [
       "neighbours: Redis used_memory before / after the backlog, MB; bytes per waiting delivery",
       `${(n.redisUsedMemoryBefore / 2 ** 20).toFixed(1)} / ${(n.redisUsedMemoryAfter / 2 ** 20).toFixed(1)}; ${Math.round(n.redisBytesPerWaitingDelivery)}`,
     ],
-    ["metrics cross-check (dispatcher successes = receiver 2xx)", crossCheck.consistent ? "consistent" : `MISMATCH ${JSON.stringify(crossCheck)}`],
+    [
+      "metrics cross-check (dispatcher successes = receiver 2xx)",
+      crossCheck.consistent ? "consistent" : `MISMATCH ${JSON.stringify(crossCheck)}`,
+    ],
   ];
   printRows(`benchmark (${meta.mode}; ${meta.reps > 1 ? `median of ${meta.reps}, min..max in parentheses` : "one repetition"})`, rows);
 }
@@ -176,8 +197,22 @@ export function printTargets(list: Target[]): void {
 /** The rates of a grown run beside an empty run's, with their ratio ("flat": within 10 %). */
 export function compareWithEmpty(grown: Headline, empty: Headline | undefined): { rows: [string, string][]; targets: Target[] } {
   if (!empty) return { rows: [], targets: [] };
-  const keys = ["ingest_events_per_s", "batch_ingest_events_per_s", "burst_deliveries_per_s", "fanout_deliveries_per_s", "drain_deliveries_per_s", "paced_p99_ms"] as const;
+  const keys = [
+    "ingest_events_per_s",
+    "batch_ingest_events_per_s",
+    "burst_deliveries_per_s",
+    "fanout_deliveries_per_s",
+    "drain_deliveries_per_s",
+    "paced_p99_ms",
+  ] as const;
   const rows: [string, string][] = keys.map((k) => [k, `${grown[k]} vs ${empty[k]} empty: ${(grown[k] / empty[k]).toFixed(2)} x`]);
   const rates = ["ingest_events_per_s", "burst_deliveries_per_s", "fanout_deliveries_per_s"] as const;
-  return { rows, targets: rates.map((k) => ({ name: `grown: ${k} >= 0.9 x empty`, met: grown[k] / empty[k] >= 0.9, value: `${(grown[k] / empty[k]).toFixed(2)} x` })) };
+  return {
+    rows,
+    targets: rates.map((k) => ({
+      name: `grown: ${k} >= 0.9 x empty`,
+      met: grown[k] / empty[k] >= 0.9,
+      value: `${(grown[k] / empty[k]).toFixed(2)} x`,
+    })),
+  };
 }

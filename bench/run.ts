@@ -21,7 +21,17 @@ import { timeRetentionPurge, type PurgeReport } from "./grown/purge.js";
 import { neighbours } from "./neighbour.js";
 import * as phase from "./phases.js";
 import { fail, log, stopChildren } from "./processes.js";
-import { compareWithEmpty, headline, printRows, printTable, printTargets, targets, type Figures, type Headline, type Target } from "./report.js";
+import {
+  compareWithEmpty,
+  headline,
+  printRows,
+  printTable,
+  printTargets,
+  targets,
+  type Figures,
+  type Headline,
+  type Target,
+} from "./report.js";
 import { CONCURRENCY, RETRY_DELAY_MS, startBench, UNDELIVERED_SUFFIX } from "./setup.js";
 import { figure } from "./stats.js";
 
@@ -58,7 +68,12 @@ async function forgetUndelivered(databaseUrl: string, prefix: string): Promise<v
 
 async function main() {
   const startedAt = Date.now();
-  log(`${MODE} run on ${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(1)).join(" ")}`);
+  log(
+    `${MODE} run on ${os.cpus().length} cores, load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")}`,
+  );
   log("building");
   const built = spawnSync(process.execPath, [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-b"], { cwd: ROOT, stdio: "inherit" });
   if (built.status !== 0) fail("build failed");
@@ -96,15 +111,21 @@ async function main() {
     samples.bare.push(await phase.calibration(b, `cal${rep}`, sizes.ingest));
     log(`calibration ${of}: bare Express ${Math.round(samples.bare.at(-1)!.rate)} requests/s`);
     samples.ingest.push(await phase.ingest(b, `ing${rep}`, sizes.ingest));
-    log(`ingest ${of}: ${Math.round(samples.ingest.at(-1)!.rate)} events/s, then drained at ${Math.round(samples.ingest.at(-1)!.drainRate)} deliveries/s`);
+    log(
+      `ingest ${of}: ${Math.round(samples.ingest.at(-1)!.rate)} events/s, then drained at ${Math.round(samples.ingest.at(-1)!.drainRate)} deliveries/s`,
+    );
     samples.batch.push(await phase.batch(b, `bat${rep}`, sizes.batch, sizes.batchSize));
     log(`batch ${of}: ${Math.round(samples.batch.at(-1)!.rate)} events/s`);
     samples.floorGot.push(await phase.floor(b, `flg${rep}`, "got", sizes.floor));
     samples.floorUndici.push(await phase.floor(b, `flu${rep}`, "undici", sizes.floor));
     floorRuns.push(`flg${rep}`, `flu${rep}`);
-    log(`floor ${of}: got ${Math.round(samples.floorGot.at(-1)!.rate)}, undici ${Math.round(samples.floorUndici.at(-1)!.rate)} deliveries/s`);
+    log(
+      `floor ${of}: got ${Math.round(samples.floorGot.at(-1)!.rate)}, undici ${Math.round(samples.floorUndici.at(-1)!.rate)} deliveries/s`,
+    );
     samples.burst.push(await phase.burst(b, `bur${rep}`, sizes.burst));
-    log(`burst ${of}: ${Math.round(samples.burst.at(-1)!.rate)} deliveries/s end to end (ingest ${Math.round(samples.burst.at(-1)!.ingestRate)} events/s)`);
+    log(
+      `burst ${of}: ${Math.round(samples.burst.at(-1)!.rate)} deliveries/s end to end (ingest ${Math.round(samples.burst.at(-1)!.ingestRate)} events/s)`,
+    );
     samples.fanout.push(await phase.fanout(b, `fan${rep}`, sizes.fanoutEvents));
     log(`fan-out ${of}: ${Math.round(samples.fanout.at(-1)!.rate)} deliveries/s`);
     otherRuns.push(`ing${rep}`, `bur${rep}`, `fan${rep}`);
@@ -117,7 +138,9 @@ async function main() {
   for (let rep = 0; rep < sizes.reps; rep++) {
     pacedSamples.push(await phase.paced(b, `pac${rep}`, pacedRate, sizes.pacedMs));
     const p = pacedSamples.at(-1)!;
-    log(`paced ${rep + 1}/${sizes.reps} at ${pacedRate}/s: p50 ${p.p50.toFixed(1)} ms, p99 ${p.p99.toFixed(1)} ms (its request answered in p50 ${p.requestLatencyMs.p50.toFixed(1)} ms, p99 ${p.requestLatencyMs.p99.toFixed(1)} ms)`);
+    log(
+      `paced ${rep + 1}/${sizes.reps} at ${pacedRate}/s: p50 ${p.p50.toFixed(1)} ms, p99 ${p.p99.toFixed(1)} ms (its request answered in p50 ${p.requestLatencyMs.p50.toFixed(1)} ms, p99 ${p.requestLatencyMs.p99.toFixed(1)} ms)`,
+    );
     otherRuns.push(`pac${rep}`);
   }
   for (let rep = 0; rep < sizes.reps; rep++) {
@@ -130,7 +153,12 @@ async function main() {
   // After the cross-check: its own dispatcher's deliveries (and test events) are not the bench's.
   // Modest beside what this machine delivers now: a rate it cannot sustain would measure its queue.
   const neighbourRate = Math.min(sizes.neighbourRate, Math.max(10, Math.round(burstMedian / 4)));
-  const neighbour = await neighbours(b, { rate: neighbourRate, durationMs: sizes.neighbourMs, backlog: sizes.neighbourBacklog, arrivalCapMs: sizes.neighbourArrivalCapMs });
+  const neighbour = await neighbours(b, {
+    rate: neighbourRate,
+    durationMs: sizes.neighbourMs,
+    backlog: sizes.neighbourBacklog,
+    arrivalCapMs: sizes.neighbourArrivalCapMs,
+  });
   log(
     `neighbours: quiet p99 ${neighbour.quiet.p99.toFixed(1)} ms, loaded p99 ${neighbour.loaded.p99AtLeast ? ">= " : ""}${neighbour.loaded.p99.toFixed(1)} ms (${neighbour.loaded.missing} of ${neighbour.loaded.sent} missing), backlog ${neighbour.backlog}, ${Math.round(neighbour.redisBytesPerWaitingDelivery)} Redis bytes per waiting delivery`,
   );
@@ -171,34 +199,67 @@ async function main() {
     rssDispatcherBurst: figure(samples.burst.map((s) => s.peakRssMb.dispatcher)),
     rssApiIngest: figure(samples.ingest.map((s) => s.apiPeakRssMb)),
     rssApiBatch: figure(samples.batch.map((s) => s.apiPeakRssMb)),
-    loadCpuShare: figure([...samples.bare, ...samples.ingest, ...samples.batch, ...samples.burst, ...samples.fanout].map((s) => s.loadCpuShare)),
+    loadCpuShare: figure(
+      [...samples.bare, ...samples.ingest, ...samples.batch, ...samples.burst, ...samples.fanout].map((s) => s.loadCpuShare),
+    ),
     receiverCpuShare: figure([...samples.floorGot, ...samples.floorUndici, ...samples.burst].map((s) => s.receiverCpuShare ?? 0)),
   };
   const h = headline(f, neighbour, { purgeMs: purge?.purgeMs });
 
   const resultsDir = path.join(ROOT, "bench/results");
   const emptyFile = path.join(resultsDir, `latest-empty${args.quick ? "-quick" : ""}.json`);
-  const empty = args.grown ? await readFile(emptyFile, "utf8").then((t) => JSON.parse(t) as Headline, () => undefined) : undefined;
+  const empty = args.grown
+    ? await readFile(emptyFile, "utf8").then(
+        (t) => JSON.parse(t) as Headline,
+        () => undefined,
+      )
+    : undefined;
   const comparison = compareWithEmpty(h, empty);
   const grownTargets: Target[] = [
     ...comparison.targets,
     ...(explain ? [listQueriesTarget(explain)] : []),
-    ...(purge ? [{ name: "grown: retention purge of 1M payloads < 1 s", met: purge.purgeMs < 1_000 && purge.payloadsLeft === 0 && purge.metadataKept, value: `${Math.round(purge.purgeMs)} ms (${purge.payloads} payloads)` }] : []),
+    ...(purge
+      ? [
+          {
+            name: "grown: retention purge of 1M payloads < 1 s",
+            met: purge.purgeMs < 1_000 && purge.payloadsLeft === 0 && purge.metadataKept,
+            value: `${Math.round(purge.purgeMs)} ms (${purge.payloads} payloads)`,
+          },
+        ]
+      : []),
   ];
   const allTargets = targets(h, grownTargets, sizes.pacedRate, neighbour);
 
   printTable(f, h, neighbour, { mode: MODE, reps: sizes.reps, sizes: { ...sizes }, pacedRate, connections: CONCURRENCY }, crossCheck);
   if (seed) printRows("grown database", seedRows(seed));
-  if (explain) printRows("list queries on the grown database (EXPLAIN ANALYZE)", explain.queries.map((q) => [q.name, `${q.ok ? "ok    " : `FAILED (${q.verdict})`} ${q.executionMs.toFixed(2)} ms, ${q.sharedBuffers.hit + q.sharedBuffers.read} buffers: ${q.scans.join(", ")}`]));
+  if (explain)
+    printRows(
+      "list queries on the grown database (EXPLAIN ANALYZE)",
+      explain.queries.map((q) => [
+        q.name,
+        `${q.ok ? "ok    " : `FAILED (${q.verdict})`} ${q.executionMs.toFixed(2)} ms, ${q.sharedBuffers.hit + q.sharedBuffers.read} buffers: ${q.scans.join(", ")}`,
+      ]),
+    );
   if (purge) {
     printRows("retention purge (the maintenance job's function, once)", [
       ["method", purge.method],
       ["payloads of the expired day before / after", `${purge.payloads} / ${purge.payloadsLeft}`],
-      ["events, deliveries, audit entries of that day kept", purge.metadataKept ? `yes (${purge.metadataBefore.events} / ${purge.metadataBefore.deliveries} / ${purge.metadataBefore.auditEntries})` : "NO"],
+      [
+        "events, deliveries, audit entries of that day kept",
+        purge.metadataKept
+          ? `yes (${purge.metadataBefore.events} / ${purge.metadataBefore.deliveries} / ${purge.metadataBefore.auditEntries})`
+          : "NO",
+      ],
       ["time, ms", purge.purgeMs.toFixed(0)],
     ]);
   }
-  if (args.grown) printRows(empty ? `grown beside empty (${path.basename(emptyFile)})` : `no ${path.basename(emptyFile)} to compare with: run npm run bench${args.quick ? " -- --quick" : ""} first`, comparison.rows);
+  if (args.grown)
+    printRows(
+      empty
+        ? `grown beside empty (${path.basename(emptyFile)})`
+        : `no ${path.basename(emptyFile)} to compare with: run npm run bench${args.quick ? " -- --quick" : ""} first`,
+      comparison.rows,
+    );
   printTargets(allTargets);
 
   let commit = "unknown";
@@ -216,7 +277,13 @@ async function main() {
     quick: args.quick,
     grown: args.grown,
     seconds: Math.round((Date.now() - startedAt) / 1000),
-    machine: { cores: os.cpus().length, cpu: os.cpus()[0]?.model, memoryGb: Math.round(os.totalmem() / 2 ** 30), node: process.version, loadAverageAtEnd: os.loadavg() },
+    machine: {
+      cores: os.cpus().length,
+      cpu: os.cpus()[0]?.model,
+      memoryGb: Math.round(os.totalmem() / 2 ** 30),
+      node: process.version,
+      loadAverageAtEnd: os.loadavg(),
+    },
     settings: { concurrency: CONCURRENCY, sizes, pacedRate, retryDelayMs: RETRY_DELAY_MS },
     figures: f,
     neighbour,
@@ -224,7 +291,9 @@ async function main() {
     ...(seed ? { seed } : {}),
     ...(explain ? { explain } : {}),
     ...(purge ? { purge } : {}),
-    ...(empty ? { comparedWith: { file: path.basename(emptyFile), at: (empty as unknown as { at?: string }).at, rows: comparison.rows } } : {}),
+    ...(empty
+      ? { comparedWith: { file: path.basename(emptyFile), at: (empty as unknown as { at?: string }).at, rows: comparison.rows } }
+      : {}),
     targets: Object.fromEntries(allTargets.map((t) => [t.name, { met: t.met, value: t.value }])),
   };
   await mkdir(resultsDir, { recursive: true });
@@ -239,13 +308,19 @@ function listQueriesTarget(explain: ExplainReport): Target {
   return {
     name: "grown: list queries keep their index plans",
     met: failed.length === 0,
-    value: failed.length === 0 ? `no Seq Scan on events or deliveries, no page over ${SLOW_BUFFERS} buffers` : failed.map((q) => `${q.name}: ${q.verdict}`).join("; "),
+    value:
+      failed.length === 0
+        ? `no Seq Scan on events or deliveries, no page over ${SLOW_BUFFERS} buffers`
+        : failed.map((q) => `${q.name}: ${q.verdict}`).join("; "),
   };
 }
 
 function seedRows(seed: SeedReport): [string, string][] {
   return [
-    ["events / destinations / deliveries / audit entries", `${seed.rows.events} / ${seed.rows.destinations} / ${seed.rows.deliveries} / ${seed.rows.auditEntries}`],
+    [
+      "events / destinations / deliveries / audit entries",
+      `${seed.rows.events} / ${seed.rows.destinations} / ${seed.rows.deliveries} / ${seed.rows.auditEntries}`,
+    ],
     ["seeded in this run", seed.reused ? `no (reused the seed of ${seed.seededAt})` : "yes"],
     ["seed time, s", String(seed.seedSeconds)],
     ["database size, GB", seed.databaseGb.toFixed(1)],

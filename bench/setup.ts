@@ -48,7 +48,11 @@ export interface Bench {
 }
 
 async function post(url: string, key: string, body: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(url, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, body: await res.json().catch(() => null) };
 }
 
@@ -77,14 +81,25 @@ export async function startBench(root: string, databaseUrl: string, redisUrl: st
     DATABASE_POOL_SIZE: String(CONCURRENCY.pool),
   };
   const service = (name: "api" | "dispatcher", kind: string = name, extraEnv: NodeJS.ProcessEnv = {}) =>
-    startChild(kind, [...profileFlags(root, kind), ...nodeFlagsOf(root, `start:${name}`), path.join(root, `apps/${name}/dist/main.js`)], { cwd: root, env: { ...env, ...extraEnv } });
+    startChild(kind, [...profileFlags(root, kind), ...nodeFlagsOf(root, `start:${name}`), path.join(root, `apps/${name}/dist/main.js`)], {
+      cwd: root,
+      env: { ...env, ...extraEnv },
+    });
   const api = service("api");
   const dispatcher = service("dispatcher");
-  const batchApi = service("api", "api-batch", { PORT: String(batchPort), ADMIN_PORT: String(batchAdminPort), QUEUE_PREFIX: `${prefix}${UNDELIVERED_SUFFIX}` });
-  startChild("bare express", [...nodeFlagsOf(root, "start:api"), "--conditions=source", "--import", "tsx", path.join(root, "bench/bare-express.ts")], {
-    cwd: root,
-    env: { ...env, PORT: String(barePort) },
+  const batchApi = service("api", "api-batch", {
+    PORT: String(batchPort),
+    ADMIN_PORT: String(batchAdminPort),
+    QUEUE_PREFIX: `${prefix}${UNDELIVERED_SUFFIX}`,
   });
+  startChild(
+    "bare express",
+    [...nodeFlagsOf(root, "start:api"), "--conditions=source", "--import", "tsx", path.join(root, "bench/bare-express.ts")],
+    {
+      cwd: root,
+      env: { ...env, PORT: String(barePort) },
+    },
+  );
   const apiUrl = `http://127.0.0.1:${port}`;
   const batchApiUrl = `http://127.0.0.1:${batchPort}`;
   await waitReady(`${apiUrl}/readyz`, "the API");

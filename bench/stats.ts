@@ -26,5 +26,7 @@ export function figure(samples: number[]): Figure {
 }
 
 export function formatFigure(f: Figure, digits = 0): string {
-  return f.samples.length > 1 ? `${f.median.toFixed(digits)} (${f.min.toFixed(digits)}..${f.max.toFixed(digits)})` : f.median.toFixed(digits);
+  return f.samples.length > 1
+    ? `${f.median.toFixed(digits)} (${f.min.toFixed(digits)}..${f.max.toFixed(digits)})`
+    : f.median.toFixed(digits);
 }

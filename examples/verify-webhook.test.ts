@@ -75,7 +75,11 @@ describe("the receiver example (examples/verify-webhook.ts)", () => {
     const timestamp = String(Math.floor(Date.now() / 1000));
     const changed = await fetch(url, {
       method: "POST",
-      headers: { "content-type": "application/json", "X-Service-Timestamp": timestamp, "X-Service-Signature": signPayload(NEW, timestamp, body) },
+      headers: {
+        "content-type": "application/json",
+        "X-Service-Timestamp": timestamp,
+        "X-Service-Signature": signPayload(NEW, timestamp, body),
+      },
       body: body.replace("Café", "Cafe"),
     });
     expect(changed.status).toBe(401);

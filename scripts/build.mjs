@@ -43,8 +43,14 @@ if (args.length > 0) {
 const generated = spawnSync(process.execPath, [path.join(root, "scripts", "generate-api-client.mjs")], { stdio: "inherit", cwd: root });
 if (generated.status !== 0) process.exit(generated.status ?? 1);
 const VERIFY_CJS = path.join("packages", "verify", "tsconfig.cjs.json");
-const compiled = spawnSync(process.execPath, [require.resolve("typescript/bin/tsc"), "-b", "tsconfig.json", VERIFY_CJS], { stdio: "inherit", cwd: root });
+const compiled = spawnSync(process.execPath, [require.resolve("typescript/bin/tsc"), "-b", "tsconfig.json", VERIFY_CJS], {
+  stdio: "inherit",
+  cwd: root,
+});
 if (compiled.status !== 0) process.exit(compiled.status ?? 1);
 // dist/cjs/package.json says "commonjs" inside a "type": "module" package.
-const marked = spawnSync(process.execPath, [path.join(root, "packages", "verify", "scripts", "write-cjs-package.mjs")], { stdio: "inherit", cwd: root });
+const marked = spawnSync(process.execPath, [path.join(root, "packages", "verify", "scripts", "write-cjs-package.mjs")], {
+  stdio: "inherit",
+  cwd: root,
+});
 process.exit(marked.status ?? 1);

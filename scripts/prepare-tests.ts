@@ -42,9 +42,12 @@ await client.query(`DROP DATABASE IF EXISTS "${name.replaceAll('"', '""')}" WITH
 if (!drop && OWN.test(name)) {
   // Runs of `npm test` that were killed never dropped their databases (nor their tests'
   // scratch ones, `<name>_<suffix>`): those whose process is gone go now.
-  const { rows } = await client.query<{ datname: string }>("SELECT datname FROM pg_database WHERE datname ~ '^webhooks_test_[0-9]+(_.*)?$'");
+  const { rows } = await client.query<{ datname: string }>(
+    "SELECT datname FROM pg_database WHERE datname ~ '^webhooks_test_[0-9]+(_.*)?$'",
+  );
   for (const { datname } of rows) {
-    if (!isAlive(Number(/^webhooks_test_(\d+)/.exec(datname)![1]))) await client.query(`DROP DATABASE IF EXISTS "${datname.replaceAll('"', '""')}" WITH (FORCE)`);
+    if (!isAlive(Number(/^webhooks_test_(\d+)/.exec(datname)![1])))
+      await client.query(`DROP DATABASE IF EXISTS "${datname.replaceAll('"', '""')}" WITH (FORCE)`);
   }
 }
 await client.end();

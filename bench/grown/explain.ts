@@ -68,7 +68,8 @@ export async function explainListQueries(databaseUrl: string): Promise<ExplainRe
     override query(...args: unknown[]): any {
       const [config, values] = args as [string | { text: string; values?: unknown[] }, unknown[] | undefined];
       if (typeof config === "string") recorded.push({ text: config, values: values ?? [] });
-      else if (config && typeof config === "object" && "text" in config) recorded.push({ text: config.text, values: config.values ?? (Array.isArray(values) ? values : []) });
+      else if (config && typeof config === "object" && "text" in config)
+        recorded.push({ text: config.text, values: config.values ?? (Array.isArray(values) ? values : []) });
       return (super.query as (...a: unknown[]) => unknown)(...args);
     }
   }
@@ -80,8 +81,12 @@ export async function explainListQueries(databaseUrl: string): Promise<ExplainRe
 
   const one = async <T>(sql: string) => (await explainer.query(sql)).rows[0] as T;
   const account = BIG_ACCOUNT;
-  const inbox = (await one<{ inbox_id: string }>(`SELECT inbox_id FROM events WHERE account_id = '${account}' ORDER BY created_at DESC LIMIT 1`)).inbox_id;
-  const deep = await one<{ id: string; created_at: Date }>(`SELECT id, created_at FROM events WHERE account_id = '${account}' AND created_at < now() - interval '40 days' ORDER BY created_at DESC LIMIT 1`);
+  const inbox = (
+    await one<{ inbox_id: string }>(`SELECT inbox_id FROM events WHERE account_id = '${account}' ORDER BY created_at DESC LIMIT 1`)
+  ).inbox_id;
+  const deep = await one<{ id: string; created_at: Date }>(
+    `SELECT id, created_at FROM events WHERE account_id = '${account}' AND created_at < now() - interval '40 days' ORDER BY created_at DESC LIMIT 1`,
+  );
   const webhook = (await one<{ id: string }>(`SELECT id FROM webhooks WHERE account_id = '${account}' ORDER BY id LIMIT 1`)).id;
   const cursor = { at: deep.created_at, id: deep.id };
 
@@ -94,7 +99,15 @@ export async function explainListQueries(databaseUrl: string): Promise<ExplainRe
     ["events by type (rare: bounced, 0.5 %)", () => listEvents(deps, account, { limit: 50, event_type: "message.bounced" })],
     ["events by status (failed)", () => listEvents(deps, account, { limit: 50, status: "failed" })],
     ["events by status (pending: none)", () => listEvents(deps, account, { limit: 50, status: "pending" })],
-    ["events in a one-day window", () => listEvents(deps, account, { limit: 50, since: new Date(Date.now() - 5 * 86_400_000), until: new Date(Date.now() - 4 * 86_400_000) })],
+    [
+      "events in a one-day window",
+      () =>
+        listEvents(deps, account, {
+          limit: 50,
+          since: new Date(Date.now() - 5 * 86_400_000),
+          until: new Date(Date.now() - 4 * 86_400_000),
+        }),
+    ],
     ["deliveries by event", () => listDeliveries(deps, account, { limit: 50, event_id: deep.id })],
     ["deliveries by webhook", () => listDeliveries(deps, account, { limit: 50, webhook_id: webhook })],
     ["deliveries, all of the account", () => listDeliveries(deps, account, { limit: 50 })],
@@ -111,14 +124,25 @@ export async function explainListQueries(databaseUrl: string): Promise<ExplainRe
     const sharedBuffers = { hit: 0, read: 0 };
     for (const s of statements) {
       const { rows } = await explainer.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${s.text}`, s.values);
-      const plan = rows[0]["QUERY PLAN"][0] as { Plan: PlanNode & { "Shared Hit Blocks"?: number; "Shared Read Blocks"?: number }; "Execution Time": number };
+      const plan = rows[0]["QUERY PLAN"][0] as {
+        Plan: PlanNode & { "Shared Hit Blocks"?: number; "Shared Read Blocks"?: number };
+        "Execution Time": number;
+      };
       scansOf(plan.Plan, scans);
       executionMs += plan["Execution Time"];
       sharedBuffers.hit += plan.Plan["Shared Hit Blocks"] ?? 0;
       sharedBuffers.read += plan.Plan["Shared Read Blocks"] ?? 0;
     }
     const verdict = scans.some(isForbidden) ? "seq scan" : sharedBuffers.hit + sharedBuffers.read > SLOW_BUFFERS ? "slow" : "ok";
-    queries.push({ name, ok: verdict === "ok", verdict, scans: scans.filter(isListScan).map((s) => s.text), executionMs, sharedBuffers, sql: statements.map((s) => s.text) });
+    queries.push({
+      name,
+      ok: verdict === "ok",
+      verdict,
+      scans: scans.filter(isListScan).map((s) => s.text),
+      executionMs,
+      sharedBuffers,
+      sql: statements.map((s) => s.text),
+    });
   }
   await explainer.end();
   await prisma.$disconnect();

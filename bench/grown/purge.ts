@@ -39,13 +39,17 @@ export async function timeRetentionPurge(databaseUrl: string, seed: SeedReport):
   const metadata = async () => ({
     events: await count(`SELECT count(*) AS n FROM events WHERE ${inDay("created_at")}`),
     deliveries: await count(`SELECT count(*) AS n FROM deliveries WHERE ${inDay("created_at")}`),
-    auditEntries: await count(`SELECT count(*) AS n FROM audit_entries a JOIN events e ON e.id = a.event_id WHERE ${inDay("e.created_at")}`),
+    auditEntries: await count(
+      `SELECT count(*) AS n FROM audit_entries a JOIN events e ON e.id = a.event_id WHERE ${inDay("e.created_at")}`,
+    ),
   });
 
   if ((await countPayloads()) === 0) {
     log("writing the expired day's payloads (not timed)");
     await client.query(`SELECT ensure_event_payload_partitions('${seed.expiredDay}'::date, '${seed.expiredDay}'::date + 1)`);
-    await client.query(`INSERT INTO event_payloads (event_id, created_at, payload) SELECT e.id, e.created_at, ${payloadOf("e")} FROM events e WHERE ${inDay("e.created_at")}`);
+    await client.query(
+      `INSERT INTO event_payloads (event_id, created_at, payload) SELECT e.id, e.created_at, ${payloadOf("e")} FROM events e WHERE ${inDay("e.created_at")}`,
+    );
     await client.query(`VACUUM (ANALYZE) event_payloads`);
   }
   const payloads = await countPayloads();
@@ -67,6 +71,9 @@ export async function timeRetentionPurge(databaseUrl: string, seed: SeedReport):
     payloadsLeft,
     purgeMs,
     metadataBefore,
-    metadataKept: after.events === metadataBefore.events && after.deliveries === metadataBefore.deliveries && after.auditEntries === metadataBefore.auditEntries,
+    metadataKept:
+      after.events === metadataBefore.events &&
+      after.deliveries === metadataBefore.deliveries &&
+      after.auditEntries === metadataBefore.auditEntries,
   };
 }

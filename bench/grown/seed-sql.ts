@@ -32,7 +32,8 @@ const KIND_OF_PERMILLE = `(SELECT CASE WHEN p < 300 THEN 'message.sent' WHEN p <
                             FROM (SELECT abs(hashint4(g::int)) % 1000 AS p) h)`;
 
 /** Account of row g: even rows go to the big account, odd ones across the other 99. */
-const accountOf = (g: string) => `'acct_seed' || lpad((CASE WHEN ${g} % 2 = 0 THEN 0 ELSE 1 + (${g} / 2) % ${SEED_ACCOUNTS - 1} END)::text, 3, '0')`;
+const accountOf = (g: string) =>
+  `'acct_seed' || lpad((CASE WHEN ${g} % 2 = 0 THEN 0 ELSE 1 + (${g} / 2) % ${SEED_ACCOUNTS - 1} END)::text, 3, '0')`;
 
 export function accountsAndWebhooks(): string {
   return `

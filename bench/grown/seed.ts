@@ -67,7 +67,13 @@ export async function prepareGrownDatabase(databaseUrl: string, options: { event
       () => readMarker(client),
       () => null,
     );
-    if (marker && marker.version === SEED_VERSION && marker.events === options.events && marker.expired === expiredEventsFor(options.events) && marker.migrations.join() === migrations.join()) {
+    if (
+      marker &&
+      marker.version === SEED_VERSION &&
+      marker.events === options.events &&
+      marker.expired === expiredEventsFor(options.events) &&
+      marker.migrations.join() === migrations.join()
+    ) {
       const gb = await databaseGb(client);
       await client.end();
       log(`reusing the grown database seeded at ${marker.seededAt} (${gb.toFixed(1)} GB)`);
@@ -92,8 +98,12 @@ async function seed(databaseUrl: string, events: number, migrations: string[]): 
     await client.query(sql);
     log(`  ${what} (${((Date.now() - t) / 1000).toFixed(1)} s)`);
   };
-  await client.query(`SET synchronous_commit = off; SET maintenance_work_mem = '1GB'; SET work_mem = '64MB'; SET max_parallel_maintenance_workers = 2`);
-  await client.query(`SET session_replication_role = replica`).catch(() => log("  not a superuser: foreign keys are checked row by row (slower)"));
+  await client.query(
+    `SET synchronous_commit = off; SET maintenance_work_mem = '1GB'; SET work_mem = '64MB'; SET max_parallel_maintenance_workers = 2`,
+  );
+  await client
+    .query(`SET session_replication_role = replica`)
+    .catch(() => log("  not a superuser: foreign keys are checked row by row (slower)"));
 
   // Secondary indexes (not those behind a constraint) are dropped now and made again at the end.
   const { rows: indexes } = await client.query<{ name: string; def: string }>(
@@ -104,13 +114,23 @@ async function seed(databaseUrl: string, events: number, migrations: string[]): 
   );
   for (const index of indexes) await client.query(`DROP INDEX "${index.name}"`);
 
-  const { rows: dayRows } = await client.query<{ day: string }>(`SELECT to_char((now() AT TIME ZONE 'UTC')::date - ${RETENTION_DAYS + 2}, 'YYYY-MM-DD') AS day`);
+  const { rows: dayRows } = await client.query<{ day: string }>(
+    `SELECT to_char((now() AT TIME ZONE 'UTC')::date - ${RETENTION_DAYS + 2}, 'YYYY-MM-DD') AS day`,
+  );
   const expiredDay = dayRows[0].day;
   const dayStart = `('${expiredDay}'::date::timestamp AT TIME ZONE 'UTC')`;
   await step("payload partitions", `SELECT ensure_event_payload_partitions('${expiredDay}'::date, (now() AT TIME ZONE 'UTC')::date + 15)`);
   await step("accounts and webhooks", seedSql.accountsAndWebhooks());
 
-  const series = async (total: number, start: string, span: string, tag: string, two: boolean, auditEvery: number, withPayloads: boolean) => {
+  const series = async (
+    total: number,
+    start: string,
+    span: string,
+    tag: string,
+    two: boolean,
+    auditEvery: number,
+    withPayloads: boolean,
+  ) => {
     for (let from = 0; from < total; from += CHUNK) {
       const to = Math.min(total, from + CHUNK);
       const t = Date.now();
@@ -119,14 +139,24 @@ async function seed(databaseUrl: string, events: number, migrations: string[]): 
       if (withPayloads) await client.query(seedSql.payloads());
       await client.query(seedSql.destinationsAndDeliveries(two));
       await client.query(seedSql.auditEntries(auditEvery));
-      log(`  ${tag === "x" ? "expired day" : "events"} ${to} of ${total} (${((to - from) / ((Date.now() - t) / 1000)).toFixed(0)} events/s with their rows)`);
+      log(
+        `  ${tag === "x" ? "expired day" : "events"} ${to} of ${total} (${((to - from) / ((Date.now() - t) / 1000)).toFixed(0)} events/s with their rows)`,
+      );
     }
   };
   // The expired day first, then the 80 days: ids and times grow together, as in production. The
   // expired day's payloads are left to purge.ts, which puts them in just before it times the
   // purge (the dispatcher's own retention job would drop them as soon as it starts).
   await series(expired, dayStart, "interval '1 day' - interval '1 second'", "x", false, 1_000, false);
-  await series(events, `now() - interval '${seedSql.SEED_DAYS} days'`, `interval '${seedSql.SEED_DAYS} days' - interval '1 minute'`, "m", true, 50, true);
+  await series(
+    events,
+    `now() - interval '${seedSql.SEED_DAYS} days'`,
+    `interval '${seedSql.SEED_DAYS} days' - interval '1 minute'`,
+    "m",
+    true,
+    50,
+    true,
+  );
   await client.query(`DROP TABLE IF EXISTS seed_rows`);
 
   for (const index of indexes) await step(`index ${index.name}`, index.def);
@@ -140,7 +170,13 @@ async function seed(databaseUrl: string, events: number, migrations: string[]): 
     seedSeconds: Math.round((Date.now() - started) / 1000),
     databaseGb: await databaseGb(client),
     expiredDay,
-    rows: { events: await count("events"), expiredEvents: expired, destinations: await count("destinations"), deliveries: await count("deliveries"), auditEntries: await count("audit_entries") },
+    rows: {
+      events: await count("events"),
+      expiredEvents: expired,
+      destinations: await count("destinations"),
+      deliveries: await count("deliveries"),
+      auditEntries: await count("audit_entries"),
+    },
     version: SEED_VERSION,
     migrations,
     events,

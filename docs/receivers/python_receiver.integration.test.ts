@@ -14,12 +14,18 @@ const vectors = (JSON.parse(readFileSync(vectorsPath, "utf8")) as { vectors: Arr
 describe("docs/receivers/python_receiver.py", () => {
   it("reaches every test vector's outcome", async () => {
     const { stdout } = await promisify(execFile)("python3", [script, "--vectors", vectorsPath]);
-    const outcomes = new Map(stdout.trim().split("\n").map((line) => {
-      const { name, outcome } = JSON.parse(line) as { name: string; outcome: unknown };
-      return [name, outcome] as const;
-    }));
+    const outcomes = new Map(
+      stdout
+        .trim()
+        .split("\n")
+        .map((line) => {
+          const { name, outcome } = JSON.parse(line) as { name: string; outcome: unknown };
+          return [name, outcome] as const;
+        }),
+    );
     expect(outcomes.size).toBe(vectors.length);
-    for (const vector of vectors) expect({ name: vector.name, outcome: outcomes.get(vector.name) }).toEqual({ name: vector.name, outcome: vector.expected });
+    for (const vector of vectors)
+      expect({ name: vector.name, outcome: outcomes.get(vector.name) }).toEqual({ name: vector.name, outcome: vector.expected });
   });
 
   describe("as a server", () => {
@@ -28,7 +34,10 @@ describe("docs/receivers/python_receiver.py", () => {
     const lines: string[] = [];
 
     beforeAll(async () => {
-      child = spawn("python3", [script, "--port", "0"], { env: { ...process.env, WEBHOOK_SECRET: "whsec_py_old,whsec_py_new" }, stdio: ["ignore", "pipe", "inherit"] });
+      child = spawn("python3", [script, "--port", "0"], {
+        env: { ...process.env, WEBHOOK_SECRET: "whsec_py_old,whsec_py_new" },
+        stdio: ["ignore", "pipe", "inherit"],
+      });
       const output = createInterface({ input: child.stdout! });
       url = await new Promise((resolve, reject) => {
         child.once("exit", (code) => reject(new Error(`python3 exited with ${code}`)));
@@ -44,12 +53,17 @@ describe("docs/receivers/python_receiver.py", () => {
       child.kill();
     });
 
-    const body = '{"event":"message.opened","timestamp":1795341600,"data":{"messageId":"<py@example.com>","subject":"Grüße","openCount":1}}';
+    const body =
+      '{"event":"message.opened","timestamp":1795341600,"data":{"messageId":"<py@example.com>","subject":"Grüße","openCount":1}}';
     const FIRST = "evt_019a2b3c4d5e7f00a1b2c3d4e5f6d001";
     const SECOND = "evt_019a2b3c4d5e7f00a1b2c3d4e5f6d002";
     const post = (secret: string, eventId: string | null = FIRST) => {
       const timestamp = String(Math.floor(Date.now() / 1000));
-      const headers: Record<string, string> = { "content-type": "application/json", "X-Service-Timestamp": timestamp, "X-Service-Signature": signPayload(secret, timestamp, body) };
+      const headers: Record<string, string> = {
+        "content-type": "application/json",
+        "X-Service-Timestamp": timestamp,
+        "X-Service-Signature": signPayload(secret, timestamp, body),
+      };
       if (eventId !== null) headers["X-Service-Event-Id"] = eventId;
       return fetch(url, { method: "POST", headers, body });
     };
@@ -67,7 +81,10 @@ describe("docs/receivers/python_receiver.py", () => {
       // A second open of the same message: the same messageId, another event.
       expect((await post("whsec_py_new", SECOND)).status).toBe(204);
       await settle(2);
-      expect(processed()).toEqual([`processed ${FIRST} message.opened <py@example.com>`, `processed ${SECOND} message.opened <py@example.com>`]);
+      expect(processed()).toEqual([
+        `processed ${FIRST} message.opened <py@example.com>`,
+        `processed ${SECOND} message.opened <py@example.com>`,
+      ]);
     });
 
     it("answers 401 missing_header to a signed request without X-Service-Event-Id", async () => {

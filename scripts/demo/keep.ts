@@ -31,7 +31,8 @@ export async function dashboardLink(context: Pick<KeepContext, "baseUrl" | "apiK
 }
 
 /** The link's line, last of what the demo prints: `dashboard:  <url>` (or why there is none). */
-export const linkLine = (link: { url: string } | { problem: string }) => ("url" in link ? `dashboard:  ${link.url}` : `dashboard:  no sign-in link (${link.problem})`);
+export const linkLine = (link: { url: string } | { problem: string }) =>
+  "url" in link ? `dashboard:  ${link.url}` : `dashboard:  no sign-in link (${link.problem})`;
 
 /** The line before the link without --keep (everything stops right after it). */
 export const notKeptLines = (link: { url: string } | { problem: string }) => [

@@ -72,7 +72,8 @@ let finishing = false;
 async function finish(code: number): Promise<never> {
   if (!finishing) {
     finishing = true;
-    for (const cleanup of cleanups.reverse()) await cleanup().catch((error) => console.error(`demo: while stopping: ${(error as Error).message}`));
+    for (const cleanup of cleanups.reverse())
+      await cleanup().catch((error) => console.error(`demo: while stopping: ${(error as Error).message}`));
     process.exit(code);
   }
   return new Promise<never>(() => {});
@@ -80,7 +81,11 @@ async function finish(code: number): Promise<never> {
 // Without --keep a signal interrupts the demo (128 + signal number); with --keep, once the report
 // is out, Ctrl-C is the ordinary end and the exit code stays the report's.
 let reportDone = false;
-for (const [signal, number] of [["SIGINT", 2], ["SIGTERM", 15], ["SIGHUP", 1]] as const) {
+for (const [signal, number] of [
+  ["SIGINT", 2],
+  ["SIGTERM", 15],
+  ["SIGHUP", 1],
+] as const) {
   process.on(signal, () => {
     if (!finishing) log(`${signal}: stopping`);
     void finish(keep && reportDone ? exitCode : 128 + number);
@@ -106,7 +111,8 @@ try {
   const cert = await ensureLocalCertificate(path.join(ROOT, ".tmp/demo-certs"));
   const secrets = new Map<string, Promise<string>>();
   const resolvers = new Map<string, (secret: string) => void>();
-  for (const hook of ["/hooks/inbox", "/hooks/archive", "/hooks/support"]) secrets.set(hook, new Promise((resolve) => resolvers.set(hook, resolve)));
+  for (const hook of ["/hooks/inbox", "/hooks/archive", "/hooks/support"])
+    secrets.set(hook, new Promise((resolve) => resolvers.set(hook, resolve)));
   const firstTries = new Set<string>();
   const archive = { up: false };
   const receiver = await startReceiver({
@@ -163,7 +169,14 @@ try {
 
   const register = async (url: string, events: Schemas["Webhook"]["events"], inboxIds: string[] | null = null) =>
     dataOf(await api.POST("/v1/webhooks", { body: { url, events, inbox_ids: inboxIds } }));
-  const allKinds: Schemas["Webhook"]["events"] = ["message.sent", "message.delivered", "message.opened", "message.clicked", "message.received", "message.bounced"];
+  const allKinds: Schemas["Webhook"]["events"] = [
+    "message.sent",
+    "message.delivered",
+    "message.opened",
+    "message.clicked",
+    "message.received",
+    "message.bounced",
+  ];
   const inboxHook = await register(receiver.url("/hooks/inbox"), allKinds);
   const archiveHook = await register(receiver.url("/hooks/archive"), ["message.clicked"]);
   // CONTRACT.md section 4: an event becomes a destination of this one only when its inbox_id is INBOX.
@@ -171,7 +184,9 @@ try {
   resolvers.get("/hooks/inbox")!(inboxHook.secret);
   resolvers.get("/hooks/archive")!(archiveHook.secret);
   resolvers.get("/hooks/support")!(scopedHook.secret);
-  log(`webhooks ${inboxHook.id} (all six kinds), ${archiveHook.id} (message.clicked, endpoint down) and ${scopedHook.id} (all six kinds, inbox ${INBOX} only)`);
+  log(
+    `webhooks ${inboxHook.id} (all six kinds), ${archiveHook.id} (message.clicked, endpoint down) and ${scopedHook.id} (all six kinds, inbox ${INBOX} only)`,
+  );
 
   const files = (await readdir(mailDir)).filter((f) => f.endsWith(".eml")).sort();
   if (files.length === 0) throw new Error(`no .eml files in ${mailDir}`);
@@ -213,7 +228,14 @@ try {
     { event_type: "message.clicked", data: { ...outgoing, url: "https://example.com/pricing", clickCount: 1, clickedAt: at(3) } },
     {
       event_type: "message.bounced",
-      data: { ...outgoing, to: ["nobody@example.org"], bounceType: "hard", bounceCode: "5.1.1", bounceMessage: "550 5.1.1 User unknown", bouncedAt: at(4) },
+      data: {
+        ...outgoing,
+        to: ["nobody@example.org"],
+        bounceType: "hard",
+        bounceCode: "5.1.1",
+        bounceMessage: "550 5.1.1 User unknown",
+        bouncedAt: at(4),
+      },
     },
   ];
   for (const event of others) {
@@ -239,7 +261,12 @@ try {
   let replays = 0;
   for (const event of details.filter((d) => d.status === "failed")) {
     for (const dest of event.destinations.filter((d) => d.status === "failed")) {
-      const accepted = dataOf(await api.POST("/v1/events/{event_id}/replay", { params: { path: { event_id: event.event_id } }, body: { webhook_id: dest.webhook_id } }));
+      const accepted = dataOf(
+        await api.POST("/v1/events/{event_id}/replay", {
+          params: { path: { event_id: event.event_id } },
+          body: { webhook_id: dest.webhook_id },
+        }),
+      );
       replays += accepted.replays.length;
     }
   }
@@ -247,7 +274,11 @@ try {
   details = await Promise.all(eventIds.map(getEvent));
 
   const deliveries = await listAll(api, "/v1/deliveries");
-  const scoped = { webhookId: scopedHook.id, inboxId: INBOX, deliveries: await listAll(api, "/v1/deliveries", { webhook_id: scopedHook.id }) };
+  const scoped = {
+    webhookId: scopedHook.id,
+    inboxId: INBOX,
+    deliveries: await listAll(api, "/v1/deliveries", { webhook_id: scopedHook.id }),
+  };
   const facts: DemoFacts = { events: details, failedBeforeReplay, audit, deliveries, arrivals: receiver.arrivals, webhooks: 3, scoped };
   exitCode = printReport(facts) ? 0 : 1;
   reportDone = true;
@@ -259,12 +290,13 @@ try {
     for (const line of await keepLines(context)) console.log(line);
     // Kept running means kept watched: a process that dies ends the demo instead of leaving half of it.
     await new Promise<void>((resolve) => {
-      children.forEach((child, i) =>
-        void child.exited.then(({ code, signal }) => {
-          if (finishing) return;
-          log(`${["the API", "the dispatcher"][i]} exited (${signal ?? code}); stopping everything`);
-          resolve();
-        }),
+      children.forEach(
+        (child, i) =>
+          void child.exited.then(({ code, signal }) => {
+            if (finishing) return;
+            log(`${["the API", "the dispatcher"][i]} exited (${signal ?? code}); stopping everything`);
+            resolve();
+          }),
       );
     });
     exitCode = 1;

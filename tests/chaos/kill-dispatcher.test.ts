@@ -32,7 +32,13 @@ describe("a dispatcher killed mid-delivery", () => {
     connection = createRedisConnection(testRedisUrl(), "worker");
     deliveries = new Queue(QUEUE_NAMES.deliveries, { connection, prefix: stack.prefix });
   });
-  afterAll(() => endChaosFile(stack, () => deliveries?.close(), () => connection?.quit().catch(() => undefined)));
+  afterAll(() =>
+    endChaosFile(
+      stack,
+      () => deliveries?.close(),
+      () => connection?.quit().catch(() => undefined),
+    ),
+  );
 
   test("its in-flight delivery is taken over by another running dispatcher and delivered", async () => {
     const acct = await stack.newAccount();
@@ -59,10 +65,19 @@ describe("a dispatcher killed mid-delivery", () => {
     };
     const a = startDispatcher("dispatcher-a", env);
     // A has the request in flight: the receiver got it and holds its answer.
-    await waitUntil(async () => inFlight, (t) => t > 0, 30_000, 10);
+    await waitUntil(
+      async () => inFlight,
+      (t) => t > 0,
+      30_000,
+      10,
+    );
     // A second replica starts and is ready (its worker is connected to the queue).
     const b = startDispatcher("dispatcher-b", env);
-    await waitUntil(() => deliveries.getWorkersCount(), (n) => n >= 2, 20_000);
+    await waitUntil(
+      () => deliveries.getWorkersCount(),
+      (n) => n >= 2,
+      20_000,
+    );
     // B's stalled checks leave a job alone while its dispatcher lives and renews its lock.
     await new Promise((r) => setTimeout(r, 2 * STALLED_MS)); // bounded absence check
     expect(requests).toBe(1);
@@ -75,7 +90,11 @@ describe("a dispatcher killed mid-delivery", () => {
 
     // B's attempt is answered at once; A's held one is recorded by the receiver when its hold ends.
     const arrivals = emailArrivals(await hr.receiver.waitFor((all) => emailArrivals(all, "/crash").length >= 2, 30_000), "/crash");
-    const detail = await waitUntil(() => acct.api("GET", `/v1/events/${eventId}`), (r) => r.body.status !== "pending", 20_000);
+    const detail = await waitUntil(
+      () => acct.api("GET", `/v1/events/${eventId}`),
+      (r) => r.body.status !== "pending",
+      20_000,
+    );
     expect(detail.body.status).toBe("delivered");
     expect(detail.body.destinations).toEqual([{ webhook_id: hook.id, url: hook.url, status: "delivered", attempts: 1 }]);
 
@@ -84,7 +103,11 @@ describe("a dispatcher killed mid-delivery", () => {
     expect(arrivals).toHaveLength(2);
     for (const arrival of arrivals) {
       expect(arrival.body).toBe(JSON.stringify(detail.body.payload));
-      expect(verify(hook.secret, { "x-service-timestamp": arrival.timestamp, "x-service-signature": arrival.signature }, arrival.body, { now: new Date(arrival.receivedAt) })).toEqual(JSON.parse(arrival.body));
+      expect(
+        verify(hook.secret, { "x-service-timestamp": arrival.timestamp, "x-service-signature": arrival.signature }, arrival.body, {
+          now: new Date(arrival.receivedAt),
+        }),
+      ).toEqual(JSON.parse(arrival.body));
     }
     const [first, second] = [...arrivals].sort((x, y) => x.receivedAt - y.receivedAt);
     expect([first.duplicate, second.duplicate]).toEqual([false, true]);

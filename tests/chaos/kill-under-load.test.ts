@@ -29,7 +29,12 @@ describe("SIGKILL under load", () => {
     const acct = await stack.newAccount();
     const hr = await startHookReceiver(stack, (a) => (a.event === "webhook.test" ? {} : { delayMs: RECEIVER_DELAY_MS }));
     await createHook(acct, hr, "/load", ["message.sent"]);
-    const env = { QUEUE_PREFIX: stack.prefix, DISPATCHER_LOCK_DURATION_MS: String(LOCK_MS), DISPATCHER_STALLED_INTERVAL_MS: String(STALLED_MS), LOG_LEVEL: "info" };
+    const env = {
+      QUEUE_PREFIX: stack.prefix,
+      DISPATCHER_LOCK_DURATION_MS: String(LOCK_MS),
+      DISPATCHER_STALLED_INTERVAL_MS: String(STALLED_MS),
+      LOG_LEVEL: "info",
+    };
     let dispatcher = startDispatcher("dispatcher-0", env);
     await waitForOutput(dispatcher, "dispatcher started");
     const figures: string[] = [];
@@ -37,11 +42,15 @@ describe("SIGKILL under load", () => {
       const before = emailArrivals(hr.receiver.arrivals, "/load").length;
       const ids: string[] = [];
       for (let i = 0; i < EVENTS; i += 100) {
-        const res = await acct.api("POST", "/v1/events/batch", { events: Array.from({ length: 100 }, () => ({ event_type: "message.sent", data: sampleData("message.sent") })) });
+        const res = await acct.api("POST", "/v1/events/batch", {
+          events: Array.from({ length: 100 }, () => ({ event_type: "message.sent", data: sampleData("message.sent") })),
+        });
         expect(res.status).toBe(201);
         ids.push(...res.body.data.map((e: any) => e.event_id));
       }
-      const messageIds = new Set((await stack.prisma.event.findMany({ where: { id: { in: ids } }, select: { messageId: true } })).map((e) => e.messageId));
+      const messageIds = new Set(
+        (await stack.prisma.event.findMany({ where: { id: { in: ids } }, select: { messageId: true } })).map((e) => e.messageId),
+      );
       await hr.receiver.waitFor((a) => emailArrivals(a, "/load").length - before >= 30, 30_000);
       dispatcher.child.kill("SIGKILL");
       await waitForExit(dispatcher, 5_000);
@@ -50,7 +59,12 @@ describe("SIGKILL under load", () => {
       dispatcher = startDispatcher(`dispatcher-${run}`, env);
       await waitForOutput(dispatcher, "dispatcher started");
       const startedMs = Date.now() - restartedAt;
-      const arrived = () => new Set(emailArrivals(hr.receiver.arrivals, "/load").slice(before).map((a) => a.messageId));
+      const arrived = () =>
+        new Set(
+          emailArrivals(hr.receiver.arrivals, "/load")
+            .slice(before)
+            .map((a) => a.messageId),
+        );
       await hr.receiver.waitFor(() => {
         const now = arrived();
         return [...messageIds].every((m) => now.has(m));
@@ -58,11 +72,20 @@ describe("SIGKILL under load", () => {
       const tookMs = Date.now() - restartedAt;
       const received = emailArrivals(hr.receiver.arrivals, "/load").slice(before);
       const lastGap = received.length > 1 ? received[received.length - 1].receivedAt - received[received.length - 2].receivedAt : 0;
-      figures.push(`run ${run}: ${arrivedBeforeKill} arrived before the kill; the new dispatcher was up after ${startedMs} ms; all ${EVENTS} arrived ${tookMs} ms after the restart (last gap ${lastGap} ms), ${received.length - EVENTS} duplicate(s)`);
+      figures.push(
+        `run ${run}: ${arrivedBeforeKill} arrived before the kill; the new dispatcher was up after ${startedMs} ms; all ${EVENTS} arrived ${tookMs} ms after the restart (last gap ${lastGap} ms), ${received.length - EVENTS} duplicate(s)`,
+      );
       expect(tookMs).toBeLessThan(BOUND_MS);
       // Every event delivered, each destination with exactly one recorded attempt.
-      await waitUntil(() => stack.prisma.event.count({ where: { id: { in: ids }, status: "delivered" } }), (n) => n === EVENTS, 10_000);
-      const rows = await stack.pool.query("SELECT destination_id, count(*)::int AS n FROM deliveries WHERE event_id = ANY($1) GROUP BY destination_id", [ids]);
+      await waitUntil(
+        () => stack.prisma.event.count({ where: { id: { in: ids }, status: "delivered" } }),
+        (n) => n === EVENTS,
+        10_000,
+      );
+      const rows = await stack.pool.query(
+        "SELECT destination_id, count(*)::int AS n FROM deliveries WHERE event_id = ANY($1) GROUP BY destination_id",
+        [ids],
+      );
       expect(rows.rows).toHaveLength(EVENTS);
       expect(rows.rows.every((r) => r.n === 1)).toBe(true);
     }
@@ -100,7 +123,12 @@ describe("SIGKILL under load", () => {
       while (!killed) await post();
     });
     try {
-      await waitUntil(async () => ({ acked: acked.length, unanswered, mismatches: mismatches.length, others: Object.fromEntries(others) }), (n) => n.acked >= 100, 60_000, 5);
+      await waitUntil(
+        async () => ({ acked: acked.length, unanswered, mismatches: mismatches.length, others: Object.fromEntries(others) }),
+        (n) => n.acked >= 100,
+        60_000,
+        5,
+      );
     } finally {
       api.child.kill("SIGKILL");
       killed = true;

@@ -30,7 +30,13 @@ describe("work whose job Redis lost", () => {
     redis = createRedisConnection(testRedisUrl(), "worker");
     deliveries = new Queue(QUEUE_NAMES.deliveries, { connection: redis, prefix: stack.prefix });
   });
-  afterAll(() => endChaosFile(stack, () => deliveries?.close(), () => redis?.quit().catch(() => undefined)));
+  afterAll(() =>
+    endChaosFile(
+      stack,
+      () => deliveries?.close(),
+      () => redis?.quit().catch(() => undefined),
+    ),
+  );
 
   test("a test delivery, a destination and a replay lost with their jobs are each delivered once", async () => {
     const hr = await startHookReceiver(stack);
@@ -43,16 +49,36 @@ describe("work whose job Redis lost", () => {
 
     // The three jobs reached Redis; then Redis loses them all.
     // Queued jobs wait in BullMQ's wait list or, with a scheduler priority, its prioritized set.
-    await waitUntil(() => deliveries.getJobCounts("wait", "prioritized"), (c) => c.wait + c.prioritized === 3);
+    await waitUntil(
+      () => deliveries.getJobCounts("wait", "prioritized"),
+      (c) => c.wait + c.prioritized === 3,
+    );
     await deliveries.obliterate({ force: true });
     expect(await deliveries.getJobCounts("wait", "prioritized")).toEqual({ wait: 0, prioritized: 0 });
 
-    const dispatcher = startDispatcher("dispatcher", { QUEUE_PREFIX: stack.prefix, DELIVERY_RETRY_DELAYS_MS: `${RETRY_MS},${RETRY_MS},${RETRY_MS}`, ...SWEEP });
-    const detail = await waitUntil(() => stack.api("GET", `/v1/events/${eventId}`), (r) => r.body.status === "delivered", 20_000);
-    await waitUntil(() => deliveryRows(stack, { webhook_id: hook.id }), (rows) => rows.length === 3, 20_000);
+    const dispatcher = startDispatcher("dispatcher", {
+      QUEUE_PREFIX: stack.prefix,
+      DELIVERY_RETRY_DELAYS_MS: `${RETRY_MS},${RETRY_MS},${RETRY_MS}`,
+      ...SWEEP,
+    });
+    const detail = await waitUntil(
+      () => stack.api("GET", `/v1/events/${eventId}`),
+      (r) => r.body.status === "delivered",
+      20_000,
+    );
+    await waitUntil(
+      () => deliveryRows(stack, { webhook_id: hook.id }),
+      (rows) => rows.length === 3,
+      20_000,
+    );
     const arrivals = hr.receiver.arrivals.filter((a) => a.path === "/lost");
     expect(arrivals.map((a) => eventOf(a)).sort()).toEqual(["message.sent", "message.sent", "webhook.test"]);
-    for (const arrival of arrivals) expect(verify(hook.secret, { "x-service-timestamp": arrival.timestamp, "x-service-signature": arrival.signature }, arrival.body, { now: new Date(arrival.receivedAt) })).toEqual(JSON.parse(arrival.body));
+    for (const arrival of arrivals)
+      expect(
+        verify(hook.secret, { "x-service-timestamp": arrival.timestamp, "x-service-signature": arrival.signature }, arrival.body, {
+          now: new Date(arrival.receivedAt),
+        }),
+      ).toEqual(JSON.parse(arrival.body));
     expect(emailArrivals(arrivals, "/lost").every((a) => a.body === JSON.stringify(detail.body.payload))).toBe(true);
     const rows = await deliveryRows(stack, { webhook_id: hook.id });
     expect(rows.map((r) => [r.trigger, r.attempt, r.response_status]).sort()).toEqual([
@@ -75,14 +101,26 @@ describe("work whose job Redis lost", () => {
     const [failure] = emailArrivals(await hr.receiver.waitFor((a) => emailArrivals(a, "/mid-retry").length === 1, 20_000), "/mid-retry");
     expect(failure.status).toBe(500);
     // Its retry is a delayed job; Redis loses it.
-    await waitUntil(() => deliveries.getJobState(destinationId), (s) => s === "delayed", 5_000, 20);
+    await waitUntil(
+      () => deliveries.getJobState(destinationId),
+      (s) => s === "delayed",
+      5_000,
+      20,
+    );
     await deliveries.remove(destinationId);
     expect(await deliveries.getJobState(destinationId)).toBe("unknown");
 
-    const arrivals = emailArrivals(await hr.receiver.waitFor((a) => emailArrivals(a, "/mid-retry").length === 2, RETRY_MS + 15_000), "/mid-retry");
+    const arrivals = emailArrivals(
+      await hr.receiver.waitFor((a) => emailArrivals(a, "/mid-retry").length === 2, RETRY_MS + 15_000),
+      "/mid-retry",
+    );
     // Not early: the retry kept its due time (the sweeper's job is delayed until then).
     expect(arrivals[1].receivedAt - failure.receivedAt).toBeGreaterThanOrEqual(RETRY_MS - 50);
-    const detail = await waitUntil(() => stack.api("GET", `/v1/events/${eventId}`), (r) => r.body.status !== "pending", 10_000);
+    const detail = await waitUntil(
+      () => stack.api("GET", `/v1/events/${eventId}`),
+      (r) => r.body.status !== "pending",
+      10_000,
+    );
     expect(detail.body.destinations).toEqual([{ webhook_id: hook.id, url: hook.url, status: "delivered", attempts: 2 }]);
     expect((await deliveryRows(stack, { event_id: eventId })).map((r) => [r.trigger, r.attempt, r.response_status])).toEqual([
       ["initial", 0, 500],
@@ -96,7 +134,10 @@ describe("work whose job Redis lost", () => {
       const hr = await startHookReceiver(other);
       await createHook(other, hr, "/theirs", ["message.sent"]);
       const posted = await other.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
-      const [{ id: destinationId }] = await other.prisma.destination.findMany({ where: { eventId: posted.body.event_id }, select: { id: true } });
+      const [{ id: destinationId }] = await other.prisma.destination.findMany({
+        where: { eventId: posted.body.event_id },
+        select: { id: true },
+      });
       // Its outbox rows are lost too: a pending destination with no job anywhere.
       await other.pool.query("DELETE FROM outbox WHERE queue_prefix = $1", [other.prefix]);
       // This deployment's dispatcher (started by the first test) sweeps every second: several sweeps pass.
@@ -129,23 +170,45 @@ describe("the sweeper walks in keyset batches: a backlog of live jobs cannot hid
   test("with 12 live jobs ahead of it and batches of 5, the lost destination is found on the third run", async () => {
     const hr = await startHookReceiver(stack);
     await createHook(stack, hr, "/backlog", ["message.sent"]);
-    const events = Array.from({ length: 13 }, () => ({ eventType: "message.sent" as const, data: sampleData("message.sent") as any, occurredAt: new Date() }));
+    const events = Array.from({ length: 13 }, () => ({
+      eventType: "message.sent" as const,
+      data: sampleData("message.sent") as any,
+      occurredAt: new Date(),
+    }));
     // One request, so the 13 destinations' ids sort in this order (UUIDv7).
     await acceptEvents(stack.pool, stack.accountId, stack.prefix, events);
-    const ids = (await stack.pool.query("SELECT id FROM destinations WHERE queue_prefix = $1 ORDER BY id", [stack.prefix])).rows.map((r) => r.id as string);
+    const ids = (await stack.pool.query("SELECT id FROM destinations WHERE queue_prefix = $1 ORDER BY id", [stack.prefix])).rows.map(
+      (r) => r.id as string,
+    );
     expect(ids).toHaveLength(13);
-    await waitUntil(() => queue.queue.getJobCounts("wait", "prioritized"), (c) => c.wait + c.prioritized === 14); // 13 + the test delivery
+    await waitUntil(
+      () => queue.queue.getJobCounts("wait", "prioritized"),
+      (c) => c.wait + c.prioritized === 14,
+    ); // 13 + the test delivery
     const lost = ids[12];
     await queue.queue.remove(lost);
     // Old enough for the sweeper (afterMs 0 here, as if SWEEP_AFTER_MS had passed).
-    const sweep = () => sweepLostWork({ pool: stack.pool, redis, queue, queuePrefix: stack.prefix, retryDelaysMs: [1000, 1000, 1000], afterMs: 0, batchSize: 5 });
+    const sweep = () =>
+      sweepLostWork({
+        pool: stack.pool,
+        redis,
+        queue,
+        queuePrefix: stack.prefix,
+        retryDelaysMs: [1000, 1000, 1000],
+        afterMs: 0,
+        batchSize: 5,
+      });
     const outboxHas = async () => (await stack.pool.query("SELECT count(*)::int AS n FROM outbox WHERE job_id = $1", [lost])).rows[0].n > 0;
     expect(await sweep()).toBe(0); // ids 0..4, all alive (and the test delivery, alive)
     expect(await sweep()).toBe(0); // ids 5..9
     const third = await sweep(); // ids 10..12: the lost one
     expect(third === 1 || (await queue.queue.getJobState(lost)) !== "unknown" || (await outboxHas())).toBe(true);
     // The relay queues it again under its own id.
-    await waitUntil(() => queue.queue.getJobState(lost), (s) => queued(s), 5_000);
+    await waitUntil(
+      () => queue.queue.getJobState(lost),
+      (s) => queued(s),
+      5_000,
+    );
     // The cursor wrapped: the next run starts over from the first row.
     expect(await sweep()).toBe(0);
   });

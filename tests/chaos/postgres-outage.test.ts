@@ -57,7 +57,15 @@ describe("PostgreSQL unreachable during a delivery", () => {
     proxiedQueue = new Queue(QUEUE_NAMES.deliveries, { connection: proxiedRedis, prefix: stack.prefix });
     proxiedKeys = startKeyAccess(proxiedDb.prisma, config.DATABASE_URL);
     proxiedServer = await new Promise((resolve) => {
-      const s = createApp({ pool: proxiedDb.pool, prisma: proxiedDb.prisma, redis: proxiedRedis, queue: proxiedQueue, config, keys: proxiedKeys.keys, keyring: createKeyring(parseKeys(secretKeysOf(config))) }).listen(0, "127.0.0.1", () => resolve(s));
+      const s = createApp({
+        pool: proxiedDb.pool,
+        prisma: proxiedDb.prisma,
+        redis: proxiedRedis,
+        queue: proxiedQueue,
+        config,
+        keys: proxiedKeys.keys,
+        keyring: createKeyring(parseKeys(secretKeysOf(config))),
+      }).listen(0, "127.0.0.1", () => resolve(s));
     });
     proxiedUrl = `http://127.0.0.1:${(proxiedServer.address() as AddressInfo).port}`;
   });
@@ -103,9 +111,15 @@ describe("PostgreSQL unreachable during a delivery", () => {
     const posted = await stack.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
     expect(posted.status).toBe(201);
     const eventId = posted.body.event_id as string;
-    const rowsOf = async () => (await deliveryRows(stack, { event_id: eventId })).map((r) => [r.attempt, r.trigger, r.response_status, r.error]);
+    const rowsOf = async () =>
+      (await deliveryRows(stack, { event_id: eventId })).map((r) => [r.attempt, r.trigger, r.response_status, r.error]);
 
-    await waitUntil(async () => cutAt, (t) => t > 0, 30_000, 10);
+    await waitUntil(
+      async () => cutAt,
+      (t) => t > 0,
+      30_000,
+      10,
+    );
     // During the outage: the API says so, and accepts nothing.
     const ready = await proxied("GET", "/readyz");
     expect(ready.status).toBe(503);
@@ -115,7 +129,11 @@ describe("PostgreSQL unreachable during a delivery", () => {
     // Retry 1 was answered 200 during the outage; the dispatcher could not record it and
     // postponed the job (it logs so at warn level) instead of counting it.
     await hr.receiver.waitFor((a) => emailArrivals(a, "/outage").length >= 2, HOLD_MS + 2_000);
-    await waitUntil(async () => (dispatcher.output().match(/attempt postponed/g) ?? []).length, (n) => n >= 2, OUTAGE_MS + 5_000);
+    await waitUntil(
+      async () => (dispatcher.output().match(/attempt postponed/g) ?? []).length,
+      (n) => n >= 2,
+      OUTAGE_MS + 5_000,
+    );
     expect(dispatcher.running()).toBe(true);
     expect(await rowsOf()).toEqual([[0, "initial", 500, null]]);
     expect((await stack.api("GET", `/v1/events/${eventId}`)).body.status).toBe("pending");
@@ -127,7 +145,11 @@ describe("PostgreSQL unreachable during a delivery", () => {
 
     // Caught up: retry 1 made again and recorded once; no gap, no attempt counted for the
     // postponements. The receiver got retry 1 twice and knows the second one as a duplicate.
-    const detail = await waitUntil(() => stack.api("GET", `/v1/events/${eventId}`), (r) => r.body.status !== "pending", 20_000);
+    const detail = await waitUntil(
+      () => stack.api("GET", `/v1/events/${eventId}`),
+      (r) => r.body.status !== "pending",
+      20_000,
+    );
     expect(detail.body.status).toBe("delivered");
     expect(detail.body.destinations).toEqual([{ webhook_id: hook.id, url: hook.url, status: "delivered", attempts: 2 }]);
     expect(await rowsOf()).toEqual([
@@ -143,10 +165,18 @@ describe("PostgreSQL unreachable during a delivery", () => {
     expect(new Set(arrivals.map((a) => a.body)).size).toBe(1);
 
     // The API is ready again and the dispatcher takes new work at once.
-    await waitUntil(() => proxied("GET", "/readyz"), (r) => r.status === 200, 10_000);
+    await waitUntil(
+      () => proxied("GET", "/readyz"),
+      (r) => r.status === 200,
+      10_000,
+    );
     const next = await proxied("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
     expect(next.status).toBe(201);
-    const nextDetail = await waitUntil(() => stack.api("GET", `/v1/events/${next.body.event_id}`), (r) => r.body.status !== "pending", 10_000);
+    const nextDetail = await waitUntil(
+      () => stack.api("GET", `/v1/events/${next.body.event_id}`),
+      (r) => r.body.status !== "pending",
+      10_000,
+    );
     expect(nextDetail.body.status).toBe("delivered");
     expect(await deliveryRows(stack, { event_id: next.body.event_id })).toHaveLength(1);
     expect(dispatcher.running()).toBe(true);
@@ -178,19 +208,30 @@ describe("PostgreSQL unreachable during a delivery", () => {
     });
     const posted = await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
     const eventId = posted.body.event_id as string;
-    await waitUntil(async () => cutAt, (t) => t > 0, 30_000, 10);
+    await waitUntil(
+      async () => cutAt,
+      (t) => t > 0,
+      30_000,
+      10,
+    );
     // Postponed once (1 s), then given up: the job fails with its mark; the work stays pending.
     await waitForOutput(dispatcher, /postponed too often/, 15_000);
     expect((await stack.api("GET", `/v1/events/${eventId}`)).status).toBe(404); // another account's
     expect((await acct.api("GET", `/v1/events/${eventId}`)).body.status).toBe("pending");
     proxy.restore();
 
-    const detail = await waitUntil(() => acct.api("GET", `/v1/events/${eventId}`), (r) => r.body.status !== "pending", 20_000);
+    const detail = await waitUntil(
+      () => acct.api("GET", `/v1/events/${eventId}`),
+      (r) => r.body.status !== "pending",
+      20_000,
+    );
     expect(detail.body.status).toBe("delivered");
     expect(detail.body.destinations).toEqual([{ webhook_id: hook.id, url: hook.url, status: "delivered", attempts: 1 }]);
     // At least once: the receiver saw the attempt that could not be recorded, and the sweeper's.
     expect(emailArrivals(hr.receiver.arrivals, "/give-up").length).toBeGreaterThanOrEqual(2);
-    expect((await deliveryRows(acct, { event_id: eventId })).map((r) => [r.attempt, r.trigger, r.response_status])).toEqual([[0, "initial", 200]]);
+    expect((await deliveryRows(acct, { event_id: eventId })).map((r) => [r.attempt, r.trigger, r.response_status])).toEqual([
+      [0, "initial", 200],
+    ]);
     expect(dispatcher.running()).toBe(true);
   });
 });

@@ -63,7 +63,12 @@ describe("raw messages against the API's heap limit", () => {
     stack = await startStack({ dispatcher: false });
     const [flags] = await Promise.all([startApiFlags(), buildApi()]);
     const port = await freePort();
-    api = startService("api", "apps/api/dist/main.js", serviceEnv({ PORT: String(port), QUEUE_PREFIX: stack.prefix, LOG_LEVEL: "info", RATE_LIMIT_PER_MINUTE: "0" }), { nodeFlags: flags });
+    api = startService(
+      "api",
+      "apps/api/dist/main.js",
+      serviceEnv({ PORT: String(port), QUEUE_PREFIX: stack.prefix, LOG_LEVEL: "info", RATE_LIMIT_PER_MINUTE: "0" }),
+      { nodeFlags: flags },
+    );
     await waitForOutput(api, "api listening", 60_000);
     baseUrl = `http://127.0.0.1:${port}`;
   }, 180_000);
@@ -71,29 +76,43 @@ describe("raw messages against the API's heap limit", () => {
 
   /** POSTs `message` on a connection of its own (a kept-alive one may be closed by the server while the body is sent). */
   const post = (inbox: string, message: Buffer) =>
-    new Promise<{ status: number; retryAfter: string | undefined; body: { event_id?: string; error?: { code: string } } }>((resolve, reject) => {
-      const req = http.request(
-        `${baseUrl}/v1/inboxes/${inbox}/messages`,
-        { method: "POST", agent: false, headers: { authorization: `Bearer ${stack.apiKey}`, "content-type": "message/rfc822", "content-length": message.length } },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on("data", (chunk: Buffer) => chunks.push(chunk));
-          res.on("end", () => resolve({ status: res.statusCode!, retryAfter: res.headers["retry-after"], body: JSON.parse(Buffer.concat(chunks).toString("utf8")) }));
-          res.on("error", reject);
-        },
-      );
-      req.on("error", reject);
-      req.end(message);
-    });
+    new Promise<{ status: number; retryAfter: string | undefined; body: { event_id?: string; error?: { code: string } } }>(
+      (resolve, reject) => {
+        const req = http.request(
+          `${baseUrl}/v1/inboxes/${inbox}/messages`,
+          {
+            method: "POST",
+            agent: false,
+            headers: { authorization: `Bearer ${stack.apiKey}`, "content-type": "message/rfc822", "content-length": message.length },
+          },
+          (res) => {
+            const chunks: Buffer[] = [];
+            res.on("data", (chunk: Buffer) => chunks.push(chunk));
+            res.on("end", () =>
+              resolve({
+                status: res.statusCode!,
+                retryAfter: res.headers["retry-after"],
+                body: JSON.parse(Buffer.concat(chunks).toString("utf8")),
+              }),
+            );
+            res.on("error", reject);
+          },
+        );
+        req.on("error", reject);
+        req.end(message);
+      },
+    );
   const alive = async () => {
     expect(api.running()).toBe(true);
     expect((await fetch(`${baseUrl}/healthz`)).status).toBe(200);
   };
   const eventsOf = async (inbox: string) =>
-    (await stack.pool.query<{ id: string; length: number }>(
-      "SELECT e.id, length(p.payload) AS length FROM events e JOIN event_payloads p ON p.event_id = e.id AND p.created_at = e.created_at WHERE e.account_id = $1 AND e.inbox_id = $2",
-      [stack.accountId, inbox],
-    )).rows;
+    (
+      await stack.pool.query<{ id: string; length: number }>(
+        "SELECT e.id, length(p.payload) AS length FROM events e JOIN event_payloads p ON p.event_id = e.id AND p.created_at = e.created_at WHERE e.account_id = $1 AND e.inbox_id = $2",
+        [stack.accountId, inbox],
+      )
+    ).rows;
 
   test("a 3 MiB message of 0x01 bytes (an 18 MiB envelope) is 413 payload_too_large, nothing is stored, and the API lives", async () => {
     const res = await post("inbox_control", rawMessage("control", controlBytes(3 * MIB)));
@@ -128,7 +147,10 @@ describe("raw messages against the API's heap limit", () => {
 
   test("a 9 MiB message of HTML only is 413: HTML that long is not rendered to text (its DOM would pass the heap)", async () => {
     const html = Buffer.from("<p><b>x</b><i>y</i></p>\r\n".repeat((9 * MIB) / 26), "latin1");
-    const message = Buffer.from(rawMessage("html", html).toString("latin1").replace("text/plain; charset=us-ascii", "text/html; charset=us-ascii"), "latin1");
+    const message = Buffer.from(
+      rawMessage("html", html).toString("latin1").replace("text/plain; charset=us-ascii", "text/html; charset=us-ascii"),
+      "latin1",
+    );
     const res = await post("inbox_html", message);
     expect(res.status).toBe(413);
     expect(res.body.error?.code).toBe("payload_too_large");

@@ -17,7 +17,10 @@ describe("on a Redis Cluster of three primaries", () => {
   let stack: Stack;
   beforeAll(async () => {
     cluster = await startThrowawayCluster(3);
-    stack = await startStack({ env: { REDIS_URL: cluster.url, REDIS_CLUSTER: "true", DELIVERY_RETRY_DELAYS_MS: "300,300,300" }, dispatcher: false });
+    stack = await startStack({
+      env: { REDIS_URL: cluster.url, REDIS_CLUSTER: "true", DELIVERY_RETRY_DELAYS_MS: "300,300,300" },
+      dispatcher: false,
+    });
   });
   afterAll(async () => {
     await killAll();
@@ -41,14 +44,26 @@ describe("on a Redis Cluster of three primaries", () => {
     const hr = await startHookReceiver(stack, (a, nth) => (a.event === "webhook.test" || nth > 4 ? {} : { status: 503 }));
     const hook = await createHook(stack, hr, "/cluster", ["message.sent"]);
     const single = await stack.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
-    const batch = await stack.api("POST", "/v1/events/batch", { events: Array.from({ length: 3 }, () => ({ event_type: "message.sent", data: sampleData("message.sent") })) });
+    const batch = await stack.api("POST", "/v1/events/batch", {
+      events: Array.from({ length: 3 }, () => ({ event_type: "message.sent", data: sampleData("message.sent") })),
+    });
     expect([single.status, batch.status]).toEqual([201, 201]);
     const ids = [single.body.event_id, ...batch.body.data.map((e: any) => e.event_id)];
-    for (const id of ids) await waitUntil(() => stack.api("GET", `/v1/events/${id}`), (r) => r.body.status === "delivered", 20_000);
+    for (const id of ids)
+      await waitUntil(
+        () => stack.api("GET", `/v1/events/${id}`),
+        (r) => r.body.status === "delivered",
+        20_000,
+      );
 
     const arrivals = emailArrivals(hr.receiver.arrivals, "/cluster");
     expect(arrivals).toHaveLength(8);
-    for (const a of arrivals) expect(verify(hook.secret, { "x-service-timestamp": a.timestamp, "x-service-signature": a.signature }, a.body, { now: new Date(a.receivedAt) })).toEqual(JSON.parse(a.body));
+    for (const a of arrivals)
+      expect(
+        verify(hook.secret, { "x-service-timestamp": a.timestamp, "x-service-signature": a.signature }, a.body, {
+          now: new Date(a.receivedAt),
+        }),
+      ).toEqual(JSON.parse(a.body));
     const rows = await deliveryRows(stack, { webhook_id: hook.id });
     expect(rows.filter((r) => r.trigger === "retry")).toHaveLength(4);
 
@@ -68,7 +83,10 @@ describe("on a Redis Cluster of three primaries", () => {
   });
 
   test("the per-account rate limit and the per-address limiter work on the cluster too", async () => {
-    const limited = await startStack({ env: { REDIS_URL: cluster.url, REDIS_CLUSTER: "true", RATE_LIMIT_PER_MINUTE: "3", UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: "2" }, dispatcher: false });
+    const limited = await startStack({
+      env: { REDIS_URL: cluster.url, REDIS_CLUSTER: "true", RATE_LIMIT_PER_MINUTE: "3", UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: "2" },
+      dispatcher: false,
+    });
     try {
       const statuses: number[] = [];
       for (let i = 0; i < 4; i++) statuses.push((await limited.api("GET", "/v1/webhooks")).status);

@@ -58,12 +58,29 @@ describe("accepted while Redis is down, delivered once it is back", () => {
     await redisServer.start();
     // 1 test event + 4 events + 1 replay.
     const arrivals = await hr.receiver.waitFor((a) => a.length >= 6, 30_000);
-    for (const id of eventIds) await waitUntil(() => stack.api("GET", `/v1/events/${id}`), (r) => r.body.status === "delivered", 10_000);
+    for (const id of eventIds)
+      await waitUntil(
+        () => stack.api("GET", `/v1/events/${id}`),
+        (r) => r.body.status === "delivered",
+        10_000,
+      );
     // Bounded absence check: nothing arrives twice.
     await new Promise((r) => setTimeout(r, 1_500));
     expect(arrivals).toHaveLength(6);
-    expect(arrivals.map(eventOf).sort()).toEqual(["message.received", "message.sent", "message.sent", "message.sent", "message.sent", "webhook.test"]);
-    for (const a of arrivals) expect(verify(hook.secret, { "x-service-timestamp": a.timestamp, "x-service-signature": a.signature }, a.body, { now: new Date(a.receivedAt) })).toEqual(JSON.parse(a.body));
+    expect(arrivals.map(eventOf).sort()).toEqual([
+      "message.received",
+      "message.sent",
+      "message.sent",
+      "message.sent",
+      "message.sent",
+      "webhook.test",
+    ]);
+    for (const a of arrivals)
+      expect(
+        verify(hook.secret, { "x-service-timestamp": a.timestamp, "x-service-signature": a.signature }, a.body, {
+          now: new Date(a.receivedAt),
+        }),
+      ).toEqual(JSON.parse(a.body));
     const rows = await deliveryRows(stack, { webhook_id: hook.id });
     expect(rows.map((r) => r.trigger).sort()).toEqual(["initial", "initial", "initial", "initial", "replay", "test"]);
     expect(dispatcher.running()).toBe(true);

@@ -26,7 +26,10 @@ describe("Redis restarted while a retry is scheduled", () => {
 
   beforeAll(async () => {
     redisServer = await startRedisServer({ appendOnly: true });
-    stack = await startStack({ env: { REDIS_URL: redisServer.url, DELIVERY_RETRY_DELAYS_MS: [RETRY_MS, RETRY_MS, RETRY_MS].join(",") }, dispatcher: false });
+    stack = await startStack({
+      env: { REDIS_URL: redisServer.url, DELIVERY_RETRY_DELAYS_MS: [RETRY_MS, RETRY_MS, RETRY_MS].join(",") },
+      dispatcher: false,
+    });
     connection = createRedisConnection(redisServer.url, "worker");
     connection.on("error", () => undefined);
     deliveries = new Queue(QUEUE_NAMES.deliveries, { connection, prefix: stack.prefix });
@@ -43,7 +46,11 @@ describe("Redis restarted while a retry is scheduled", () => {
   test("the retry fires on schedule after the restart, the worker resumes, and the event is delivered", async () => {
     const hr = await startHookReceiver(stack, (a, nth) => (a.event === "webhook.test" ? {} : { status: nth === 1 ? 500 : 200 }));
     const hook = await createHook(stack, hr, "/restart", ["message.sent"]);
-    startDispatcher("dispatcher", { REDIS_URL: redisServer.url, QUEUE_PREFIX: stack.prefix, DELIVERY_RETRY_DELAYS_MS: [RETRY_MS, RETRY_MS, RETRY_MS].join(",") });
+    startDispatcher("dispatcher", {
+      REDIS_URL: redisServer.url,
+      QUEUE_PREFIX: stack.prefix,
+      DELIVERY_RETRY_DELAYS_MS: [RETRY_MS, RETRY_MS, RETRY_MS].join(","),
+    });
 
     const data = sampleData("message.sent");
     const posted = await stack.api("POST", "/v1/events", { event_type: "message.sent", data });
@@ -54,7 +61,12 @@ describe("Redis restarted while a retry is scheduled", () => {
     const [failure] = emailArrivals(await hr.receiver.waitFor((a) => emailArrivals(a, "/restart").length >= 1, 30_000), "/restart");
     expect(failure.status).toBe(500);
     // The failure is recorded and its retry scheduled: a delayed job in Redis.
-    await waitUntil(() => deliveries.getJobState(destinationId), (s) => s === "delayed", 5_000, 20);
+    await waitUntil(
+      () => deliveries.getJobState(destinationId),
+      (s) => s === "delayed",
+      5_000,
+      20,
+    );
 
     // Restart Redis well before the retry is due. While it is down, /readyz stays 200 (accepting
     // needs PostgreSQL only) and names Redis, and an event is accepted: 201.
@@ -70,7 +82,13 @@ describe("Redis restarted while a retry is scheduled", () => {
     expect(restartedAt).toBeLessThan(failure.receivedAt + RETRY_MS - 500);
 
     // The scheduled retry survived the restart (append-only file)...
-    expect(await waitUntil(() => deliveries.getJobState(destinationId).catch(() => "error"), (s) => s !== "error", 5_000)).toBe("delayed");
+    expect(
+      await waitUntil(
+        () => deliveries.getJobState(destinationId).catch(() => "error"),
+        (s) => s !== "error",
+        5_000,
+      ),
+    ).toBe("delayed");
     // ...and fires on time.
     const ofFirst = (all: typeof hr.receiver.arrivals) => emailArrivals(all, "/restart").filter((a) => a.messageId === data.messageId);
     const arrivals = ofFirst(await hr.receiver.waitFor((a) => ofFirst(a).length >= 2, RETRY_MS + 10_000));
@@ -78,7 +96,10 @@ describe("Redis restarted while a retry is scheduled", () => {
     expect(lateness).toBeGreaterThanOrEqual(0);
     expect(lateness).toBeLessThan(LATE_MS);
 
-    const detail = await waitUntil(() => stack.api("GET", `/v1/events/${eventId}`), (r) => r.status === 200 && r.body.status !== "pending");
+    const detail = await waitUntil(
+      () => stack.api("GET", `/v1/events/${eventId}`),
+      (r) => r.status === 200 && r.body.status !== "pending",
+    );
     expect(detail.body.status).toBe("delivered");
     expect(detail.body.destinations).toEqual([{ webhook_id: hook.id, url: hook.url, status: "delivered", attempts: 2 }]);
     const rows = await deliveryRows(stack, { event_id: eventId });
@@ -88,15 +109,27 @@ describe("Redis restarted while a retry is scheduled", () => {
     ]);
 
     // The event accepted while Redis was down is delivered once it is back.
-    const downDetail = await waitUntil(() => stack.api("GET", `/v1/events/${whileDown.body.event_id}`), (r) => r.body.status !== "pending", 10_000);
+    const downDetail = await waitUntil(
+      () => stack.api("GET", `/v1/events/${whileDown.body.event_id}`),
+      (r) => r.body.status !== "pending",
+      10_000,
+    );
     expect(downDetail.body.status).toBe("delivered");
 
     // The API and the worker are back for new work: an event posted now is delivered at once.
-    await waitUntil(() => apiAs(stack, null, "GET", "/readyz"), (r) => r.body.checks?.redis === "ok", 5_000);
+    await waitUntil(
+      () => apiAs(stack, null, "GET", "/readyz"),
+      (r) => r.body.checks?.redis === "ok",
+      5_000,
+    );
     const next = await stack.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
     expect(next.status).toBe(201);
     const postedAt = Date.now();
-    const nextDetail = await waitUntil(() => stack.api("GET", `/v1/events/${next.body.event_id}`), (r) => r.status === 200 && r.body.status !== "pending", 10_000);
+    const nextDetail = await waitUntil(
+      () => stack.api("GET", `/v1/events/${next.body.event_id}`),
+      (r) => r.status === 200 && r.body.status !== "pending",
+      10_000,
+    );
     expect(nextDetail.body.status).toBe("delivered");
     expect(Date.now() - postedAt).toBeLessThan(2_000);
     expect(emailArrivals(hr.receiver.arrivals, "/restart")).toHaveLength(4);

@@ -27,20 +27,31 @@ describe("an invalid outbox row", () => {
     const eventId = posted.body.event_id as string;
     const [{ id: destinationId }] = await stack.prisma.destination.findMany({ where: { eventId }, select: { id: true } });
     // The row as a buggy writer left it: data its job's schema refuses. And one of no known job.
-    const { rows } = await stack.pool.query(`UPDATE outbox SET data = '{"destinationId": 42}'::jsonb WHERE job_id = $1 RETURNING id`, [destinationId]);
+    const { rows } = await stack.pool.query(`UPDATE outbox SET data = '{"destinationId": 42}'::jsonb WHERE job_id = $1 RETURNING id`, [
+      destinationId,
+    ]);
     expect(rows).toHaveLength(1);
     const outboxId = String(rows[0].id);
-    const unknown = await stack.pool.query(`INSERT INTO outbox (queue_prefix, job_name, job_id, data) VALUES ($1, 'mystery', 'nothing', '{}'::jsonb) RETURNING id`, [stack.prefix]);
+    const unknown = await stack.pool.query(
+      `INSERT INTO outbox (queue_prefix, job_name, job_id, data) VALUES ($1, 'mystery', 'nothing', '{}'::jsonb) RETURNING id`,
+      [stack.prefix],
+    );
     const unknownId = String(unknown.rows[0].id);
 
     const metricsPort = await freePort();
     const dispatcher = startDispatcher("dispatcher", { QUEUE_PREFIX: stack.prefix, METRICS_PORT: String(metricsPort), ...SWEEP });
 
-    const destination = await waitUntil(() => stack.prisma.destination.findUniqueOrThrow({ where: { id: destinationId } }), (d) => d.status !== "pending", 30_000);
+    const destination = await waitUntil(
+      () => stack.prisma.destination.findUniqueOrThrow({ where: { id: destinationId } }),
+      (d) => d.status !== "pending",
+      30_000,
+    );
     expect(destination.status).toBe("failed");
     expect((await stack.api("GET", `/v1/events/${eventId}`)).body.status).toBe("failed");
     // Ended with a row that says why (CONTRACT.md section 8), and nothing sent.
-    expect((await deliveryRows(stack, { event_id: eventId })).map((r) => [r.trigger, r.attempt, r.response_status, r.error])).toEqual([["initial", 0, null, "internal_error"]]);
+    expect((await deliveryRows(stack, { event_id: eventId })).map((r) => [r.trigger, r.attempt, r.response_status, r.error])).toEqual([
+      ["initial", 0, null, "internal_error"],
+    ]);
     expect((await stack.pool.query("SELECT count(*)::int AS n FROM outbox WHERE queue_prefix = $1", [stack.prefix])).rows[0].n).toBe(0);
 
     // Logged with the row's id, and counted.

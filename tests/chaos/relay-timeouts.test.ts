@@ -53,9 +53,14 @@ describe("a relay holding claimed outbox rows", () => {
     const client = await stack.pool.connect();
     try {
       await client.query("BEGIN");
-      const total = (await client.query("SELECT count(*)::int AS n FROM outbox WHERE queue_prefix = $1", [stack.prefix])).rows[0].n as number;
+      const total = (await client.query("SELECT count(*)::int AS n FROM outbox WHERE queue_prefix = $1", [stack.prefix])).rows[0]
+        .n as number;
       // FOR KEY SHARE conflicts with the relay's FOR UPDATE only; SKIP LOCKED counts what is free.
-      const free = (await client.query("SELECT count(*)::int AS n FROM (SELECT id FROM outbox WHERE queue_prefix = $1 FOR KEY SHARE SKIP LOCKED) x", [stack.prefix])).rows[0].n as number;
+      const free = (
+        await client.query("SELECT count(*)::int AS n FROM (SELECT id FROM outbox WHERE queue_prefix = $1 FOR KEY SHARE SKIP LOCKED) x", [
+          stack.prefix,
+        ])
+      ).rows[0].n as number;
       return { total, free };
     } finally {
       await client.query("ROLLBACK").catch(() => undefined);
@@ -64,7 +69,10 @@ describe("a relay holding claimed outbox rows", () => {
   }
 
   /** Starts dispatcher A behind the proxy and waits until it delivered a new hook's test event. */
-  async function startA(name: string, path: string): Promise<{ a: ServiceProcess; hr: HookReceiver; hook: CreatedHook; acct: Awaited<ReturnType<Stack["newAccount"]>> }> {
+  async function startA(
+    name: string,
+    path: string,
+  ): Promise<{ a: ServiceProcess; hr: HookReceiver; hook: CreatedHook; acct: Awaited<ReturnType<Stack["newAccount"]>> }> {
     proxy.thaw();
     const a = startDispatcher(name, env(viaProxy()));
     const acct = await stack.newAccount();
@@ -86,14 +94,31 @@ describe("a relay holding claimed outbox rows", () => {
     return eventIds;
   }
 
-  async function expectDeliveredOnce(acct: Awaited<ReturnType<Stack["newAccount"]>>, hr: HookReceiver, hook: CreatedHook, path: string, eventIds: string[]) {
+  async function expectDeliveredOnce(
+    acct: Awaited<ReturnType<Stack["newAccount"]>>,
+    hr: HookReceiver,
+    hook: CreatedHook,
+    path: string,
+    eventIds: string[],
+  ) {
     const arrivals = emailArrivals(hr.receiver.arrivals, path);
     expect(arrivals).toHaveLength(EVENTS);
-    for (const arrival of arrivals) expect(verify(hook.secret, { "x-service-timestamp": arrival.timestamp, "x-service-signature": arrival.signature }, arrival.body, { now: new Date(arrival.receivedAt) })).toEqual(JSON.parse(arrival.body));
+    for (const arrival of arrivals)
+      expect(
+        verify(hook.secret, { "x-service-timestamp": arrival.timestamp, "x-service-signature": arrival.signature }, arrival.body, {
+          now: new Date(arrival.receivedAt),
+        }),
+      ).toEqual(JSON.parse(arrival.body));
     for (const eventId of eventIds) {
-      const detail = await waitUntil(() => acct.api("GET", `/v1/events/${eventId}`), (r) => r.body.status !== "pending", 10_000);
+      const detail = await waitUntil(
+        () => acct.api("GET", `/v1/events/${eventId}`),
+        (r) => r.body.status !== "pending",
+        10_000,
+      );
       expect(detail.body.destinations).toEqual([{ webhook_id: hook.id, url: hook.url, status: "delivered", attempts: 1 }]);
-      expect((await deliveryRows(acct, { event_id: eventId })).map((r) => [r.trigger, r.attempt, r.response_status])).toEqual([["initial", 0, 200]]);
+      expect((await deliveryRows(acct, { event_id: eventId })).map((r) => [r.trigger, r.attempt, r.response_status])).toEqual([
+        ["initial", 0, 200],
+      ]);
     }
     expect(await outboxRows()).toEqual({ total: 0, free: 0 });
   }
@@ -122,6 +147,10 @@ describe("a relay holding claimed outbox rows", () => {
     await hr.receiver.waitFor((all) => emailArrivals(all, "/frozen-relay").length >= EVENTS, LOCK_BOUND_MS);
     console.log(`relayed by the other dispatcher ${Date.now() - stoppedAt} ms after A stopped`);
     await expectDeliveredOnce(acct, hr, hook, "/frozen-relay", eventIds);
-    await waitUntil(() => deliveries.getJobCounts("wait", "prioritized", "delayed", "active"), (c) => c.wait + c.prioritized + c.delayed + c.active === 0, 10_000);
+    await waitUntil(
+      () => deliveries.getJobCounts("wait", "prioritized", "delayed", "active"),
+      (c) => c.wait + c.prioritized + c.delayed + c.active === 0,
+      10_000,
+    );
   }, 90_000);
 });

@@ -30,9 +30,16 @@ describe("two APIs and two dispatchers", () => {
     const hook = await createHook(acct, hr, "/replicas", ["message.sent"]);
     const apiPorts = [await freePort(), await freePort()];
     const metricsPorts = [await freePort(), await freePort()];
-    const apis = apiPorts.map((port, i) => startApiProcess(`api-${i}`, { PORT: String(port), QUEUE_PREFIX: stack.prefix, LOG_LEVEL: "info", RATE_LIMIT_PER_MINUTE: "0" }));
-    const dispatchers = metricsPorts.map((port, i) => startDispatcher(`dispatcher-${i}`, { METRICS_PORT: String(port), QUEUE_PREFIX: stack.prefix, LOG_LEVEL: "info" }));
-    await Promise.all([...apis.map((a) => waitForOutput(a, "api listening")), ...dispatchers.map((d) => waitForOutput(d, "dispatcher started"))]);
+    const apis = apiPorts.map((port, i) =>
+      startApiProcess(`api-${i}`, { PORT: String(port), QUEUE_PREFIX: stack.prefix, LOG_LEVEL: "info", RATE_LIMIT_PER_MINUTE: "0" }),
+    );
+    const dispatchers = metricsPorts.map((port, i) =>
+      startDispatcher(`dispatcher-${i}`, { METRICS_PORT: String(port), QUEUE_PREFIX: stack.prefix, LOG_LEVEL: "info" }),
+    );
+    await Promise.all([
+      ...apis.map((a) => waitForOutput(a, "api listening")),
+      ...dispatchers.map((d) => waitForOutput(d, "dispatcher started")),
+    ]);
 
     const ids: string[] = [];
     for (let batch = 0; batch < EVENTS / 100; batch++) {
@@ -44,7 +51,12 @@ describe("two APIs and two dispatchers", () => {
     }
     // 1 test event + one per event; counted cheaply at each arrival.
     await hr.receiver.waitFor((a) => a.length >= EVENTS + 1, 240_000);
-    await waitUntil(() => stack.prisma.event.count({ where: { accountId: acct.accountId, status: "delivered" } }), (n) => n === EVENTS, 30_000, 250);
+    await waitUntil(
+      () => stack.prisma.event.count({ where: { accountId: acct.accountId, status: "delivered" } }),
+      (n) => n === EVENTS,
+      30_000,
+      250,
+    );
 
     const arrivals = hr.receiver.arrivals.filter((a) => a.path === "/replicas" && a.event === "message.sent");
     expect(arrivals).toHaveLength(EVENTS);

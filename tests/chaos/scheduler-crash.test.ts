@@ -54,8 +54,14 @@ describe("scheduler bookkeeping after a SIGKILL and a Redis flush", () => {
     expect((await stack.api("POST", "/v1/events/batch", { events: batch })).status).toBe(201);
 
     const attemptsOfHanging = async () =>
-      (await stack.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE webhook_id = $1 AND trigger <> 'test'`, [hanging.id])).rows[0].n;
-    const leases = async () => (await stack.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_leases WHERE queue_prefix = $1`, [stack.prefix])).rows[0].n;
+      (
+        await stack.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE webhook_id = $1 AND trigger <> 'test'`, [
+          hanging.id,
+        ])
+      ).rows[0].n;
+    const leases = async () =>
+      (await stack.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_leases WHERE queue_prefix = $1`, [stack.prefix]))
+        .rows[0].n;
     const healthyArrives = async () => {
       const data = sampleData("message.delivered");
       expect((await stack.api("POST", "/v1/events", { event_type: "message.delivered", data })).status).toBe(201);

@@ -37,7 +37,12 @@ describe("graceful shutdown", () => {
     // LOG_LEVEL=info: the test waits for the dispatcher's own "draining" line.
     const env = { QUEUE_PREFIX: stack.prefix, DELIVERY_TIMEOUT_MS: String(DELIVERY_TIMEOUT_MS), LOG_LEVEL: "info" };
     const dispatcher = startDispatcher("dispatcher", env);
-    await waitUntil(async () => inFlight, (t) => t > 0, 30_000, 10);
+    await waitUntil(
+      async () => inFlight,
+      (t) => t > 0,
+      30_000,
+      10,
+    );
     const signalledAt = Date.now();
     dispatcher.child.kill("SIGTERM");
     await waitForOutput(dispatcher, "draining in-flight deliveries", 5_000);
@@ -67,7 +72,11 @@ describe("graceful shutdown", () => {
 
     // The next dispatcher delivers it.
     startDispatcher("dispatcher-next", { ...env, LOG_LEVEL: "warn" });
-    const next = await waitUntil(() => acct.api("GET", `/v1/events/${second.body.event_id}`), (r) => r.body.status !== "pending", 30_000);
+    const next = await waitUntil(
+      () => acct.api("GET", `/v1/events/${second.body.event_id}`),
+      (r) => r.body.status !== "pending",
+      30_000,
+    );
     expect(next.body.status).toBe("delivered");
     expect(emailArrivals(hr.receiver.arrivals, "/drain")).toHaveLength(2);
   });
@@ -87,7 +96,12 @@ describe("graceful shutdown", () => {
       port,
       path: "/v1/events",
       method: "POST",
-      headers: { authorization: `Bearer ${acct.apiKey}`, "content-type": "application/json", "content-length": Buffer.byteLength(body), expect: "100-continue" },
+      headers: {
+        authorization: `Bearer ${acct.apiKey}`,
+        "content-type": "application/json",
+        "content-length": Buffer.byteLength(body),
+        expect: "100-continue",
+      },
     });
     const continued = new Promise<void>((resolve) => req.once("continue", () => resolve()));
     const response = new Promise<{ status: number; body: any; connection: string | undefined }>((resolve, reject) => {

@@ -88,7 +88,9 @@ describe("slow and malformed clients at the HTTP layer", () => {
   test("a body that trickles for ever: 408 in the error shape within HTTP_REQUEST_TIMEOUT_MS", async () => {
     let timer: NodeJS.Timeout | undefined;
     const { text, ms } = await exchange((s) => {
-      s.write(`POST /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${apiKey}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"a":"`);
+      s.write(
+        `POST /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${apiKey}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"a":"`,
+      );
       // A byte every 200 ms: never idle, never done.
       timer = setInterval(() => s.writable && s.write("x"), 200);
       s.on("close", () => clearInterval(timer));

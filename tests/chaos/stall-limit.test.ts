@@ -46,7 +46,10 @@ describe("a job past the stall limit", () => {
     expect(posted.status).toBe(201);
     const eventId = posted.body.event_id as string;
     const [{ id: destinationId }] = await stack.prisma.destination.findMany({ where: { eventId }, select: { id: true } });
-    await waitUntil(() => deliveries.getJobState(destinationId), (state) => queued(state));
+    await waitUntil(
+      () => deliveries.getJobState(destinationId),
+      (state) => queued(state),
+    );
 
     await redis.hset(deliveries.toKey(destinationId), "stc", String(MAX_STALLED_COUNT + 1), "defa", "gave up on this job (any wording)");
     const config = loadConfig(dispatcherConfigSchema, {
@@ -56,9 +59,16 @@ describe("a job past the stall limit", () => {
       ALLOW_PRIVATE_TARGETS: "true",
       DISPATCHER_CONCURRENCY: "4",
     });
-    dispatcher = startInProcessDispatcher(stack.pool, config, { queuePrefix: stack.prefix, keyPrefix: stack.keyPrefix, parts: "worker-only" });
+    dispatcher = startInProcessDispatcher(stack.pool, config, {
+      queuePrefix: stack.prefix,
+      keyPrefix: stack.keyPrefix,
+      parts: "worker-only",
+    });
 
-    const ended = await waitUntil(() => stack.prisma.destination.findUniqueOrThrow({ where: { id: destinationId } }), (d) => d.status !== "pending");
+    const ended = await waitUntil(
+      () => stack.prisma.destination.findUniqueOrThrow({ where: { id: destinationId } }),
+      (d) => d.status !== "pending",
+    );
     expect(ended.status).toBe("failed");
     expect((await acct.api("GET", `/v1/events/${eventId}`)).body.status).toBe("failed");
     const rows = await deliveryRows(acct, { event_id: eventId });

@@ -29,11 +29,18 @@ describe("the sweeper", () => {
     redis = createRedisConnection(testRedisUrl(), "worker") as Redis;
     queue = new DeliveryQueue(redis, stack.prefix, attemptBudgetOf(RETRY_DELAYS));
   });
-  afterAll(() => endChaosFile(stack, () => queue?.close(), () => redis?.quit().catch(() => undefined)));
+  afterAll(() =>
+    endChaosFile(
+      stack,
+      () => queue?.close(),
+      () => redis?.quit().catch(() => undefined),
+    ),
+  );
 
   const sweep = (extra: Partial<Parameters<typeof sweepLostWork>[0]> = {}) =>
     sweepLostWork({ pool: stack.pool, redis, queue, queuePrefix: stack.prefix, retryDelaysMs: RETRY_DELAYS, afterMs: 0, ...extra });
-  const inOutbox = async (id: string) => (await stack.pool.query("SELECT count(*)::int AS n FROM outbox WHERE job_id = $1", [id])).rows[0].n as number;
+  const inOutbox = async (id: string) =>
+    (await stack.pool.query("SELECT count(*)::int AS n FROM outbox WHERE job_id = $1", [id])).rows[0].n as number;
 
   test("pending work whose job failed for good is ended failed, not kept alive nor sent again", async () => {
     const acct = await stack.newAccount();
@@ -44,16 +51,29 @@ describe("the sweeper", () => {
     const eventId = posted.body.event_id as string;
     const [{ id: destinationId }] = await stack.prisma.destination.findMany({ where: { eventId }, select: { id: true } });
     const [{ id: testDeliveryId }] = await stack.prisma.testDelivery.findMany({ where: { webhookId: hook.id }, select: { id: true } });
-    await waitUntil(() => queue.queue.getJobState(destinationId), (s) => queued(s));
-    await waitUntil(() => queue.queue.getJobState(testDeliveryId), (s) => queued(s));
+    await waitUntil(
+      () => queue.queue.getJobState(destinationId),
+      (s) => queued(s),
+    );
+    await waitUntil(
+      () => queue.queue.getJobState(testDeliveryId),
+      (s) => queued(s),
+    );
 
     // A worker fails both jobs for good, as the dispatcher's does, but could not end their work
     // (PostgreSQL was away at that moment): the work stays pending behind failed jobs.
-    const worker = new Worker(QUEUE_NAMES.deliveries, async () => {
-      throw new UnrecoverableError(`${POISONED_MARK} a constraint`);
-    }, { connection: redis, prefix: stack.prefix });
+    const worker = new Worker(
+      QUEUE_NAMES.deliveries,
+      async () => {
+        throw new UnrecoverableError(`${POISONED_MARK} a constraint`);
+      },
+      { connection: redis, prefix: stack.prefix },
+    );
     try {
-      await waitUntil(async () => Promise.all([queue.queue.getJobState(destinationId), queue.queue.getJobState(testDeliveryId)]), (s) => s.every((x) => x === "failed"));
+      await waitUntil(
+        async () => Promise.all([queue.queue.getJobState(destinationId), queue.queue.getJobState(testDeliveryId)]),
+        (s) => s.every((x) => x === "failed"),
+      );
     } finally {
       await worker.close();
     }
@@ -81,8 +101,14 @@ describe("the sweeper", () => {
     expect(replay.status).toBe(202);
     const replayId = replay.body.replays[0].replay_id as string;
     const [{ id: testDeliveryId }] = await stack.prisma.testDelivery.findMany({ where: { webhookId: hook.id }, select: { id: true } });
-    await waitUntil(() => queue.queue.getJobState(replayId), (s) => queued(s));
-    await waitUntil(() => queue.queue.getJobState(testDeliveryId), (s) => queued(s));
+    await waitUntil(
+      () => queue.queue.getJobState(replayId),
+      (s) => queued(s),
+    );
+    await waitUntil(
+      () => queue.queue.getJobState(testDeliveryId),
+      (s) => queued(s),
+    );
     // Redis loses the replay's and the test delivery's jobs...
     await queue.queue.remove(replayId);
     await queue.queue.remove(testDeliveryId);
@@ -117,24 +143,48 @@ describe("a sweep run walks batch after batch within its budget", () => {
     redis = createRedisConnection(testRedisUrl(), "worker") as Redis;
     deliveries = new Queue(QUEUE_NAMES.deliveries, { connection: redis, prefix: stack.prefix });
   });
-  afterAll(() => endChaosFile(stack, () => deliveries?.close(), () => redis?.quit().catch(() => undefined)));
+  afterAll(() =>
+    endChaosFile(
+      stack,
+      () => deliveries?.close(),
+      () => redis?.quit().catch(() => undefined),
+    ),
+  );
 
   test("a dispatcher's first sweep queues 13 lost destinations with batches of 5, not only the first batch", async () => {
     const hr = await startHookReceiver(stack);
     await createHook(stack, hr, "/backlog", ["message.sent"]);
-    const events = Array.from({ length: 13 }, () => ({ eventType: "message.sent" as const, data: sampleData("message.sent") as any, occurredAt: new Date() }));
+    const events = Array.from({ length: 13 }, () => ({
+      eventType: "message.sent" as const,
+      data: sampleData("message.sent") as any,
+      occurredAt: new Date(),
+    }));
     await acceptEvents(stack.pool, stack.accountId, stack.prefix, events);
-    await waitUntil(() => deliveries.getJobCounts("wait", "prioritized"), (c) => c.wait + c.prioritized === 14); // 13 + the test delivery, in the wait list or the prioritized set
+    await waitUntil(
+      () => deliveries.getJobCounts("wait", "prioritized"),
+      (c) => c.wait + c.prioritized === 14,
+    ); // 13 + the test delivery, in the wait list or the prioritized set
     // Redis loses them all; they are older than SWEEP_AFTER_MS before the dispatcher starts.
     await deliveries.obliterate({ force: true });
     await waitUntil(
-      async () => (await stack.pool.query("SELECT bool_and(created_at < now() - interval '1100 ms') AS old FROM destinations WHERE queue_prefix = $1", [stack.prefix])).rows[0].old,
+      async () =>
+        (
+          await stack.pool.query(
+            "SELECT bool_and(created_at < now() - interval '1100 ms') AS old FROM destinations WHERE queue_prefix = $1",
+            [stack.prefix],
+          )
+        ).rows[0].old,
       (old) => old === true,
       10_000,
     );
     // One sweep run at start, the next one ten minutes later: only a run that goes on past its
     // first batch delivers them all in time.
-    startDispatcher("dispatcher", { QUEUE_PREFIX: stack.prefix, SWEEP_INTERVAL_MS: "600000", SWEEP_AFTER_MS: "1000", SWEEP_BATCH_SIZE: "5" });
+    startDispatcher("dispatcher", {
+      QUEUE_PREFIX: stack.prefix,
+      SWEEP_INTERVAL_MS: "600000",
+      SWEEP_AFTER_MS: "1000",
+      SWEEP_BATCH_SIZE: "5",
+    });
     const arrivals = await hr.receiver.waitFor((all) => emailArrivals(all, "/backlog").length >= 13, 30_000);
     expect(new Set(emailArrivals(arrivals, "/backlog").map((a) => a.messageId)).size).toBe(13);
   }, 60_000);

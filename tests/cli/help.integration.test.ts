@@ -27,7 +27,14 @@ function run(command: string, args: string[]): Promise<Run> {
   return new Promise((resolve, reject) => {
     // No database, Redis or API is needed to explain oneself: none is reachable here.
     const nowhere = "postgresql://nobody@127.0.0.1:1/none";
-    const env = { ...process.env, NODE_OPTIONS: "", DATABASE_URL: nowhere, TEST_DATABASE_URL: nowhere, REDIS_URL: "redis://127.0.0.1:1", API_KEY: "" };
+    const env = {
+      ...process.env,
+      NODE_OPTIONS: "",
+      DATABASE_URL: nowhere,
+      TEST_DATABASE_URL: nowhere,
+      REDIS_URL: "redis://127.0.0.1:1",
+      API_KEY: "",
+    };
     const child = spawn(command, args, { cwd: root, env });
     let stdout = "";
     let stderr = "";
@@ -41,18 +48,24 @@ function run(command: string, args: string[]): Promise<Run> {
 /** `node <flags> apps/x/dist/main.js` of a start script, as the source it is built from, under tsx. */
 function fromSource(script: string): string[] {
   const entry = scripts[script].split(" ").find((part) => part.endsWith(".js") || part.endsWith(".mjs"))!;
-  return [require.resolve("tsx/cli"), "--conditions=source", path.join(root, entry.replace("/dist/", "/src/").replace(/main\.js$/, "main.ts"))];
+  return [
+    require.resolve("tsx/cli"),
+    "--conditions=source",
+    path.join(root, entry.replace("/dist/", "/src/").replace(/main\.js$/, "main.ts")),
+  ];
 }
 
 /** Arguments a command needs besides the option under test (commander reports a missing one first). */
 const REQUIRED: Record<string, string[]> = { replay: ["--since", "2026-11-01T00:00:00Z", "--until", "2026-11-02T00:00:00Z"] };
 
 const commands: [label: string, invoke: (args: string[]) => Promise<Run>, required: string[]][] = [
-  ...["keys", "replay", "db:migrate", "demo", "bench", "test", "test:unit", "build"].map((script): [string, (args: string[]) => Promise<Run>, string[]] => [
-    `npm run -s ${script}`,
-    (args) => run(npm, ["run", "-s", script, "--", ...args]),
-    REQUIRED[script] ?? [],
-  ]),
+  ...["keys", "replay", "db:migrate", "demo", "bench", "test", "test:unit", "build"].map(
+    (script): [string, (args: string[]) => Promise<Run>, string[]] => [
+      `npm run -s ${script}`,
+      (args) => run(npm, ["run", "-s", script, "--", ...args]),
+      REQUIRED[script] ?? [],
+    ],
+  ),
   ...["start:api", "start:dispatcher", "start"].map((script): [string, (args: string[]) => Promise<Run>, string[]] => [
     `npm run ${script}`,
     (args) => run(process.execPath, [...fromSource(script), ...args]),

@@ -54,11 +54,17 @@ describe("dashboard in a browser", () => {
     receiver = await stack.startReceiver({
       secretFor: async (p) => (p === "/app" || p === "/override" ? secret : known.get(p)),
       // The endpoint accepts its test event and fails every email event; the override URL accepts.
-      behavior: (a) => ((a.path === "/app" || a.path.startsWith("/failing")) && a.event !== "webhook.test" ? { status: 500 } : { status: 200 }),
+      behavior: (a) =>
+        (a.path === "/app" || a.path.startsWith("/failing")) && a.event !== "webhook.test" ? { status: 500 } : { status: 200 },
     });
     // A key with a name, as the audit log shows it.
     const issued = await createApiKey(stack.prisma, `browser-${Date.now()}`, "Ann's laptop");
-    account = { apiKey: issued.key, apiKeyId: issued.id, accountId: issued.account_id, api: (method, url, body, headers, options) => callApi(stack.baseUrl, issued.key, method, url, body, headers, options) };
+    account = {
+      apiKey: issued.key,
+      apiKeyId: issued.id,
+      accountId: issued.account_id,
+      api: (method, url, body, headers, options) => callApi(stack.baseUrl, issued.key, method, url, body, headers, options),
+    };
     await mkdir(SHOTS, { recursive: true });
     browser = await launchChromium();
   }, 60_000);
@@ -69,7 +75,11 @@ describe("dashboard in a browser", () => {
 
   /** A page that records CSP violations, script errors and failed requests of this origin. */
   async function newPage(options: { width?: number; javaScript?: boolean; unavailable?: boolean } = {}): Promise<Page> {
-    const context = await browser.newContext({ viewport: { width: options.width ?? 1280, height: 900 }, javaScriptEnabled: options.javaScript ?? true, baseURL: stack.baseUrl });
+    const context = await browser.newContext({
+      viewport: { width: options.width ?? 1280, height: 900 },
+      javaScriptEnabled: options.javaScript ?? true,
+      baseURL: stack.baseUrl,
+    });
     const page = await context.newPage();
     // Refusals (4xx) are part of the flows; a 503 only where the test makes the service unavailable.
     const expected = options.unavailable ? /status of (4\d\d|503)/ : /status of 4\d\d/;
@@ -127,7 +137,10 @@ describe("dashboard in a browser", () => {
     await page.getByText("100 % (1 of 1)").waitFor();
     await shot(page, "05-webhooks");
 
-    const published = await account.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent", { subject: "Your invoice <#1234>" }) });
+    const published = await account.api("POST", "/v1/events", {
+      event_type: "message.sent",
+      data: sampleData("message.sent", { subject: "Your invoice <#1234>" }),
+    });
     const eventId: string = published.body.event_id;
     await nav(page, "Events").click();
     await page.getByLabel("Status").selectOption("failed");
@@ -143,7 +156,8 @@ describe("dashboard in a browser", () => {
     await page.getByRole("link", { name: eventId }).click();
     await page.getByRole("heading", { name: `Event ${eventId}` }).waitFor();
     await expectCount(page.locator("ol.timeline > li"), 4);
-    for (const what of ["Initial attempt", "Retry 1", "Retry 2", "Retry 3"]) await page.locator("ol.timeline strong", { hasText: new RegExp(`^${what}$`) }).waitFor();
+    for (const what of ["Initial attempt", "Retry 1", "Retry 2", "Retry 3"])
+      await page.locator("ol.timeline strong", { hasText: new RegExp(`^${what}$`) }).waitFor();
     await shot(page, "07-event-failed");
 
     await page.getByLabel("Override URL (optional)").fill(receiver.url("/override"));
@@ -193,8 +207,13 @@ describe("dashboard in a browser", () => {
     const { account: bulk, eventId: first } = await accountWithEvent("/failing-bulk");
     const n = 5;
     const ids = [first];
-    for (let i = 1; i < n; i++) ids.push((await bulk.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") })).body.event_id);
-    await waitUntil(() => bulk.api("GET", "/v1/events?status=failed"), (r) => r.body.data.length === n, 30_000);
+    for (let i = 1; i < n; i++)
+      ids.push((await bulk.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") })).body.event_id);
+    await waitUntil(
+      () => bulk.api("GET", "/v1/events?status=failed"),
+      (r) => r.body.data.length === n,
+      30_000,
+    );
     // The oldest event's payload is gone (as retention leaves it): it is replayed last, newest first.
     await stack.pool.query("DELETE FROM event_payloads WHERE event_id = $1", [ids[0]]);
     const replays = () => stack.prisma.replay.count({ where: { accountId: bulk.accountId } });
@@ -213,7 +232,12 @@ describe("dashboard in a browser", () => {
     const summary = async () => {
       await page.locator("#bulk-summary").waitFor();
       const read = (id: string) => page.locator(id).textContent();
-      return { status: await read("#bulk-status"), replayed: await read("#bulk-replayed"), expired: await read("#bulk-expired"), failed: await read("#bulk-failed") };
+      return {
+        status: await read("#bulk-status"),
+        replayed: await read("#bulk-replayed"),
+        expired: await read("#bulk-expired"),
+        failed: await read("#bulk-failed"),
+      };
     };
 
     // Cancel after the first progress update. The second replay request, if it was sent already,
@@ -260,10 +284,17 @@ describe("dashboard in a browser", () => {
 
     // A service that stays unavailable: the run stops after the retries, and counts nothing failed.
     await count();
-    await page.route("**/dashboard/bulk-replay/replay", (route) => route.fulfill({ status: 503, headers: { "retry-after": "1", "content-type": "text/html" }, body: "<p>down</p>" }));
+    await page.route("**/dashboard/bulk-replay/replay", (route) =>
+      route.fulfill({ status: 503, headers: { "retry-after": "1", "content-type": "text/html" }, body: "<p>down</p>" }),
+    );
     await page.getByRole("button", { name: `Replay ${n} events` }).click();
     const stopped = await summary();
-    expect(stopped).toEqual({ status: `Stopped after 0 of ${n}: the service stayed unavailable (HTTP 503) through 4 retries; try the rest later.`, replayed: "0", expired: "0", failed: "0" });
+    expect(stopped).toEqual({
+      status: `Stopped after 0 of ${n}: the service stayed unavailable (HTTP 503) through 4 retries; try the rest later.`,
+      replayed: "0",
+      expired: "0",
+      failed: "0",
+    });
     expect(await replays()).toBe(k + n - 1);
     await page.unrouteAll();
     expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBe(0);
@@ -300,7 +331,10 @@ describe("dashboard in a browser", () => {
     await page.getByRole("heading", { level: 1, name: receiver.url("/narrow") }).waitFor();
     await page.goto(`${webhookPage}/secret`);
     await page.getByRole("button", { name: "Reveal secret" }).click();
-    await page.locator("#secret-value").getByText(/^whsec_/).waitFor();
+    await page
+      .locator("#secret-value")
+      .getByText(/^whsec_/)
+      .waitFor();
     expect(await page.locator("#secret-value").textContent()).toBe(known.get("/narrow"));
     expect(await overflow()).toBe(0);
     await shot(page, "16-secret-revealed-375px");
@@ -318,7 +352,11 @@ describe("dashboard in a browser", () => {
     expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBe(0);
     await shot(page, "12-event-375px");
     if (UPDATE_DOCS) {
-      await page.screenshot({ path: path.join(SHOTS, "doc-dashboard-event-375px.png"), clip: { x: 0, y: 0, width: 375, height: 1000 }, fullPage: true });
+      await page.screenshot({
+        path: path.join(SHOTS, "doc-dashboard-event-375px.png"),
+        clip: { x: 0, y: 0, width: 375, height: 1000 },
+        fullPage: true,
+      });
       await copyFile(path.join(SHOTS, "doc-dashboard-event-375px.png"), path.join(DOC_SHOTS, "dashboard-event-375px.png"));
     }
 

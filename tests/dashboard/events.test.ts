@@ -27,7 +27,9 @@ describe("dashboard: events, replay and the logs", () => {
   afterAll(() => stack.close());
 
   /** A fresh account with a webhook at a path of its own (failing until put in `up`), and a session. */
-  async function setUp(events = ["message.sent"]): Promise<{ account: Account; session: Session; path: string; webhookId: string; secret: string }> {
+  async function setUp(
+    events = ["message.sent"],
+  ): Promise<{ account: Account; session: Session; path: string; webhookId: string; secret: string }> {
     const account = await stack.newAccount();
     const path = `/hook-${randomUUID()}`;
     const hook = await account.api("POST", "/v1/webhooks", { url: receiver.url(path), events });
@@ -47,7 +49,10 @@ describe("dashboard: events, replay and the logs", () => {
     const empty = await session.get("/dashboard/events");
     expect(empty.text).toContain("No events yet");
     const batch = await account.api("POST", "/v1/events/batch", {
-      events: Array.from({ length: 52 }, (_, i) => ({ event_type: i % 2 ? "message.sent" : "message.opened", data: sampleData(i % 2 ? "message.sent" : "message.opened", { inboxId: i < 50 ? "inbox-a" : "inbox-b" }) })),
+      events: Array.from({ length: 52 }, (_, i) => ({
+        event_type: i % 2 ? "message.sent" : "message.opened",
+        data: sampleData(i % 2 ? "message.sent" : "message.opened", { inboxId: i < 50 ? "inbox-a" : "inbox-b" }),
+      })),
     });
     expect(batch.status).toBe(201);
     const ids: string[] = batch.body.data.map((e: any) => e.event_id);
@@ -57,7 +62,9 @@ describe("dashboard: events, replay and the logs", () => {
     expect(listed).toEqual(ids.slice(2).reverse()); // newest first (batch items are created in order)
     const older = /href="(\/dashboard\/events\?cursor=[^"]+)">Older/.exec(first.text)![1];
     const second = await session.get(older.replaceAll("&amp;", "&"));
-    expect([...second.text.matchAll(/href="\/dashboard\/events\/(evt_[0-9a-f]{32})"/g)].map((m) => m[1])).toEqual(ids.slice(0, 2).reverse());
+    expect([...second.text.matchAll(/href="\/dashboard\/events\/(evt_[0-9a-f]{32})"/g)].map((m) => m[1])).toEqual(
+      ids.slice(0, 2).reverse(),
+    );
     expect(second.text).toContain(">Newest</a>");
 
     const byInbox = await session.get("/dashboard/events?inbox_id=inbox-b&event_type=&status=&since=&until=");
@@ -71,7 +78,9 @@ describe("dashboard: events, replay and the logs", () => {
     expect(bad.status).toBe(422);
     expect(bad.text).toContain("Since must be an ISO 8601 timestamp.");
     expect(bad.text).toContain("Status must be pending, delivered or failed.");
-    const row = new RegExp(`${ids[51]}</a></td>\\s*<td>message.sent</td>\\s*<td class="break">inbox-b</td>\\s*<td class="break mono small">&lt;[^<]+&gt;</td>\\s*<td><span class="badge badge-(pending|failed)">(pending|failed)</span>\\s*</td>\\s*<td><time datetime="`);
+    const row = new RegExp(
+      `${ids[51]}</a></td>\\s*<td>message.sent</td>\\s*<td class="break">inbox-b</td>\\s*<td class="break mono small">&lt;[^<]+&gt;</td>\\s*<td><span class="badge badge-(pending|failed)">(pending|failed)</span>\\s*</td>\\s*<td><time datetime="`,
+    );
     expect(first.text).toMatch(row);
     expectNoInlineCode(first.text);
   });
@@ -79,10 +88,16 @@ describe("dashboard: events, replay and the logs", () => {
   test("a failing event's page: envelope as sent, destination, the four attempts with the next retry while scheduled, then Replay to an override URL as the session's key", async () => {
     const { account, session, path, webhookId } = await setUp();
     const eventId = await publish(account);
-    const scheduled = await waitForPage(() => session.get(`/dashboard/events/${eventId}`), (t) => t.includes("Retry 1 is due"));
+    const scheduled = await waitForPage(
+      () => session.get(`/dashboard/events/${eventId}`),
+      (t) => t.includes("Retry 1 is due"),
+    );
     expect(scheduled.text).toContain(`hx-get="/dashboard/events/${eventId}/activity"`); // live while pending
     // Once final, the fragment stops asking to be polled.
-    await waitForPage(() => session.get(`/dashboard/events/${eventId}/activity`), (t) => t.includes("Retry 3</strong>") && !t.includes("hx-get"));
+    await waitForPage(
+      () => session.get(`/dashboard/events/${eventId}/activity`),
+      (t) => t.includes("Retry 3</strong>") && !t.includes("hx-get"),
+    );
     const page = await session.get(`/dashboard/events/${eventId}`);
     expect(page.text).toContain('badge-failed">failed');
     for (const what of ["Initial attempt", "Retry 1", "Retry 2", "Retry 3"]) expect(page.text).toContain(`<strong>${what}</strong>`);
@@ -96,7 +111,9 @@ describe("dashboard: events, replay and the logs", () => {
     // The exact bytes sent: the stored payload, escaped but otherwise unchanged.
     const stored = (await stack.prisma.eventPayload.findFirstOrThrow({ where: { eventId } })).payload;
     const raw = /<code id="raw-bytes">([^<]*)<\/code>/.exec(page.text)![1];
-    expect(raw.replaceAll("&quot;", '"').replaceAll("&lt;", "<").replaceAll("&gt;", ">").replaceAll("&#39;", "'").replaceAll("&amp;", "&")).toBe(stored);
+    expect(
+      raw.replaceAll("&quot;", '"').replaceAll("&lt;", "<").replaceAll("&gt;", ">").replaceAll("&#39;", "'").replaceAll("&amp;", "&"),
+    ).toBe(stored);
     const arrived = receiver.arrivals.find((a) => a.path === path && a.event === "message.sent")!;
     expect(arrived.body).toBe(stored);
     expect(page.text).toContain(`${Buffer.byteLength(stored)} bytes, compact JSON`);
@@ -109,13 +126,20 @@ describe("dashboard: events, replay and the logs", () => {
     const replayed = await session.post(`/dashboard/events/${eventId}/replay`, { target_url: target, webhook_id: webhookId });
     expect(replayed.status).toBe(303);
     expect(replayed.headers.location).toBe(`/dashboard/events/${eventId}?replayed=1#activity`);
-    const done = await waitForPage(() => session.get(`/dashboard/events/${eventId}/activity`), (t) => t.includes("<strong>Replay</strong>") && !t.includes("hx-get"));
+    const done = await waitForPage(
+      () => session.get(`/dashboard/events/${eventId}/activity`),
+      (t) => t.includes("<strong>Replay</strong>") && !t.includes("hx-get"),
+    );
     expect(done.text).toContain("200, delivered");
     const audit = await account.api("GET", `/v1/audit-log?event_id=${eventId}`);
-    expect(audit.body.data).toEqual([expect.objectContaining({ destination_url: target, response_status: 200, api_key_id: account.apiKeyId })]);
+    expect(audit.body.data).toEqual([
+      expect.objectContaining({ destination_url: target, response_status: 200, api_key_id: account.apiKeyId }),
+    ]);
     const auditPage = await session.get("/dashboard/audit-log");
     // The test account's key has no name: the page says so beside its id.
-    expect(auditPage.text).toMatch(new RegExp(`<td><span class="muted">\\(no name\\)</span><br><code class="small">${account.apiKeyId}</code></td>`));
+    expect(auditPage.text).toMatch(
+      new RegExp(`<td><span class="muted">\\(no name\\)</span><br><code class="small">${account.apiKeyId}</code></td>`),
+    );
     expect(auditPage.text).toContain(`href="/dashboard/events/${eventId}"`);
     expect(auditPage.text).toContain(target);
     const filtered = await session.get(`/dashboard/audit-log?event_id=${eventId}`);
@@ -125,7 +149,10 @@ describe("dashboard: events, replay and the logs", () => {
     // To the original destination once it is back: the destination and the event end delivered.
     up.add(path);
     expect((await session.post(`/dashboard/events/${eventId}/replay`, { target_url: "", webhook_id: webhookId })).status).toBe(303);
-    await waitForPage(() => session.get(`/dashboard/events/${eventId}`), (t) => t.includes('badge-delivered">delivered') && !t.includes("hx-get"));
+    await waitForPage(
+      () => session.get(`/dashboard/events/${eventId}`),
+      (t) => t.includes('badge-delivered">delivered') && !t.includes("hx-get"),
+    );
   });
 
   test("Replay refusals in words: an http:// override, several destinations without a webhook, a purged payload", async () => {
@@ -140,12 +167,16 @@ describe("dashboard: events, replay and the logs", () => {
     const ambiguous = await session.post(`/dashboard/events/${eventId}/replay`, { target_url: receiver.url("/x"), webhook_id: "" });
     expect(ambiguous.status).toBe(409);
     // In the form's words, not the API's (which names the request field webhook_id).
-    expect(ambiguous.text).toContain("This event went to several webhooks: under Webhook, choose the one whose secret signs the replay to the override URL.");
+    expect(ambiguous.text).toContain(
+      "This event went to several webhooks: under Webhook, choose the one whose secret signs the replay to the override URL.",
+    );
     expect(ambiguous.text).not.toContain("webhook_id<");
     expect(ambiguous.text).not.toMatch(/with webhook_id/);
     expect(await stack.prisma.replay.count({ where: { eventId } })).toBe(0);
     // Both destinations, each to its own URL.
-    expect((await session.post(`/dashboard/events/${eventId}/replay`, { target_url: "", webhook_id: "" })).headers.location).toContain("replayed=2");
+    expect((await session.post(`/dashboard/events/${eventId}/replay`, { target_url: "", webhook_id: "" })).headers.location).toContain(
+      "replayed=2",
+    );
 
     await stack.pool.query("DELETE FROM event_payloads WHERE event_id = $1", [eventId]);
     const purged = await session.get(`/dashboard/events/${eventId}`);
@@ -158,16 +189,27 @@ describe("dashboard: events, replay and the logs", () => {
 
   test("Audit log: who made a replay, as the name and the id of the key that made the sign-in link, in one row", async () => {
     const issued = await createApiKey(stack.prisma, `named-${randomUUID()}`, "ops laptop <Ann>");
-    const account: Account = { apiKey: issued.key, apiKeyId: issued.id, accountId: issued.account_id, api: (method, url, body, headers, options) => callApi(stack.baseUrl, issued.key, method, url, body, headers, options) };
+    const account: Account = {
+      apiKey: issued.key,
+      apiKeyId: issued.id,
+      accountId: issued.account_id,
+      api: (method, url, body, headers, options) => callApi(stack.baseUrl, issued.key, method, url, body, headers, options),
+    };
     const path = `/hook-${randomUUID()}`;
     const hook = await account.api("POST", "/v1/webhooks", { url: receiver.url(path), events: ["message.sent"] });
     secrets.set(path, hook.body.secret);
     up.add(path);
     const eventId = await publish(account);
-    await waitUntil(() => account.api("GET", `/v1/events/${eventId}`), (r) => r.body.status === "delivered");
+    await waitUntil(
+      () => account.api("GET", `/v1/events/${eventId}`),
+      (r) => r.body.status === "delivered",
+    );
     const session = await signIn(stack, account);
     expect((await session.post(`/dashboard/events/${eventId}/replay`, { target_url: "", webhook_id: "" })).status).toBe(303);
-    await waitUntil(() => account.api("GET", "/v1/audit-log"), (r) => r.body.data.length === 1);
+    await waitUntil(
+      () => account.api("GET", "/v1/audit-log"),
+      (r) => r.body.data.length === 1,
+    );
     const page = await session.get("/dashboard/audit-log");
     const rows = page.text.match(/<tr>[\s\S]*?<\/tr>/g)!.filter((row) => row.includes(`href="/dashboard/events/${eventId}"`));
     expect(rows).toHaveLength(1);
@@ -183,7 +225,10 @@ describe("dashboard: events, replay and the logs", () => {
     up.add(`${path}-other`);
     const sent = await publish(account);
     const bounced = await publish(account, {}, "message.bounced");
-    await waitUntil(() => account.api("GET", "/v1/deliveries"), (r) => r.body.data.length === 4);
+    await waitUntil(
+      () => account.api("GET", "/v1/deliveries"),
+      (r) => r.body.data.length === 4,
+    );
     const all = await session.get("/dashboard/deliveries");
     expect(all.text.match(/<tr>\s*<td><time/g)).toHaveLength(4);
     expect(all.text.match(/test event<\/span>/g)).toHaveLength(2);
@@ -202,8 +247,15 @@ describe("dashboard: events, replay and the logs", () => {
     const { account, session, path } = await setUp();
     up.add(path);
     const inbox = `in"box'<img src=x onerror=alert(1)>`;
-    const eventId = await publish(account, { subject: "<script>alert('subject')</script>", inboxId: inbox, messageId: `<"><svg onload=alert(2)>@x>` });
-    await waitUntil(() => account.api("GET", `/v1/events/${eventId}`), (r) => r.body.status === "delivered");
+    const eventId = await publish(account, {
+      subject: "<script>alert('subject')</script>",
+      inboxId: inbox,
+      messageId: `<"><svg onload=alert(2)>@x>`,
+    });
+    await waitUntil(
+      () => account.api("GET", `/v1/events/${eventId}`),
+      (r) => r.body.status === "delivered",
+    );
     for (const page of [
       await session.get("/dashboard/events"),
       await session.get(`/dashboard/events/${eventId}`),
@@ -248,7 +300,11 @@ describe("dashboard: events, replay and the logs", () => {
   test("bulk replay: the count first, then one replay request per event (CSRF-checked), expired ones reported as such", async () => {
     const { account, session, path, webhookId } = await setUp();
     const ids = [await publish(account), await publish(account), await publish(account)];
-    await waitUntil(() => account.api("GET", "/v1/events?status=failed"), (r) => r.body.data.length === 3, 30_000);
+    await waitUntil(
+      () => account.api("GET", "/v1/events?status=failed"),
+      (r) => r.body.data.length === 3,
+      30_000,
+    );
     await stack.pool.query("DELETE FROM event_payloads WHERE event_id = $1", [ids[0]]);
     const form = await session.get("/dashboard/bulk-replay");
     expect(form.text).toContain('<option value="failed" selected>');
@@ -257,29 +313,55 @@ describe("dashboard: events, replay and the logs", () => {
 
     // A link can carry filters, never where the replays go: a crafted link pre-fills no URL and
     // no webhook, and counts nothing (counting is a POST with the session's token).
-    const crafted = await session.get(`/dashboard/bulk-replay?status=failed&event_type=message.sent&target_url=${encodeURIComponent("https://evil.example/collect")}&webhook_id=${webhookId}&count=1`);
+    const crafted = await session.get(
+      `/dashboard/bulk-replay?status=failed&event_type=message.sent&target_url=${encodeURIComponent("https://evil.example/collect")}&webhook_id=${webhookId}&count=1`,
+    );
     expect(crafted.status).toBe(200);
     expect(crafted.text).not.toContain("evil.example");
     expect(crafted.text).not.toContain(`<option value="${webhookId}" selected>`);
     expect(crafted.text).not.toContain("events match");
     expect(crafted.text).toContain('<option value="message.sent" selected>');
-    const forged = await session.post("/dashboard/bulk-replay", { status: "failed", target_url: "https://evil.example/collect", _csrf: null });
+    const forged = await session.post("/dashboard/bulk-replay", {
+      status: "failed",
+      target_url: "https://evil.example/collect",
+      _csrf: null,
+    });
     expect(forged.status).toBe(403);
     expect(forged.text).not.toContain("evil.example");
 
-    const counted = await session.post("/dashboard/bulk-replay", { status: "failed", event_type: "message.sent", inbox_id: "", since: "", until: "", target_url: "", webhook_id: "" });
+    const counted = await session.post("/dashboard/bulk-replay", {
+      status: "failed",
+      event_type: "message.sent",
+      inbox_id: "",
+      since: "",
+      until: "",
+      target_url: "",
+      webhook_id: "",
+    });
     expect(counted.status).toBe(200);
     expect(counted.text).toContain("3 events match");
     expect(counted.text).toContain('data-query="event_type=message.sent&amp;status=failed"');
     expect(counted.text).toContain("each event's own webhooks, at their current URLs");
     // An override URL and a signing webhook are said plainly before anything starts.
     const target = receiver.url(`${path}-bulk`);
-    const toOverride = await session.post("/dashboard/bulk-replay", { status: "failed", event_type: "message.sent", target_url: target, webhook_id: webhookId });
+    const toOverride = await session.post("/dashboard/bulk-replay", {
+      status: "failed",
+      event_type: "message.sent",
+      target_url: target,
+      webhook_id: webhookId,
+    });
     const card = /<dl class="facts" id="bulk-destination">([\s\S]*?)<\/dl>/.exec(toOverride.text)![1];
     expect(card).toMatch(new RegExp(`<dt>Sent to</dt><dd><span class="url break">${target}</span>`));
-    expect(card).toMatch(new RegExp(`<dt>Signed with</dt><dd>the secret of the webhook <span class="url break">${receiver.url(path)}</span> <code class="small">${webhookId}</code>`));
+    expect(card).toMatch(
+      new RegExp(
+        `<dt>Signed with</dt><dd>the secret of the webhook <span class="url break">${receiver.url(path)}</span> <code class="small">${webhookId}</code>`,
+      ),
+    );
     expect(toOverride.text).toContain(`data-target-url="${target}" data-webhook-id="${webhookId}"`);
-    const unknownWebhook = await session.post("/dashboard/bulk-replay", { status: "failed", webhook_id: "whk_00000000000000000000000000000000" });
+    const unknownWebhook = await session.post("/dashboard/bulk-replay", {
+      status: "failed",
+      webhook_id: "whk_00000000000000000000000000000000",
+    });
     expect(unknownWebhook.status).toBe(422);
     expect(unknownWebhook.text).toContain("The webhook is not one of this account&#39;s webhooks.");
     const listed = await session.get("/dashboard/bulk-replay/ids?status=failed&event_type=message.sent");
@@ -288,9 +370,21 @@ describe("dashboard: events, replay and the logs", () => {
     expect(noToken.status).toBe(403);
     up.add(path);
     const outcomes = [];
-    for (const id of listed.body.ids) outcomes.push((await session.post("/dashboard/bulk-replay/replay", { event_id: id, target_url: "", webhook_id: "" }, { accept: "application/json" })).body);
+    for (const id of listed.body.ids)
+      outcomes.push(
+        (
+          await session.post(
+            "/dashboard/bulk-replay/replay",
+            { event_id: id, target_url: "", webhook_id: "" },
+            { accept: "application/json" },
+          )
+        ).body,
+      );
     expect(outcomes.map((o) => o.outcome)).toEqual(["replayed", "replayed", "expired"]);
-    await waitUntil(() => account.api("GET", "/v1/audit-log"), (r) => r.body.data.length === 2);
+    await waitUntil(
+      () => account.api("GET", "/v1/audit-log"),
+      (r) => r.body.data.length === 2,
+    );
     const badTarget = await session.post("/dashboard/bulk-replay", { status: "failed", target_url: "http://example.com" });
     expect(badTarget.status).toBe(422);
     expect(badTarget.text).toContain("The override URL must be an absolute https:// URL.");

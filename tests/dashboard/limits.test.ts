@@ -17,7 +17,10 @@ const randomToken = () => randomBytes(32).toString("base64url");
 describe("dashboard: limits", () => {
   let stack: Stack;
   beforeAll(async () => {
-    stack = await startStack({ env: { UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: String(LIMIT), RATE_LIMIT_PER_MINUTE: "30", TRUST_PROXY: "true" }, dispatcher: false });
+    stack = await startStack({
+      env: { UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: String(LIMIT), RATE_LIMIT_PER_MINUTE: "30", TRUST_PROXY: "true" },
+      dispatcher: false,
+    });
   });
   afterAll(() => stack.close());
 
@@ -26,7 +29,9 @@ describe("dashboard: limits", () => {
     const from = { "x-forwarded-for": address };
     if (kind === 0) return request(stack.baseUrl).get(`/dashboard/sign-in/${randomToken()}`).set(from);
     if (kind === 1) return request(stack.baseUrl).post(`/dashboard/sign-in/${randomToken()}`).set(from);
-    return request(stack.baseUrl).get("/dashboard/events").set({ ...from, cookie: `mailhooks_dashboard=${randomToken()}` });
+    return request(stack.baseUrl)
+      .get("/dashboard/events")
+      .set({ ...from, cookie: `mailhooks_dashboard=${randomToken()}` });
   };
 
   /** Connections taken from the API's PostgreSQL pool while `work` runs (every query takes one). */
@@ -73,7 +78,9 @@ describe("dashboard: limits", () => {
     // Another address is not held up; nor is the API's limiter a different one: an unknown API
     // key from the flooded address is refused before its lookup too.
     expect((await invalid("203.0.113.11", 0)).status).toBe(404);
-    const apiCall = await request(stack.baseUrl).get("/v1/events").set({ "x-forwarded-for": address, authorization: `Bearer whk_${randomBytes(6).toString("hex")}_${randomToken()}` });
+    const apiCall = await request(stack.baseUrl)
+      .get("/v1/events")
+      .set({ "x-forwarded-for": address, authorization: `Bearer whk_${randomBytes(6).toString("hex")}_${randomToken()}` });
     expect(apiCall.status).toBe(429);
   });
 
@@ -89,7 +96,10 @@ describe("dashboard: limits", () => {
       expect(redeemed.status).toBe(303);
       cookie = sessionCookieOf(redeemed)!;
     }
-    const page = () => request(stack.baseUrl).get("/dashboard/webhooks").set({ ...from, cookie: `mailhooks_dashboard=${cookie}` });
+    const page = () =>
+      request(stack.baseUrl)
+        .get("/dashboard/webhooks")
+        .set({ ...from, cookie: `mailhooks_dashboard=${cookie}` });
     expect((await page()).status).toBe(200);
     // The allowance is whole: LIMIT invalid tokens are looked up, the next one is not.
     const statuses: number[] = [];

@@ -105,11 +105,15 @@ describe("dashboard sign-in and sessions", () => {
     const name = `cli-account-${randomUUID()}`;
     const issued = await createApiKey(stack.prisma, name);
     const run = () =>
-      spawnSync(process.execPath, [require.resolve("tsx/cli"), "--conditions=source", "apps/cli/src/keys.ts", "dashboard-link", "--account", name], {
-        cwd: root,
-        env: { ...process.env, DATABASE_URL: testDatabaseUrl(), PUBLIC_URL: stack.baseUrl },
-        encoding: "utf8",
-      });
+      spawnSync(
+        process.execPath,
+        [require.resolve("tsx/cli"), "--conditions=source", "apps/cli/src/keys.ts", "dashboard-link", "--account", name],
+        {
+          cwd: root,
+          env: { ...process.env, DATABASE_URL: testDatabaseUrl(), PUBLIC_URL: stack.baseUrl },
+          encoding: "utf8",
+        },
+      );
     const first = run();
     expect(first.stderr).toBe("");
     expect(first.status).toBe(0);
@@ -123,11 +127,15 @@ describe("dashboard sign-in and sessions", () => {
     const again = await signInWith(stack, second.stdout.trim());
     expect((await stack.prisma.dashboardSession.findUniqueOrThrow({ where: { tokenHash: sha256(again.cookie) } })).apiKeyId).toBe(key.id);
 
-    const unknown = spawnSync(process.execPath, [require.resolve("tsx/cli"), "--conditions=source", "apps/cli/src/keys.ts", "dashboard-link", "--account", `nobody-${randomUUID()}`], {
-      cwd: root,
-      env: { ...process.env, DATABASE_URL: testDatabaseUrl() },
-      encoding: "utf8",
-    });
+    const unknown = spawnSync(
+      process.execPath,
+      [require.resolve("tsx/cli"), "--conditions=source", "apps/cli/src/keys.ts", "dashboard-link", "--account", `nobody-${randomUUID()}`],
+      {
+        cwd: root,
+        env: { ...process.env, DATABASE_URL: testDatabaseUrl() },
+        encoding: "utf8",
+      },
+    );
     expect(unknown.status).toBe(1);
     expect(unknown.stdout).toBe("");
     expect(unknown.stderr).toMatch(/no account named/);
@@ -142,20 +150,28 @@ describe("dashboard sign-in and sessions", () => {
     const after = await session.get("/dashboard/webhooks");
     expect(after.status).toBe(401);
     expect(after.text).toContain("Your session has ended");
-    expect((await stack.prisma.dashboardSession.findUniqueOrThrow({ where: { tokenHash: sha256(session.cookie) } })).endedAt).not.toBeNull();
+    expect(
+      (await stack.prisma.dashboardSession.findUniqueOrThrow({ where: { tokenHash: sha256(session.cookie) } })).endedAt,
+    ).not.toBeNull();
   });
 
   test("a session idle for 12 hours has ended; one used within them lives on", async () => {
     const idle = await signIn(stack);
     const used = await signIn(stack);
-    await stack.pool.query("UPDATE dashboard_sessions SET last_seen_at = now() - interval '12 hours 1 second' WHERE token_hash = $1", [sha256(idle.cookie)]);
-    await stack.pool.query("UPDATE dashboard_sessions SET last_seen_at = now() - interval '11 hours 59 minutes' WHERE token_hash = $1", [sha256(used.cookie)]);
+    await stack.pool.query("UPDATE dashboard_sessions SET last_seen_at = now() - interval '12 hours 1 second' WHERE token_hash = $1", [
+      sha256(idle.cookie),
+    ]);
+    await stack.pool.query("UPDATE dashboard_sessions SET last_seen_at = now() - interval '11 hours 59 minutes' WHERE token_hash = $1", [
+      sha256(used.cookie),
+    ]);
     expect((await idle.get("/dashboard/events")).status).toBe(401);
     expect((await used.get("/dashboard/events")).status).toBe(200);
     // Using it restarted its clock, and the cookie's lifetime with it.
     const row = await stack.prisma.dashboardSession.findUniqueOrThrow({ where: { tokenHash: sha256(used.cookie) } });
     expect(Date.now() - row.lastSeenAt.getTime()).toBeLessThan(60_000);
-    expect(([] as string[]).concat((await used.get("/dashboard/events")).headers["set-cookie"])).toEqual([expect.stringMatching(/^mailhooks_dashboard=[^;]+; Max-Age=43200; Path=\/dashboard; HttpOnly; SameSite=Strict$/)]);
+    expect(([] as string[]).concat((await used.get("/dashboard/events")).headers["set-cookie"])).toEqual([
+      expect.stringMatching(/^mailhooks_dashboard=[^;]+; Max-Age=43200; Path=\/dashboard; HttpOnly; SameSite=Strict$/),
+    ]);
   });
 
   test("revoking the key that made the link ends its sessions and its unused links", async () => {
@@ -225,11 +241,15 @@ describe("dashboard sign-in and sessions", () => {
   });
 
   test("behind an https proxy (TRUST_PROXY) the cookie is Secure and links are https; a forged header alone changes nothing", async () => {
-    const forged = await request(stack.baseUrl).post(pathOf((await dashboardLink(stack)).url)).set("x-forwarded-proto", "https");
+    const forged = await request(stack.baseUrl)
+      .post(pathOf((await dashboardLink(stack)).url))
+      .set("x-forwarded-proto", "https");
     expect(([] as string[]).concat(forged.headers["set-cookie"]).join("\n")).not.toMatch(/Secure/);
     const proxied = await startStack({ dispatcher: false, env: { TRUST_PROXY: "1" } });
     try {
-      const made = await request(proxied.baseUrl).post("/v1/dashboard-links").set({ authorization: `Bearer ${proxied.apiKey}`, "x-forwarded-proto": "https", host: "hooks.example.com" });
+      const made = await request(proxied.baseUrl)
+        .post("/v1/dashboard-links")
+        .set({ authorization: `Bearer ${proxied.apiKey}`, "x-forwarded-proto": "https", host: "hooks.example.com" });
       expect(made.status).toBe(201);
       expect(made.body.url).toMatch(/^https:\/\/hooks\.example\.com\/dashboard\/sign-in\//);
       const redeemed = await request(proxied.baseUrl).post(pathOf(made.body.url)).set("x-forwarded-proto", "https");

@@ -56,7 +56,10 @@ export async function sessionFor(stack: Stack, cookie: string): Promise<Session>
   const session: Session = {
     cookie,
     csrf: "",
-    get: (path, headers = {}) => request(stack.baseUrl).get(path).set({ cookie: `mailhooks_dashboard=${cookie}`, ...headers }),
+    get: (path, headers = {}) =>
+      request(stack.baseUrl)
+        .get(path)
+        .set({ cookie: `mailhooks_dashboard=${cookie}`, ...headers }),
     post: (path, form = {}, headers = {}) => {
       const body = new URLSearchParams();
       const fields = { _csrf: session.csrf, ...form };
@@ -81,7 +84,8 @@ export async function sessionFor(stack: Stack, cookie: string): Promise<Session>
  * carries an event-handler attribute, a style attribute or a javascript: URL.
  */
 export function expectNoInlineCode(html: string): void {
-  for (const tag of html.match(/<script\b[^>]*>/gi) ?? []) expect(tag).toMatch(/^<script src="\/dashboard\/assets\/[a-z.-]+\.js"( defer)?>$/);
+  for (const tag of html.match(/<script\b[^>]*>/gi) ?? [])
+    expect(tag).toMatch(/^<script src="\/dashboard\/assets\/[a-z.-]+\.js"( defer)?>$/);
   expect(html).not.toMatch(/<script\b[^>]*>[^<]+<\/script>/i);
   // Only real tags are looked at: escaped text (`&lt;img onerror=...&gt;`) is inert.
   for (const tag of html.match(/<[a-z][^>]*>/gi) ?? []) {
@@ -93,7 +97,11 @@ export function expectNoInlineCode(html: string): void {
 }
 
 /** Waits until `read` answers a page whose text satisfies `accept`. */
-export async function waitForPage(read: () => Promise<request.Response>, accept: (text: string) => boolean, timeoutMs = 20_000): Promise<request.Response> {
+export async function waitForPage(
+  read: () => Promise<request.Response>,
+  accept: (text: string) => boolean,
+  timeoutMs = 20_000,
+): Promise<request.Response> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const res = await read();

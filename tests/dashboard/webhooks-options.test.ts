@@ -30,7 +30,9 @@ describe("dashboard: webhook options", () => {
     expect(form.text).toContain('<label for="rate_limit">Rate limit</label>');
     expect(form.text).toContain('<label for="inbox_ids">Inboxes</label>');
     expect(form.text).toContain('<label for="header-name-0">Header 1 name</label>');
-    expect(form.text).toContain('<label for="header-value-0">Header 1 value</label><input id="header-value-0" name="header_value" type="password"');
+    expect(form.text).toContain(
+      '<label for="header-value-0">Header 1 value</label><input id="header-value-0" name="header_value" type="password"',
+    );
     expect(form.text).toContain('<button type="submit">Save</button>');
     expectNoInlineCode(form.text);
   });
@@ -41,7 +43,15 @@ describe("dashboard: webhook options", () => {
     expect(created.status).toBe(201);
     // No dispatcher runs here: its test event and three events wait in the outbox for their turn.
     for (let i = 0; i < 3; i++) {
-      const data = { messageId: `<${randomUUID()}@x>`, threadId: "t", inboxId: "inbox_1", from: "a@example.com", to: ["b@example.org"], subject: "s", status: "sent" };
+      const data = {
+        messageId: `<${randomUUID()}@x>`,
+        threadId: "t",
+        inboxId: "inbox_1",
+        from: "a@example.com",
+        to: ["b@example.org"],
+        subject: "s",
+        status: "sent",
+      };
       expect((await api("POST", "/v1/events", { event_type: "message.sent", data })).status).toBe(201);
     }
     const page = await session.get(`/dashboard/webhooks/${created.body.id}`);
@@ -63,7 +73,11 @@ describe("dashboard: webhook options", () => {
     expect(created.status).toBe(201);
     expect(created.text).not.toContain(value);
     const id = idOf(created.text)!;
-    expect((await api("GET", `/v1/webhooks/${id}`)).body).toMatchObject({ rate_limit: 50, inbox_ids: ["inbox_a", "inbox_b"], headers: { Authorization: "***" } });
+    expect((await api("GET", `/v1/webhooks/${id}`)).body).toMatchObject({
+      rate_limit: 50,
+      inbox_ids: ["inbox_a", "inbox_b"],
+      headers: { Authorization: "***" },
+    });
 
     const page = await session.get(`/dashboard/webhooks/${id}`);
     expect(page.text).toContain("50 requests per second");
@@ -85,15 +99,39 @@ describe("dashboard: webhook options", () => {
       header_value: ["k1", ""],
     });
     expect(edited.status).toBe(303);
-    expect((await api("GET", `/v1/webhooks/${id}`)).body).toMatchObject({ rate_limit: 50, inbox_ids: ["inbox_a", "inbox_b"], headers: { "X-Key": "***" } });
+    expect((await api("GET", `/v1/webhooks/${id}`)).body).toMatchObject({
+      rate_limit: 50,
+      inbox_ids: ["inbox_a", "inbox_b"],
+      headers: { "X-Key": "***" },
+    });
     // Adding a header of the same name (any case) replaces its value; an untouched set stays.
-    expect((await session.post(`/dashboard/webhooks/${id}`, { url: "https://receiver.example/opts", events: "message.sent", header_name: "x-key", header_value: "k2" })).status).toBe(303);
+    expect(
+      (
+        await session.post(`/dashboard/webhooks/${id}`, {
+          url: "https://receiver.example/opts",
+          events: "message.sent",
+          header_name: "x-key",
+          header_value: "k2",
+        })
+      ).status,
+    ).toBe(303);
     expect((await api("GET", `/v1/webhooks/${id}`)).body.headers).toEqual({ "x-key": "***" });
-    expect((await session.post(`/dashboard/webhooks/${id}`, { url: "https://receiver.example/opts", events: "message.sent" })).status).toBe(303);
+    expect((await session.post(`/dashboard/webhooks/${id}`, { url: "https://receiver.example/opts", events: "message.sent" })).status).toBe(
+      303,
+    );
     expect((await api("GET", `/v1/webhooks/${id}`)).body).toMatchObject({ rate_limit: 50, headers: { "x-key": "***" } });
 
     // Emptied fields: no limit, every inbox.
-    expect((await session.post(`/dashboard/webhooks/${id}`, { url: "https://receiver.example/opts", events: "message.sent", rate_limit: "", inbox_ids: "" })).status).toBe(303);
+    expect(
+      (
+        await session.post(`/dashboard/webhooks/${id}`, {
+          url: "https://receiver.example/opts",
+          events: "message.sent",
+          rate_limit: "",
+          inbox_ids: "",
+        })
+      ).status,
+    ).toBe(303);
     expect((await api("GET", `/v1/webhooks/${id}`)).body).toMatchObject({ rate_limit: null, inbox_ids: null });
     const after = await session.get(`/dashboard/webhooks/${id}`);
     expect(after.text).toContain("No limit");

@@ -25,7 +25,10 @@ describe("dashboard: Settings > Webhooks", () => {
   const newPath = (name = "ok") => `/${name}-${++paths}`;
   beforeAll(async () => {
     stack = await startStack();
-    receiver = await stack.startReceiver({ secretFor: (p) => secretAt(p).promise, behavior: (a) => (a.path.startsWith("/down") ? { status: 503 } : {}) });
+    receiver = await stack.startReceiver({
+      secretFor: (p) => secretAt(p).promise,
+      behavior: (a) => (a.path.startsWith("/down") ? { status: 503 } : {}),
+    });
   });
   afterAll(() => stack.close());
 
@@ -46,7 +49,9 @@ describe("dashboard: Settings > Webhooks", () => {
     expect(form.status).toBe(200);
     expect(form.text).toMatch(/<label for="url">URL<\/label>\s*<input id="url" name="url" type="text"/);
     for (const kind of ["message.sent", "message.delivered", "message.opened", "message.clicked", "message.received", "message.bounced"]) {
-      expect(form.text).toContain(`<input type="checkbox" id="event-${kind}" name="events" value="${kind}"><label for="event-${kind}">${kind}</label>`);
+      expect(form.text).toContain(
+        `<input type="checkbox" id="event-${kind}" name="events" value="${kind}"><label for="event-${kind}">${kind}</label>`,
+      );
     }
     expect(form.text).toContain('<button type="submit">Save</button>');
     expectNoInlineCode(form.text);
@@ -65,7 +70,10 @@ describe("dashboard: Settings > Webhooks", () => {
     // The test event's outcome: the page polls this fragment (htmx) until it is final.
     expect(created.text).toContain(`hx-get="/dashboard/webhooks/${id}/test-event"`);
     secretAt(path).resolve(secret);
-    const outcome = await waitForPage(() => session.get(`/dashboard/webhooks/${id}/test-event`), (t) => t.includes("badge-delivered"));
+    const outcome = await waitForPage(
+      () => session.get(`/dashboard/webhooks/${id}/test-event`),
+      (t) => t.includes("badge-delivered"),
+    );
     expect(outcome.text).toContain("200, delivered");
     expect(outcome.text).not.toContain("hx-get"); // final: no more polling
     // The secret is not on any later page without the confirmation.
@@ -85,7 +93,10 @@ describe("dashboard: Settings > Webhooks", () => {
     const created = await session.post("/dashboard/webhooks", { url: receiver.url(path), events: "message.sent" });
     const id = idOf(created.text)!;
     secretAt(path).resolve(secretOf(created.text)!);
-    const outcome = await waitForPage(() => session.get(`/dashboard/webhooks/${id}/test-event`), (t) => t.includes("badge-failed"));
+    const outcome = await waitForPage(
+      () => session.get(`/dashboard/webhooks/${id}/test-event`),
+      (t) => t.includes("badge-failed"),
+    );
     expect(outcome.text).toContain("503, refused by the endpoint");
     expect(outcome.text).toContain("must answer a POST with a 2xx status");
     const list = await session.get("/dashboard/webhooks");
@@ -108,7 +119,10 @@ describe("dashboard: Settings > Webhooks", () => {
     expect(http.text).toContain('value="http://example.com/hook"');
     expect(http.text).toContain('value="message.bounced" checked>');
     expect(http.text).toContain('aria-invalid="true"');
-    const script = await session.post("/dashboard/webhooks", { url: 'javascript:alert(1)//"><script>alert(2)</script>', events: "message.sent" });
+    const script = await session.post("/dashboard/webhooks", {
+      url: 'javascript:alert(1)//"><script>alert(2)</script>',
+      events: "message.sent",
+    });
     expect(script.status).toBe(422);
     expect(script.text).not.toContain("<script>alert(2)");
     expect(script.text).toContain('value="javascript:alert(1)//&quot;&gt;&lt;script&gt;alert(2)&lt;/script&gt;"');
@@ -126,12 +140,21 @@ describe("dashboard: Settings > Webhooks", () => {
     const id = idOf(created.text)!;
     const secret = secretOf(created.text)!;
     secretAt(path).resolve(secret);
-    await waitForPage(() => session.get(`/dashboard/webhooks/${id}/test-event`), (t) => !t.includes("hx-get"));
+    await waitForPage(
+      () => session.get(`/dashboard/webhooks/${id}/test-event`),
+      (t) => !t.includes("hx-get"),
+    );
 
-    const edited = await session.post(`/dashboard/webhooks/${id}`, { url: receiver.url(`${path}?v=2`), events: ["message.clicked", "message.received"] });
+    const edited = await session.post(`/dashboard/webhooks/${id}`, {
+      url: receiver.url(`${path}?v=2`),
+      events: ["message.clicked", "message.received"],
+    });
     expect(edited.status).toBe(303);
     expect(edited.headers.location).toBe(`/dashboard/webhooks/${id}?done=saved`);
-    expect((await api("GET", `/v1/webhooks/${id}`)).body).toMatchObject({ url: receiver.url(`${path}?v=2`), events: ["message.clicked", "message.received"] });
+    expect((await api("GET", `/v1/webhooks/${id}`)).body).toMatchObject({
+      url: receiver.url(`${path}?v=2`),
+      events: ["message.clicked", "message.received"],
+    });
     const page = await session.get(edited.headers.location);
     expect(page.text).toContain("Saved.");
     const badEdit = await session.post(`/dashboard/webhooks/${id}`, { url: "ftp://example.com", events: "message.sent" });
@@ -144,7 +167,7 @@ describe("dashboard: Settings > Webhooks", () => {
     const disabledPage = await session.get(disabled.headers.location);
     expect(disabledPage.text).toContain("gets no new deliveries");
     expect(disabledPage.text).toContain("disabled by a person");
-    expect(disabledPage.text).toContain("<button type=\"submit\">Enable</button>");
+    expect(disabledPage.text).toContain('<button type="submit">Enable</button>');
     expect(disabledPage.text).not.toContain("Send test event");
     // A test event to a disabled webhook is refused in words.
     const refused = await session.post(`/dashboard/webhooks/${id}/test`);
@@ -157,7 +180,10 @@ describe("dashboard: Settings > Webhooks", () => {
     const tested = await session.post(`/dashboard/webhooks/${id}/test`);
     expect(tested.status).toBe(303);
     expect(await stack.prisma.testDelivery.count({ where: { webhookId: id } })).toBe(before + 1);
-    await receiver.waitFor((arrivals) => arrivals.filter((a) => a.path === path && a.event === "webhook.test" && JSON.parse(a.body).data.webhookId === id).length === 2);
+    await receiver.waitFor(
+      (arrivals) =>
+        arrivals.filter((a) => a.path === path && a.event === "webhook.test" && JSON.parse(a.body).data.webhookId === id).length === 2,
+    );
 
     const confirm = await session.get(`/dashboard/webhooks/${id}/secret`);
     expect(confirm.status).toBe(200);
@@ -205,7 +231,13 @@ describe("dashboard: Settings > Webhooks", () => {
     const id = idOf(created.text)!;
     secretAt(path).resolve(secretOf(created.text)!);
     const { session: intruder } = await freshSession();
-    for (const page of [`/dashboard/webhooks/${id}`, `/dashboard/webhooks/${id}/secret`, `/dashboard/webhooks/${id}/delete`, `/dashboard/webhooks/${id}/rotate`, `/dashboard/webhooks/${id}/test-event`]) {
+    for (const page of [
+      `/dashboard/webhooks/${id}`,
+      `/dashboard/webhooks/${id}/secret`,
+      `/dashboard/webhooks/${id}/delete`,
+      `/dashboard/webhooks/${id}/rotate`,
+      `/dashboard/webhooks/${id}/test-event`,
+    ]) {
       const res = await intruder.get(page);
       expect([page, res.status]).toEqual([page, 404]);
       // Neither the owner's endpoint URL nor its path appears.
@@ -227,6 +259,10 @@ describe("dashboard: Settings > Webhooks", () => {
     }
     const still = await owner.api("GET", `/v1/webhooks/${id}`);
     expect(still.body).toMatchObject({ url: receiver.url(path), status: "enabled" });
-    await waitUntil(() => stack.prisma.testDelivery.count({ where: { webhookId: id } }), (n) => n === 1, 2_000);
+    await waitUntil(
+      () => stack.prisma.testDelivery.count({ where: { webhookId: id } }),
+      (n) => n === 1,
+      2_000,
+    );
   });
 });

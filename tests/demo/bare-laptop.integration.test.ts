@@ -24,7 +24,8 @@ const redisServer = findOnPath("redis-server");
 (redisServer || process.env.CI ? test : test.skip)(
   "with nothing at DATABASE_URL and REDIS_URL it starts an embedded PostgreSQL and a redis-server, passes, ends with a sign-in link, and stops them",
   async () => {
-    if (!redisServer) throw new Error("CI is set and redis-server is not on PATH: install Redis (apt install redis-server) so that the demo can start one");
+    if (!redisServer)
+      throw new Error("CI is set and redis-server is not on PATH: install Redis (apt install redis-server) so that the demo can start one");
     const { code, output, stdoutLines } = await runDemo(await closedUrls(), 240_000);
     expect({ code, tail: output.slice(-3_000) }).toEqual({ code: 0, tail: expect.stringContaining("demo: OK") });
     // The report ends with the dashboard's sign-in link (everything stops right after it).

@@ -15,7 +15,8 @@ test("with --keep the last line is a sign-in link that opens the dashboard on th
     const deadline = Date.now() + 240_000;
     let link: string | undefined;
     while (!link) {
-      if (demo.child.exitCode !== null) throw new Error(`the demo ended (${demo.child.exitCode}) before its link; output:\n${demo.output()}`);
+      if (demo.child.exitCode !== null)
+        throw new Error(`the demo ended (${demo.child.exitCode}) before its link; output:\n${demo.output()}`);
       if (Date.now() > deadline) throw new Error(`no sign-in link within 240 s; output:\n${demo.output()}`);
       await new Promise((r) => setTimeout(r, 250));
       link = SIGN_IN_LINE.exec(demo.stdoutLines().at(-1) ?? "")?.[1];
@@ -31,7 +32,10 @@ test("with --keep the last line is a sign-in link that opens the dashboard on th
     expect(page.text).toContain(">Sign in</button>");
     const signedIn = await request(url.origin).post(url.pathname);
     expect(signedIn.status).toBe(303);
-    const cookie = ([] as string[]).concat(signedIn.headers["set-cookie"] ?? []).find((c) => c.startsWith("mailhooks_dashboard="))!.split(";")[0];
+    const cookie = ([] as string[])
+      .concat(signedIn.headers["set-cookie"] ?? [])
+      .find((c) => c.startsWith("mailhooks_dashboard="))!
+      .split(";")[0];
     const events = await request(url.origin).get("/dashboard/events").set("cookie", cookie);
     expect(events.status).toBe(200);
     expect(events.text).toMatch(/href="\/dashboard\/events\/evt_[0-9a-f]{32}"/);

@@ -26,13 +26,21 @@ export function startDemo(args: string[], env: Record<string, string>): RunningD
   return {
     child: demo.child,
     output: demo.output,
-    stdoutLines: () => demo.stdout().split("\n").filter((line) => line !== ""),
+    stdoutLines: () =>
+      demo
+        .stdout()
+        .split("\n")
+        .filter((line) => line !== ""),
     exited: demo.exited,
   };
 }
 
 /** Runs the demo to its end (SIGTERM after `timeoutMs`, then a rejection). */
-export async function runDemo(env: Record<string, string>, timeoutMs: number, args: string[] = []): Promise<{ code: number | null; output: string; stdoutLines: string[] }> {
+export async function runDemo(
+  env: Record<string, string>,
+  timeoutMs: number,
+  args: string[] = [],
+): Promise<{ code: number | null; output: string; stdoutLines: string[] }> {
   const demo = startDemo(args, env);
   let timedOut = false;
   const timer = setTimeout(() => {

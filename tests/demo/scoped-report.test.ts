@@ -24,7 +24,19 @@ function event(id: string, inboxId: string, type: Schemas["EventDetail"]["event_
 }
 
 function delivery(eventId: string | null, webhookId: string, status: number | null): Schemas["Delivery"] {
-  return { id: `dlv_${eventId}_${webhookId}`, event_id: eventId, webhook_id: webhookId, url: "https://localhost/", trigger: "initial", attempt: 0, response_status: status, error: null, response_body: null, duration_ms: 1, created_at: "2026-11-26T00:00:00Z" };
+  return {
+    id: `dlv_${eventId}_${webhookId}`,
+    event_id: eventId,
+    webhook_id: webhookId,
+    url: "https://localhost/",
+    trigger: "initial",
+    attempt: 0,
+    response_status: status,
+    error: null,
+    response_body: null,
+    duration_ms: 1,
+    created_at: "2026-11-26T00:00:00Z",
+  };
 }
 
 const events = [
@@ -34,7 +46,15 @@ const events = [
 ];
 
 function facts(scopedDeliveries: Schemas["Delivery"][]): DemoFacts {
-  return { events, failedBeforeReplay: [], audit: [], deliveries: [], arrivals: [], webhooks: 2, scoped: { webhookId: SCOPED, inboxId: INBOX, deliveries: scopedDeliveries } };
+  return {
+    events,
+    failedBeforeReplay: [],
+    audit: [],
+    deliveries: [],
+    arrivals: [],
+    webhooks: 2,
+    scoped: { webhookId: SCOPED, inboxId: INBOX, deliveries: scopedDeliveries },
+  };
 }
 
 /** printReport's lines and result, its console output captured. */
@@ -51,7 +71,12 @@ function report(f: DemoFacts): { passed: boolean; lines: string[] } {
 const CHECK = `the scoped webhook received every event of ${INBOX} and none of another inbox`;
 
 test("a scoped webhook that received exactly its inbox's events passes, and the report says which", () => {
-  const f = facts([delivery(null, SCOPED, 200), delivery("evt_1", SCOPED, 500), delivery("evt_1", SCOPED, 200), delivery("evt_3", SCOPED, 200)]);
+  const f = facts([
+    delivery(null, SCOPED, 200),
+    delivery("evt_1", SCOPED, 500),
+    delivery("evt_1", SCOPED, 200),
+    delivery("evt_3", SCOPED, 200),
+  ]);
   expect(scopedReceipt(f.events, f.scoped)).toMatchObject({ foreign: [], missed: [] });
   const { lines } = report(f);
   expect(lines).toContain(`scoped webhook:        inbox ${INBOX} only: 2 of 3 events (message.received 1, message.sent 1)`);

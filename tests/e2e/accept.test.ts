@@ -23,12 +23,17 @@ describe("accepting events", () => {
     const hr = await startHookReceiver(stack);
     await createHook(acct, hr, "/race", ["message.sent"]);
     const body = { event_type: "message.sent", data: sampleData("message.sent") };
-    const answers = await Promise.all(Array.from({ length: 20 }, () => acct.api("POST", "/v1/events", body, { "idempotency-key": "race-1" })));
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => acct.api("POST", "/v1/events", body, { "idempotency-key": "race-1" })),
+    );
     expect(answers.map((a) => a.status).sort()).toEqual([...Array(19).fill(200), 201]);
     const ids = new Set(answers.map((a) => a.body.event_id));
     expect(ids.size).toBe(1);
     const [eventId] = ids;
-    const detail = await waitUntil(() => acct.api("GET", `/v1/events/${eventId}`), (r) => r.status === 200 && r.body.status === "delivered");
+    const detail = await waitUntil(
+      () => acct.api("GET", `/v1/events/${eventId}`),
+      (r) => r.status === 200 && r.body.status === "delivered",
+    );
     expect(detail.body.destinations).toHaveLength(1);
     expect(await stack.prisma.event.count({ where: { accountId: acct.accountId } })).toBe(1);
     expect(emailArrivals(hr.receiver.arrivals, "/race")).toHaveLength(1);
@@ -55,7 +60,9 @@ describe("accepting events", () => {
     await hr.receiver.waitFor((a) => emailArrivals(a, "/batch").length === 2);
 
     // The same key again: the first event in its place, nothing delivered again.
-    const again = await acct.api("POST", "/v1/events/batch", { events: [items[0], { event_type: "message.sent", data: sampleData("message.sent") }] });
+    const again = await acct.api("POST", "/v1/events/batch", {
+      events: [items[0], { event_type: "message.sent", data: sampleData("message.sent") }],
+    });
     expect(again.status).toBe(201);
     expect(again.body.data[0].event_id).toBe(res.body.data[0].event_id);
     expect(again.body.data[1].event_id).not.toBe(res.body.data[0].event_id);
@@ -63,7 +70,10 @@ describe("accepting events", () => {
     // The same key with another body: 409, and nothing of that batch is stored.
     const before = await stack.prisma.event.count({ where: { accountId: acct.accountId } });
     const conflict = await acct.api("POST", "/v1/events/batch", {
-      events: [{ event_type: "message.sent", data: sampleData("message.sent") }, { ...items[0], data: sampleData("message.sent") }],
+      events: [
+        { event_type: "message.sent", data: sampleData("message.sent") },
+        { ...items[0], data: sampleData("message.sent") },
+      ],
     });
     expectError(conflict, 409, "conflict");
     expect(await stack.prisma.event.count({ where: { accountId: acct.accountId } })).toBe(before);
@@ -76,11 +86,19 @@ describe("accepting events", () => {
       events: [good, good, good, { event_type: "message.sent", data: sampleData("message.sent", { from: "not an address" }) }],
     });
     expectValidation(res, "events.3.data.from");
-    expectValidation(await acct.api("POST", "/v1/events/batch", { events: [good, { ...good, event_type: "message.nope" }] }), "events.1.event_type");
+    expectValidation(
+      await acct.api("POST", "/v1/events/batch", { events: [good, { ...good, event_type: "message.nope" }] }),
+      "events.1.event_type",
+    );
     expectValidation(await acct.api("POST", "/v1/events/batch", { events: [] }), "events");
     expectValidation(await acct.api("POST", "/v1/events/batch", { events: Array(501).fill(good) }), "events");
     expectValidation(
-      await acct.api("POST", "/v1/events/batch", { events: [{ ...good, idempotency_key: "k" }, { ...good, idempotency_key: "k" }] }),
+      await acct.api("POST", "/v1/events/batch", {
+        events: [
+          { ...good, idempotency_key: "k" },
+          { ...good, idempotency_key: "k" },
+        ],
+      }),
       "events.1.idempotency_key",
     );
     expect(await stack.prisma.event.count({ where: { accountId: acct.accountId } })).toBe(0);
@@ -140,8 +158,16 @@ describe("a poison job: a deterministic failure after the request was sent", () 
         const posted = await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
         eventId = posted.body.event_id as string;
         [{ id: destinationId }] = await stack.prisma.destination.findMany({ where: { eventId }, select: { id: true } });
-        detail = await waitUntil(() => acct.api("GET", `/v1/events/${eventId}`), (r) => r.body.status !== "pending", 10_000);
-        job = await waitUntil(() => deliveries.getJob(destinationId), (j) => j?.failedReason !== undefined && j.failedReason !== null, 5_000);
+        detail = await waitUntil(
+          () => acct.api("GET", `/v1/events/${eventId}`),
+          (r) => r.body.status !== "pending",
+          10_000,
+        );
+        job = await waitUntil(
+          () => deliveries.getJob(destinationId),
+          (j) => j?.failedReason !== undefined && j.failedReason !== null,
+          5_000,
+        );
       },
       { level: process.env.LOG_LEVEL ?? "warn", format: "pretty" },
     );

@@ -21,13 +21,23 @@ describe("RFC 5322 addresses in published events", () => {
     const from = "Alice Example <alice@example.com>";
     const to = ['"Doe, John" <john@example.com>', "bob@example.org"];
 
-    const published = await account.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent", { from, to }) });
+    const published = await account.api("POST", "/v1/events", {
+      event_type: "message.sent",
+      data: sampleData("message.sent", { from, to }),
+    });
     expect(published.status).toBe(201);
 
     const arrivals = await hr.receiver.waitFor((all) => emailArrivals(all, "/hooks/addresses").length > 0);
     const delivered = emailArrivals(arrivals, "/hooks/addresses");
     expect(delivered).toHaveLength(1);
-    expect(verify(hook.secret, { "x-service-timestamp": delivered[0].timestamp, "x-service-signature": delivered[0].signature }, delivered[0].body, { now: new Date(delivered[0].receivedAt) })).toEqual(JSON.parse(delivered[0].body));
+    expect(
+      verify(
+        hook.secret,
+        { "x-service-timestamp": delivered[0].timestamp, "x-service-signature": delivered[0].signature },
+        delivered[0].body,
+        { now: new Date(delivered[0].receivedAt) },
+      ),
+    ).toEqual(JSON.parse(delivered[0].body));
 
     const envelope = envelopeOf(delivered[0]);
     expect(envelope.data.from).toBe(from);
@@ -35,7 +45,10 @@ describe("RFC 5322 addresses in published events", () => {
     // The exact JSON text, not only an equal value: nothing re-escaped or normalized.
     expect(delivered[0].body).toContain(`"from":${JSON.stringify(from)},"to":${JSON.stringify(to)}`);
 
-    const detail = await waitUntil(() => account.api("GET", `/v1/events/${published.body.event_id}`), (r) => r.body.status === "delivered");
+    const detail = await waitUntil(
+      () => account.api("GET", `/v1/events/${published.body.event_id}`),
+      (r) => r.body.status === "delivered",
+    );
     expect(detail.body.payload.data.from).toBe(from);
     expect(detail.body.payload.data.to).toEqual(to);
     expect(JSON.stringify(detail.body.payload)).toBe(delivered[0].body);

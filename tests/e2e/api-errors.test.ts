@@ -21,8 +21,12 @@ describe("API errors", () => {
     acct = await stack.newAccount();
   });
 
-  const validEvent = (eventType = "message.sent", overrides: Record<string, unknown> = {}) => ({ event_type: eventType, data: sampleData(eventType, overrides) });
-  const eventCount = (accountId: string, where: Record<string, unknown> = {}) => stack.prisma.event.count({ where: { accountId, ...where } });
+  const validEvent = (eventType = "message.sent", overrides: Record<string, unknown> = {}) => ({
+    event_type: eventType,
+    data: sampleData(eventType, overrides),
+  });
+  const eventCount = (accountId: string, where: Record<string, unknown> = {}) =>
+    stack.prisma.event.count({ where: { accountId, ...where } });
 
   describe("400 invalid_json", () => {
     test.each(["/v1/webhooks", "/v1/events"])("a malformed JSON body on POST %s", async (route) => {
@@ -71,7 +75,12 @@ describe("API errors", () => {
       expect((await apiAs(stack, issued.key, "GET", "/v1/deliveries")).status).toBe(200);
       expect(await revokeApiKey(stack.prisma, issued.id)).toBe(true);
       // The notification reaches the API within moments of the commit.
-      await waitUntil(() => apiAs(stack, issued.key, "GET", "/v1/deliveries"), (r) => r.status === 401, 2_000, 5);
+      await waitUntil(
+        () => apiAs(stack, issued.key, "GET", "/v1/deliveries"),
+        (r) => r.status === 401,
+        2_000,
+        5,
+      );
       expectError(await apiAs(stack, issued.key, "GET", "/v1/deliveries"), 401, "unauthorized");
       expectError(await apiAs(stack, issued.key, "POST", "/v1/events", validEvent()), 401, "unauthorized");
       expect(await eventCount(issued.account_id)).toBe(0);
@@ -122,7 +131,11 @@ describe("API errors", () => {
     test("a JSON body over 256 KiB is 413 payload_too_large", async () => {
       const big = validEvent("message.sent", { subject: "x".repeat(300 * 1024) });
       expectError(await acct.api("POST", "/v1/events", big), 413, "payload_too_large");
-      expectError(await acct.api("POST", "/v1/webhooks", { url: `https://example.com/${"x".repeat(300 * 1024)}`, events: ["message.sent"] }), 413, "payload_too_large");
+      expectError(
+        await acct.api("POST", "/v1/webhooks", { url: `https://example.com/${"x".repeat(300 * 1024)}`, events: ["message.sent"] }),
+        413,
+        "payload_too_large",
+      );
       expect(await eventCount(acct.accountId)).toBe(0);
       // Just under the limit is not refused for its size.
       const underLimit = await acct.api("POST", "/v1/events", validEvent("message.received", { body: "y".repeat(250 * 1024) }));
@@ -132,8 +145,16 @@ describe("API errors", () => {
     test("a body that is not application/json is 415 unsupported_media_type", async () => {
       const json = JSON.stringify({ url: "https://example.com/h", events: ["message.sent"] });
       expectError(await acct.api("POST", "/v1/webhooks", json, { "content-type": "text/plain" }), 415, "unsupported_media_type");
-      expectError(await acct.api("POST", "/v1/webhooks", json, { "content-type": "application/x-www-form-urlencoded" }), 415, "unsupported_media_type");
-      expectError(await acct.api("POST", "/v1/events", JSON.stringify(validEvent()), { "content-type": "text/plain" }), 415, "unsupported_media_type");
+      expectError(
+        await acct.api("POST", "/v1/webhooks", json, { "content-type": "application/x-www-form-urlencoded" }),
+        415,
+        "unsupported_media_type",
+      );
+      expectError(
+        await acct.api("POST", "/v1/events", JSON.stringify(validEvent()), { "content-type": "text/plain" }),
+        415,
+        "unsupported_media_type",
+      );
       expect(await stack.prisma.webhook.count({ where: { accountId: acct.accountId } })).toBe(0);
       expect(await eventCount(acct.accountId)).toBe(0);
       // A charset parameter is still JSON.
@@ -150,17 +171,32 @@ describe("API errors", () => {
       expectValidation(await acct.api("POST", "/v1/webhooks", { url: "https://example.com/h", events: [] }), "events");
       expectValidation(await acct.api("POST", "/v1/webhooks", { url: "https://example.com/h", events: "message.sent" }), "events");
       expectValidation(await acct.api("POST", "/v1/webhooks", { url: "https://example.com/h", events: ["message.nope"] }), "events.0");
-      expectValidation(await acct.api("POST", "/v1/webhooks", { url: "https://example.com/h", events: ["message.sent", "webhook.test"] }), "events.1");
+      expectValidation(
+        await acct.api("POST", "/v1/webhooks", { url: "https://example.com/h", events: ["message.sent", "webhook.test"] }),
+        "events.1",
+      );
       expect(await stack.prisma.webhook.count({ where: { accountId: acct.accountId } })).toBe(0);
     });
 
     test("events: event_type and data fields", async () => {
-      expectValidation(await acct.api("POST", "/v1/events", { event_type: "message.nope", data: sampleData("message.sent") }), "event_type");
+      expectValidation(
+        await acct.api("POST", "/v1/events", { event_type: "message.nope", data: sampleData("message.sent") }),
+        "event_type",
+      );
       expectValidation(await acct.api("POST", "/v1/events", { data: sampleData("message.sent") }), "event_type");
-      expectValidation(await acct.api("POST", "/v1/events", validEvent("message.delivered", { deliveredAt: "yesterday" })), "data.deliveredAt");
-      expectValidation(await acct.api("POST", "/v1/events", validEvent("message.delivered", { deliveredAt: undefined })), "data.deliveredAt");
+      expectValidation(
+        await acct.api("POST", "/v1/events", validEvent("message.delivered", { deliveredAt: "yesterday" })),
+        "data.deliveredAt",
+      );
+      expectValidation(
+        await acct.api("POST", "/v1/events", validEvent("message.delivered", { deliveredAt: undefined })),
+        "data.deliveredAt",
+      );
       expectValidation(await acct.api("POST", "/v1/events", validEvent("message.opened", { openCount: "3" })), "data.openCount");
-      expectValidation(await acct.api("POST", "/v1/events", validEvent("message.sent", { to: ["Bob <bob@example.org>, carol@example.org"] })), "data.to.0");
+      expectValidation(
+        await acct.api("POST", "/v1/events", validEvent("message.sent", { to: ["Bob <bob@example.org>, carol@example.org"] })),
+        "data.to.0",
+      );
       expectValidation(await acct.api("POST", "/v1/events", { event_type: "message.sent", data: "x" }), "data");
       expect(await eventCount(acct.accountId)).toBe(0);
     });
@@ -195,8 +231,15 @@ describe("API errors", () => {
       // A marker event posted afterwards arrives; the repeat never does.
       const marker = await acct.api("POST", "/v1/events", validEvent("message.sent"));
       expect(marker.status).toBe(201);
-      await hr.receiver.waitFor((a) => at(a, "/idem", "message.sent").some((x) => x.messageId === (body.data.messageId as string)) && at(a, "/idem", "message.sent").length >= 2);
-      await waitUntil(() => acct.api("GET", `/v1/events/${marker.body.event_id}`), (r) => r.body.status === "delivered");
+      await hr.receiver.waitFor(
+        (a) =>
+          at(a, "/idem", "message.sent").some((x) => x.messageId === (body.data.messageId as string)) &&
+          at(a, "/idem", "message.sent").length >= 2,
+      );
+      await waitUntil(
+        () => acct.api("GET", `/v1/events/${marker.body.event_id}`),
+        (r) => r.body.status === "delivered",
+      );
       expect(at(hr.receiver.arrivals, "/idem", "message.sent").filter((x) => x.messageId === body.data.messageId)).toHaveLength(1);
       expect(await eventCount(acct.accountId, { messageId: body.data.messageId as string })).toBe(1);
       expect(await deliveryRows(acct, { event_id: first.body.event_id })).toHaveLength(1);
@@ -226,7 +269,10 @@ describe("API errors", () => {
         expect((await acct.api("POST", "/v1/events", validEvent(type))).status).toBe(201);
       }
       // a: test + 2 sent; b: test + 2 sent + 1 clicked.
-      await waitUntil(() => deliveryRows(acct, {}), (rows) => rows.length === 7);
+      await waitUntil(
+        () => deliveryRows(acct, {}),
+        (rows) => rows.length === 7,
+      );
 
       const walk = async (query: string) => {
         const seen: any[] = [];
@@ -256,7 +302,19 @@ describe("API errors", () => {
       const times = all.map((r) => Date.parse(r.created_at));
       for (let i = 1; i < times.length; i++) expect(times[i]).toBeLessThanOrEqual(times[i - 1]);
       for (const r of all) {
-        expect(Object.keys(r).sort()).toEqual(["attempt", "created_at", "duration_ms", "error", "event_id", "id", "response_body", "response_status", "trigger", "url", "webhook_id"]);
+        expect(Object.keys(r).sort()).toEqual([
+          "attempt",
+          "created_at",
+          "duration_ms",
+          "error",
+          "event_id",
+          "id",
+          "response_body",
+          "response_status",
+          "trigger",
+          "url",
+          "webhook_id",
+        ]);
       }
 
       const onlyA = await walk(`&webhook_id=${a.id}`);
@@ -316,7 +374,10 @@ describe("accepted while Redis is unreachable (CONTRACT.md section 5: Redis bein
     const ready = await apiAs(stack, null, "GET", "/readyz");
     expect(ready.status).toBe(200);
     // `warnings` may name the public development key (issue 17 item 11): not this test's concern.
-    expect({ status: ready.body.status, checks: ready.body.checks }).toEqual({ status: "ready", checks: { postgres: "ok", redis: "unavailable" } });
+    expect({ status: ready.body.status, checks: ready.body.checks }).toEqual({
+      status: "ready",
+      checks: { postgres: "ok", redis: "unavailable" },
+    });
     const health = await apiAs(stack, null, "GET", "/healthz");
     expect(health.status).toBe(200);
   });

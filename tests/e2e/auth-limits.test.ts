@@ -40,7 +40,11 @@ describe("10,000 requests with random keys (default limit: 60 per address per mi
 
   /** Index scans of the prefix index, as PostgreSQL counts them (its statistics lag by up to a second). */
   const prefixScans = async () =>
-    Number((await admin.query("SELECT pg_stat_clear_snapshot(); SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'api_keys_prefix_key'").then((r: any) => r[1].rows[0].idx_scan)) ?? 0);
+    Number(
+      (await admin
+        .query("SELECT pg_stat_clear_snapshot(); SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'api_keys_prefix_key'")
+        .then((r: any) => r[1].rows[0].idx_scan)) ?? 0,
+    );
 
   test("are answered 401 then 429 with Retry-After; fewer than 100 key lookups reach PostgreSQL; a known key still works", async () => {
     // A key used before the flood is in the cache: its requests meet no limiter.
@@ -71,9 +75,16 @@ describe("10,000 requests with random keys (default limit: 60 per address per mi
     expect(retryAfter).toBeGreaterThan(0);
     const lookups = (await lookupsMetric(stack)) - metricBefore;
     expect(lookups).toBeLessThan(100);
-    const scans = await waitUntil(async () => (await prefixScans()) - scansBefore, (n) => n >= lookups, 5_000, 250);
+    const scans = await waitUntil(
+      async () => (await prefixScans()) - scansBefore,
+      (n) => n >= lookups,
+      5_000,
+      250,
+    );
     expect(scans).toBeLessThan(100);
-    console.log(`10,000 random keys: ${counts[401]} x 401, ${counts[429]} x 429; key lookups: ${lookups} (API metric), ${scans} index scans (PostgreSQL)`);
+    console.log(
+      `10,000 random keys: ${counts[401]} x 401, ${counts[429]} x 429; key lookups: ${lookups} (API metric), ${scans} index scans (PostgreSQL)`,
+    );
 
     // The cached key is not held up by its address's limit; the error shape is the contract's.
     expect((await stack.api("GET", "/v1/webhooks")).status).toBe(200);
@@ -107,7 +118,12 @@ describe("unknown keys are remembered; X-Forwarded-For counts only as TRUST_PROX
       expect((await lookupsMetric(stack)) - before).toBe(1);
       // A new key is found at once: the negative cache never hides a key that exists.
       const issued = await createApiKey(stack.prisma, `auth-${randomBytes(4).toString("hex")}`);
-      await waitUntil(() => apiAs(stack, issued.key, "GET", "/v1/events"), (r) => r.status === 200, 2_000, 5);
+      await waitUntil(
+        () => apiAs(stack, issued.key, "GET", "/v1/events"),
+        (r) => r.status === 200,
+        2_000,
+        5,
+      );
     } finally {
       await stack.close();
     }
@@ -117,7 +133,8 @@ describe("unknown keys are remembered; X-Forwarded-For counts only as TRUST_PROX
     const stack = await startStack({ env: { UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: "5" }, dispatcher: false });
     try {
       const statuses: number[] = [];
-      for (let i = 0; i < 8; i++) statuses.push((await apiAs(stack, randomKey(), "GET", "/v1/events", undefined, { "x-forwarded-for": `203.0.113.${i}` })).status);
+      for (let i = 0; i < 8; i++)
+        statuses.push((await apiAs(stack, randomKey(), "GET", "/v1/events", undefined, { "x-forwarded-for": `203.0.113.${i}` })).status);
       expect(statuses).toEqual([401, 401, 401, 401, 401, 429, 429, 429]);
     } finally {
       await stack.close();
@@ -125,7 +142,8 @@ describe("unknown keys are remembered; X-Forwarded-For counts only as TRUST_PROX
   });
 
   /** An unauthenticated request from a random key, forwarded for `xff`: its status. */
-  const forwarded = async (stack: Stack, xff: string) => (await apiAs(stack, randomKey(), "GET", "/v1/events", undefined, { "x-forwarded-for": xff })).status;
+  const forwarded = async (stack: Stack, xff: string) =>
+    (await apiAs(stack, randomKey(), "GET", "/v1/events", undefined, { "x-forwarded-for": xff })).status;
 
   test("TRUST_PROXY=true means one proxy: each client address it forwards has its own allowance; the left-most, spoofed entry is not believed", async () => {
     const stack = await startStack({ env: { UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: "5", TRUST_PROXY: "true" }, dispatcher: false });
@@ -164,7 +182,8 @@ describe("unknown keys are remembered; X-Forwarded-For counts only as TRUST_PROX
     try {
       const statuses: number[] = [];
       // One host with a /64 has 2^64 addresses: each new one gets no new allowance.
-      for (let i = 0; i < 7; i++) statuses.push(await forwarded(stack, `2001:db8:1:2:${(i * 4099).toString(16)}:${randomBytes(2).toString("hex")}::${i + 1}`));
+      for (let i = 0; i < 7; i++)
+        statuses.push(await forwarded(stack, `2001:db8:1:2:${(i * 4099).toString(16)}:${randomBytes(2).toString("hex")}::${i + 1}`));
       expect(statuses).toEqual([401, 401, 401, 401, 401, 429, 429]);
       expect(await forwarded(stack, "2001:db8:1:3::1")).toBe(401); // another /64
       const mapped: number[] = [];
@@ -177,7 +196,10 @@ describe("unknown keys are remembered; X-Forwarded-For counts only as TRUST_PROX
   });
 
   test("the admin listener never believes X-Forwarded-For, even with TRUST_PROXY set: forged addresses still meet the failed sign-in limit", async () => {
-    const stack = await startStack({ env: { TRUST_PROXY: "true", ADMIN_USERNAME: "operator", ADMIN_PASSWORD: `board-${randomBytes(8).toString("hex")}` }, dispatcher: false });
+    const stack = await startStack({
+      env: { TRUST_PROXY: "true", ADMIN_USERNAME: "operator", ADMIN_PASSWORD: `board-${randomBytes(8).toString("hex")}` },
+      dispatcher: false,
+    });
     try {
       const statuses: number[] = [];
       for (let i = 0; i < 12; i++) {

@@ -51,7 +51,10 @@ describe("X-Service-Event-Id and the webhook's own headers", () => {
     expect(created.status).toBe(201);
     secrets.set(path, created.body.secret);
     await receiver.waitFor((all) => all.some((a) => a.path === path && a.event === "webhook.test"));
-    await stack.pool.query("UPDATE webhooks SET headers = $1 WHERE id = $2", [keyring.encrypt(JSON.stringify(OWN_HEADERS)), created.body.id]);
+    await stack.pool.query("UPDATE webhooks SET headers = $1 WHERE id = $2", [
+      keyring.encrypt(JSON.stringify(OWN_HEADERS)),
+      created.body.id,
+    ]);
     return { id: created.body.id as string, url: receiver.url(path), secret: created.body.secret as string };
   }
 
@@ -59,11 +62,16 @@ describe("X-Service-Event-Id and the webhook's own headers", () => {
   async function requestTest(webhookId: string, eventType: string | null): Promise<string> {
     const id = newId("tst");
     await inTransaction(stack.pool, async (client) => {
-      await client.query(
-        "INSERT INTO test_deliveries (id, account_id, webhook_id, queue_prefix, event_type) VALUES ($1, $2, $3, $4, $5)",
-        [id, acct.accountId, webhookId, stack.prefix, eventType],
-      );
-      await enqueue(client, stack.prefix, [{ jobName: JOB_NAMES.testDelivery, jobId: id, data: { testDeliveryId: id }, webhookId, accountId: acct.accountId }]);
+      await client.query("INSERT INTO test_deliveries (id, account_id, webhook_id, queue_prefix, event_type) VALUES ($1, $2, $3, $4, $5)", [
+        id,
+        acct.accountId,
+        webhookId,
+        stack.prefix,
+        eventType,
+      ]);
+      await enqueue(client, stack.prefix, [
+        { jobName: JOB_NAMES.testDelivery, jobId: id, data: { testDeliveryId: id }, webhookId, accountId: acct.accountId },
+      ]);
     });
     return id;
   }
@@ -78,32 +86,51 @@ describe("X-Service-Event-Id and the webhook's own headers", () => {
     const posted = await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
     expect(posted.status).toBe(201);
     const eventId = posted.body.event_id as string;
-    await waitUntil(() => acct.api("GET", `/v1/events/${eventId}`), (r) => r.body.status === "delivered");
+    await waitUntil(
+      () => acct.api("GET", `/v1/events/${eventId}`),
+      (r) => r.body.status === "delivered",
+    );
     const replayed = await acct.api("POST", `/v1/events/${eventId}/replay`);
     expect(replayed.status).toBe(202);
     const overridden = await acct.api("POST", `/v1/events/${eventId}/replay`, { target_url: receiver.url("/all/override") });
     expect(overridden.status).toBe(202);
     const testId = await requestTest(hook.id, null);
 
-    const arrivals = await receiver.waitFor((all) => all.filter((a) => a.path.startsWith("/all") && a.event === "message.sent").length >= 5 && all.filter((a) => a.path === "/all" && a.event === "webhook.test").length >= 2);
+    const arrivals = await receiver.waitFor(
+      (all) =>
+        all.filter((a) => a.path.startsWith("/all") && a.event === "message.sent").length >= 5 &&
+        all.filter((a) => a.path === "/all" && a.event === "webhook.test").length >= 2,
+    );
     const sent = arrivals.filter((a) => a.path.startsWith("/all") && a.event === "message.sent");
-    expect(sent.map((a) => [a.path, a.verified, a.eventId, ...ownHeadersOf(a)])).toEqual([
-      ["/all", true, eventId, ...Object.values(OWN_HEADERS)],
-      ["/all", true, eventId, ...Object.values(OWN_HEADERS)],
-      ["/all", true, eventId, ...Object.values(OWN_HEADERS)],
-      ...[["/all"], ["/all/override"]].map(([path]) => [path, true, eventId, ...Object.values(OWN_HEADERS)]).sort(),
-    ].sort());
+    expect(sent.map((a) => [a.path, a.verified, a.eventId, ...ownHeadersOf(a)])).toEqual(
+      [
+        ["/all", true, eventId, ...Object.values(OWN_HEADERS)],
+        ["/all", true, eventId, ...Object.values(OWN_HEADERS)],
+        ["/all", true, eventId, ...Object.values(OWN_HEADERS)],
+        ...[["/all"], ["/all/override"]].map(([path]) => [path, true, eventId, ...Object.values(OWN_HEADERS)]).sort(),
+      ].sort(),
+    );
     // One event id: after the retry it accepted, the replay to its URL is a duplicate to it.
     expect(sent.filter((a) => a.path === "/all" && a.status === 200).map((a) => a.duplicate)).toEqual([false, true]);
-    const rows = await waitUntil(() => deliveryRows(acct, { event_id: eventId }), (r) => r.length >= 5);
+    const rows = await waitUntil(
+      () => deliveryRows(acct, { event_id: eventId }),
+      (r) => r.length >= 5,
+    );
     expect(rows.map((r) => r.trigger).sort()).toEqual(["initial", "replay", "replay", "retry", "retry"]);
 
     const tests = arrivals.filter((a) => a.path === "/all" && a.event === "webhook.test");
     expect(tests[0].headers.authorization).toBeUndefined(); // sent at creation, before the headers were set
     const test = tests[1];
     expect([test.verified, test.eventId, ...ownHeadersOf(test)]).toEqual([true, testDeliveryRowId(testId), ...Object.values(OWN_HEADERS)]);
-    const testRow = await waitUntil(() => deliveryRows(acct, { webhook_id: hook.id }), (r) => r.some((row) => row.id === testDeliveryRowId(testId)));
-    expect(testRow.find((row) => row.id === testDeliveryRowId(testId))).toMatchObject({ trigger: "test", event_id: null, response_status: 200 });
+    const testRow = await waitUntil(
+      () => deliveryRows(acct, { webhook_id: hook.id }),
+      (r) => r.some((row) => row.id === testDeliveryRowId(testId)),
+    );
+    expect(testRow.find((row) => row.id === testDeliveryRowId(testId))).toMatchObject({
+      trigger: "test",
+      event_id: null,
+      response_status: 200,
+    });
   });
 
   test("two message.opened events of one message (openCount 1 and 2) reach a receiver that de-duplicates on X-Service-Event-Id as two", async () => {
@@ -111,11 +138,16 @@ describe("X-Service-Event-Id and the webhook's own headers", () => {
     const messageId = `<opens-${Date.now()}@mail.example.com>`;
     const ids: string[] = [];
     for (const openCount of [1, 2]) {
-      const posted = await acct.api("POST", "/v1/events", { event_type: "message.opened", data: sampleData("message.opened", { messageId, openCount }) });
+      const posted = await acct.api("POST", "/v1/events", {
+        event_type: "message.opened",
+        data: sampleData("message.opened", { messageId, openCount }),
+      });
       expect(posted.status).toBe(201);
       ids.push(posted.body.event_id);
     }
-    const opens = (await receiver.waitFor((all) => all.filter((a) => a.path === "/opens" && a.event === "message.opened").length >= 2)).filter((a) => a.path === "/opens" && a.event === "message.opened");
+    const opens = (
+      await receiver.waitFor((all) => all.filter((a) => a.path === "/opens" && a.event === "message.opened").length >= 2)
+    ).filter((a) => a.path === "/opens" && a.event === "message.opened");
     expect(opens.map((a) => a.messageId)).toEqual([messageId, messageId]);
     expect(opens.map((a) => a.eventId).sort()).toEqual([...ids].sort());
     expect(opens.map((a) => a.duplicate)).toEqual([false, false]);
@@ -126,11 +158,14 @@ describe("X-Service-Event-Id and the webhook's own headers", () => {
     const hook = await hookWithHeaders("/kinds", ["message.sent"]);
     const ids = new Map<string, string>();
     for (const kind of EVENT_TYPES) ids.set(kind, await requestTest(hook.id, kind));
-    const arrivals = (await receiver.waitFor((all) => all.filter((a) => a.path === "/kinds" && a.event !== "webhook.test").length >= EVENT_TYPES.length)).filter(
-      (a) => a.path === "/kinds" && a.event !== "webhook.test",
-    );
+    const arrivals = (
+      await receiver.waitFor((all) => all.filter((a) => a.path === "/kinds" && a.event !== "webhook.test").length >= EVENT_TYPES.length)
+    ).filter((a) => a.path === "/kinds" && a.event !== "webhook.test");
     expect(arrivals.map((a) => a.event).sort()).toEqual([...EVENT_TYPES].sort());
-    const rows = await waitUntil(() => deliveryRows(acct, { webhook_id: hook.id }), (r) => r.length >= EVENT_TYPES.length + 1);
+    const rows = await waitUntil(
+      () => deliveryRows(acct, { webhook_id: hook.id }),
+      (r) => r.length >= EVENT_TYPES.length + 1,
+    );
     for (const arrival of arrivals) {
       const kind = arrival.event as (typeof EVENT_TYPES)[number];
       expect(verify(hook.secret, arrival.headers, arrival.body, { now: new Date(arrival.receivedAt) })).toEqual(JSON.parse(arrival.body));
@@ -138,11 +173,18 @@ describe("X-Service-Event-Id and the webhook's own headers", () => {
       expect(data.messageId).toMatch(/@example\.invalid$/);
       expect(data.messageId).not.toBe(EVENT_EXAMPLES[kind].messageId);
       const expected: Record<string, unknown> = { ...EVENT_EXAMPLES[kind], messageId: data.messageId };
-      if (kind === "message.received") expected.headers = { ...EVENT_EXAMPLES["message.received"].headers, messageId: `<${data.messageId}>` };
+      if (kind === "message.received")
+        expected.headers = { ...EVENT_EXAMPLES["message.received"].headers, messageId: `<${data.messageId}>` };
       expect(data).toEqual(expected);
       expect(arrival.eventId).toBe(testDeliveryRowId(ids.get(kind)!));
       expect(ownHeadersOf(arrival)).toEqual(Object.values(OWN_HEADERS));
-      expect(rows.find((r) => r.id === arrival.eventId)).toMatchObject({ trigger: "test", event_id: null, attempt: 0, response_status: 200, error: null });
+      expect(rows.find((r) => r.id === arrival.eventId)).toMatchObject({
+        trigger: "test",
+        event_id: null,
+        attempt: 0,
+        response_status: 200,
+        error: null,
+      });
     }
     expect(new Set(arrivals.map((a) => envelopeOf(a).data.messageId)).size).toBe(EVENT_TYPES.length);
   });

@@ -39,15 +39,38 @@ describe("work ends with a reason", () => {
         const posted = await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
         expect(posted.status).toBe(201);
         eventId = posted.body.event_id;
-        await waitUntil(() => acct.api("GET", `/v1/events/${eventId}`), (r) => r.body.status !== "pending");
+        await waitUntil(
+          () => acct.api("GET", `/v1/events/${eventId}`),
+          (r) => r.body.status !== "pending",
+        );
         const replayed = await acct.api("POST", `/v1/events/${eventId}/replay`, { target_url: hr.url("/poison/elsewhere") });
         expect(replayed.status).toBe(202);
         replayId = replayed.body.replays[0].replay_id;
         await inTransaction(stack.pool, async (client) => {
-          await client.query("INSERT INTO test_deliveries (id, account_id, webhook_id, queue_prefix) VALUES ($1, $2, $3, $4)", [testId, acct.accountId, hook.id, stack.prefix]);
-          await enqueue(client, stack.prefix, [{ jobName: JOB_NAMES.testDelivery, jobId: testId, data: { testDeliveryId: testId }, webhookId: hook.id, accountId: acct.accountId }]);
+          await client.query("INSERT INTO test_deliveries (id, account_id, webhook_id, queue_prefix) VALUES ($1, $2, $3, $4)", [
+            testId,
+            acct.accountId,
+            hook.id,
+            stack.prefix,
+          ]);
+          await enqueue(client, stack.prefix, [
+            {
+              jobName: JOB_NAMES.testDelivery,
+              jobId: testId,
+              data: { testDeliveryId: testId },
+              webhookId: hook.id,
+              accountId: acct.accountId,
+            },
+          ]);
         });
-        await waitUntil(() => stack.pool.query("SELECT status::text FROM test_deliveries WHERE id = $1 UNION ALL SELECT status::text FROM replays WHERE id = $2", [testId, replayId]), (r) => r.rows.every((x) => x.status !== "pending"));
+        await waitUntil(
+          () =>
+            stack.pool.query(
+              "SELECT status::text FROM test_deliveries WHERE id = $1 UNION ALL SELECT status::text FROM replays WHERE id = $2",
+              [testId, replayId],
+            ),
+          (r) => r.rows.every((x) => x.status !== "pending"),
+        );
       },
       { level: process.env.LOG_LEVEL ?? "warn", format: "pretty" },
     );
@@ -61,9 +84,13 @@ describe("work ends with a reason", () => {
       ["replay", 0, hr.url("/poison/elsewhere"), null, "internal_error"],
     ]);
     const audit = await acct.api("GET", `/v1/audit-log?event_id=${eventId}`);
-    expect(audit.body.data.map((a: { destination_url: string; response_status: number | null; error: string }) => [a.destination_url, a.response_status, a.error])).toEqual([
-      [hr.url("/poison/elsewhere"), null, "internal_error"],
-    ]);
+    expect(
+      audit.body.data.map((a: { destination_url: string; response_status: number | null; error: string }) => [
+        a.destination_url,
+        a.response_status,
+        a.error,
+      ]),
+    ).toEqual([[hr.url("/poison/elsewhere"), null, "internal_error"]]);
     const testRows = (await deliveryRows(acct, { webhook_id: hook.id })).filter((r) => r.id === testDeliveryRowId(testId));
     expect(testRows.map((r) => [r.trigger, r.event_id, r.response_status, r.error])).toEqual([["test", null, null, "internal_error"]]);
     expect((await stack.pool.query("SELECT status::text FROM test_deliveries WHERE id = $1", [testId])).rows[0].status).toBe("failed");
@@ -88,16 +115,26 @@ describe("work ends with a reason", () => {
     const hook = await createHook(acct, hr, "/race", ["message.sent"]);
     const posted = await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
     const eventId = posted.body.event_id as string;
-    await waitUntil(async () => inFlight, (x) => x);
+    await waitUntil(
+      async () => inFlight,
+      (x) => x,
+    );
 
     expect((await acct.api("PATCH", `/v1/webhooks/${hook.id}`, { status: "disabled" })).status).toBe(200);
     // The disable cancelled the destination while its request was held.
     expect((await acct.api("GET", `/v1/events/${eventId}`)).body.destinations[0].status).toBe("cancelled");
     release();
 
-    const rows = await waitUntil(() => deliveryRows(acct, { event_id: eventId }), (r) => r.length > 0);
+    const rows = await waitUntil(
+      () => deliveryRows(acct, { event_id: eventId }),
+      (r) => r.length > 0,
+    );
     expect(rows.map((r) => [r.trigger, r.response_status, r.error])).toEqual([["initial", 200, null]]);
-    const detail = await waitUntil(() => acct.api("GET", `/v1/events/${eventId}`), (r) => r.body.status !== "failed" || r.body.destinations[0].status !== "cancelled", 5_000);
+    const detail = await waitUntil(
+      () => acct.api("GET", `/v1/events/${eventId}`),
+      (r) => r.body.status !== "failed" || r.body.destinations[0].status !== "cancelled",
+      5_000,
+    );
     expect(detail.body.status).toBe("delivered");
     expect(detail.body.destinations).toEqual([{ webhook_id: hook.id, url: hook.url, status: "delivered", attempts: 1 }]);
   });

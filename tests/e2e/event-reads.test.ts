@@ -93,18 +93,28 @@ describe("reads of an event with many delivery rows", () => {
     expect(page.text).toContain(`larger than ${READABLE_ENVELOPE_MAX_BYTES / 1024} KiB: it is shown as sent only`);
     expect(page.text).toContain(`${Buffer.byteLength(large)} bytes, compact JSON`);
     const raw = /<code id="raw-bytes">([^<]*)<\/code>/.exec(page.text)![1];
-    const unescaped = raw.replaceAll("&quot;", '"').replaceAll("&lt;", "<").replaceAll("&gt;", ">").replaceAll("&#39;", "'").replaceAll("&amp;", "&");
+    const unescaped = raw
+      .replaceAll("&quot;", '"')
+      .replaceAll("&lt;", "<")
+      .replaceAll("&gt;", ">")
+      .replaceAll("&#39;", "'")
+      .replaceAll("&amp;", "&");
     expect(unescaped === large).toBe(true); // (not toBe: a failure would print 256 KiB twice)
   });
 
   test("GET /v1/events/{id} answers the payload with the stored envelope's very bytes", async () => {
     const account = await stack.newAccount();
-    const posted = await account.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent", { subject: "Caf\u00e9 \u2028 <b>" }) });
+    const posted = await account.api("POST", "/v1/events", {
+      event_type: "message.sent",
+      data: sampleData("message.sent", { subject: "Caf\u00e9 \u2028 <b>" }),
+    });
     const eventId: string = posted.body.event_id;
     const stored = (await stack.prisma.eventPayload.findFirstOrThrow({ where: { eventId } })).payload;
     const answer = await account.api("GET", `/v1/events/${eventId}`);
     expect(answer.body.payload).toEqual(JSON.parse(stored));
-    const text = await (await fetch(`${stack.baseUrl}/v1/events/${eventId}`, { headers: { authorization: `Bearer ${account.apiKey}` } })).text();
+    const text = await (
+      await fetch(`${stack.baseUrl}/v1/events/${eventId}`, { headers: { authorization: `Bearer ${account.apiKey}` } })
+    ).text();
     expect(text).toContain(`"payload":${stored},`);
 
     // Stored text that a parse and a new serialization would not give back byte for byte (an
@@ -120,7 +130,16 @@ describe("reads of an event with many delivery rows", () => {
     // The whole answer is still the contract's shape, checked against the OpenAPI document.
     const checked = await account.api("GET", `/v1/events/${eventId}`);
     expect(Object.keys(checked.body)).toEqual([
-      "event_id", "event_type", "inbox_id", "message_id", "status", "occurred_at", "created_at", "payload_retained", "payload", "destinations",
+      "event_id",
+      "event_type",
+      "inbox_id",
+      "message_id",
+      "status",
+      "occurred_at",
+      "created_at",
+      "payload_retained",
+      "payload",
+      "destinations",
     ]);
   });
 });

@@ -76,7 +76,13 @@ describe("fair delivery across webhooks and accounts", () => {
   async function hangingStarted(path: string, atLeast: number): Promise<void> {
     // Arrivals are recorded when answered; a hanging request is seen in the dispatcher's leases.
     await waitUntil(
-      async () => (await stack.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_leases l JOIN webhooks w ON w.id = l.webhook_id WHERE w.url LIKE $1`, [`%${path}%`])).rows[0].n,
+      async () =>
+        (
+          await stack.pool.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM webhook_leases l JOIN webhooks w ON w.id = l.webhook_id WHERE w.url LIKE $1`,
+            [`%${path}%`],
+          )
+        ).rows[0].n,
       (n) => n >= atLeast,
       30_000,
     );
@@ -89,7 +95,11 @@ describe("fair delivery across webhooks and accounts", () => {
    * run to the deadline and hold their slots until then): each test starts on idle dispatchers.
    */
   async function previousWorkEnded(): Promise<void> {
-    await waitUntil(async () => (await stack.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_leases`)).rows[0].n, (n) => n === 0, 60_000);
+    await waitUntil(
+      async () => (await stack.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_leases`)).rows[0].n,
+      (n) => n === 0,
+      60_000,
+    );
   }
 
   test("a hanging endpoint with 1,000 queued deliveries: another account's and the same account's healthy endpoints get theirs within 1 s", async () => {
@@ -126,7 +136,13 @@ describe("fair delivery across webhooks and accounts", () => {
     // Every one of them has hung once: a webhook never seen slow may take one slot of the reserve
     // for one deadline the first time it hangs (docs/scheduler.md); after that, none.
     await waitUntil(
-      async () => (await stack.pool.query<{ n: number }>(`SELECT count(DISTINCT webhook_id)::int AS n FROM deliveries WHERE webhook_id = ANY($1) AND error = 'timeout'`, [hanging.map((h) => h.id)])).rows[0].n,
+      async () =>
+        (
+          await stack.pool.query<{ n: number }>(
+            `SELECT count(DISTINCT webhook_id)::int AS n FROM deliveries WHERE webhook_id = ANY($1) AND error = 'timeout'`,
+            [hanging.map((h) => h.id)],
+          )
+        ).rows[0].n,
       (n) => n === 25,
       60_000,
     );

@@ -51,7 +51,15 @@ function send(baseUrl: string, request: HostileRequest): Promise<Answer> {
   const base = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: base.hostname, port: base.port, method: request.method, path: request.path, headers: request.headers, agent: false, timeout: 10_000 },
+      {
+        host: base.hostname,
+        port: base.port,
+        method: request.method,
+        path: request.path,
+        headers: request.headers,
+        agent: false,
+        timeout: 10_000,
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
@@ -77,7 +85,11 @@ function send(baseUrl: string, request: HostileRequest): Promise<Answer> {
 
 /** Percent-encodes every byte of the UTF-8 form except unreserved characters (lone surrogates too). */
 const pctEncode = (value: string) =>
-  [...Buffer.from(value, "utf8")].map((b) => (/[A-Za-z0-9\-._~]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, "0")}`)).join("");
+  [...Buffer.from(value, "utf8")]
+    .map((b) =>
+      /[A-Za-z0-9\-._~]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, "0")}`,
+    )
+    .join("");
 
 /** A header value as it travels: the UTF-8 bytes read as Latin-1; control characters replaced. */
 const headerSafe = (value: string) =>
@@ -86,7 +98,15 @@ const headerSafe = (value: string) =>
     // eslint-disable-next-line no-control-regex -- the control characters are what it replaces
     .replace(/[\x00-\x08\x0a-\x1f\x7f]/g, "?");
 
-const sqlish = ["' OR '1'='1", "1; DROP TABLE events; --", "\" OR 1=1 --", "' UNION SELECT * FROM api_keys --", "$1", "%s%s%s%n", "${jndi:ldap://x}"];
+const sqlish = [
+  "' OR '1'='1",
+  "1; DROP TABLE events; --",
+  '" OR 1=1 --',
+  "' UNION SELECT * FROM api_keys --",
+  "$1",
+  "%s%s%s%n",
+  "${jndi:ldap://x}",
+];
 
 interface Known {
   webhookId: string;
@@ -166,7 +186,12 @@ const ROUTES = [
 
 function pathArb(known: Known): fc.Arbitrary<string> {
   const routed = fc
-    .tuple(fc.constantFrom(...ROUTES), idArb(known), fc.constantFrom("", "", "", "/", "//", "/..", "/%2e%2e/", ";x=1", "/extra"), fc.boolean())
+    .tuple(
+      fc.constantFrom(...ROUTES),
+      idArb(known),
+      fc.constantFrom("", "", "", "/", "//", "/..", "/%2e%2e/", ";x=1", "/extra"),
+      fc.boolean(),
+    )
     .map(([route, id, suffix, upper]) => {
       const path = route.replace("{id}", id) + suffix;
       return upper ? path.toUpperCase() : path;
@@ -174,20 +199,85 @@ function pathArb(known: Known): fc.Arbitrary<string> {
   const random = fc
     .tuple(fc.constantFrom("/", "/v1/", "//v1//", "/v1/../", "/%76%31/"), fc.array(idArb(known), { maxLength: 5 }))
     .map(([prefix, segments]) => prefix + segments.join("/"));
-  return fc.oneof({ weight: 4, arbitrary: routed }, { weight: 1, arbitrary: random }, { weight: 1, arbitrary: fc.constantFrom("*", "/?", "/v1/webhooks#frag", "/v1/webhooks?") });
+  return fc.oneof(
+    { weight: 4, arbitrary: routed },
+    { weight: 1, arbitrary: random },
+    { weight: 1, arbitrary: fc.constantFrom("*", "/?", "/v1/webhooks#frag", "/v1/webhooks?") },
+  );
 }
 
 function queryArb(known: Known): fc.Arbitrary<string> {
   const key = fc.oneof(
     fc.constantFrom("limit", "cursor", "event_id", "webhook_id", "inbox_id", "since", "until", "status", "event_type"),
-    fc.constantFrom("a[]", "a[b]", "limit[]", "limit[$gt]", "event_id[not]", "__proto__", "__proto__[admin]", "constructor", "hasOwnProperty", "toString", "", "%00", "%ZZ"),
+    fc.constantFrom(
+      "a[]",
+      "a[b]",
+      "limit[]",
+      "limit[$gt]",
+      "event_id[not]",
+      "__proto__",
+      "__proto__[admin]",
+      "constructor",
+      "hasOwnProperty",
+      "toString",
+      "",
+      "%00",
+      "%ZZ",
+    ),
     fc.string({ unit: "binary", maxLength: 10 }).map(pctEncode),
   );
   const value = fc.oneof(
-    fc.constantFrom("0", "1", "-1", "50", "100", "101", "1.5", "1e309", "1e2", "0x10", "99999999999999999999999999", "NaN", "Infinity", "-0", "%205", "+5", ""),
-    fc.constantFrom("pending", "delivered", "failed", "message.sent", "webhook.test", known.eventId, known.webhookId, known.otherEventId, known.otherWebhookId, known.inboxId),
-    fc.constantFrom("2026-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "0000-01-01T00:00:00Z", "+275760-09-13T00:00:00.000Z", "2026-02-30T00:00:00Z", "2026-01-01T00:00:00+14:00", "2026-01-01"),
-    fc.constantFrom("%00", "a%00b", "%ZZ", "%", "%C3%28", "a".repeat(3000), "MTIzLmFiYw", "AAAA", `${Buffer.from(`1.evt_${"0".repeat(32)}`).toString("base64url")}`),
+    fc.constantFrom(
+      "0",
+      "1",
+      "-1",
+      "50",
+      "100",
+      "101",
+      "1.5",
+      "1e309",
+      "1e2",
+      "0x10",
+      "99999999999999999999999999",
+      "NaN",
+      "Infinity",
+      "-0",
+      "%205",
+      "+5",
+      "",
+    ),
+    fc.constantFrom(
+      "pending",
+      "delivered",
+      "failed",
+      "message.sent",
+      "webhook.test",
+      known.eventId,
+      known.webhookId,
+      known.otherEventId,
+      known.otherWebhookId,
+      known.inboxId,
+    ),
+    fc.constantFrom(
+      "2026-01-01T00:00:00Z",
+      "9999-12-31T23:59:59Z",
+      "0000-01-01T00:00:00Z",
+      "+275760-09-13T00:00:00.000Z",
+      "2026-02-30T00:00:00Z",
+      "2026-01-01T00:00:00+14:00",
+      "2026-01-01",
+    ),
+    fc.constantFrom(
+      "%00",
+      "a%00b",
+      "%ZZ",
+      "%",
+      "%C3%28",
+      "a".repeat(3000),
+      "MTIzLmFiYw",
+      "AAAA",
+      `${Buffer.from(`1.evt_${"0".repeat(32)}`).toString("base64url")}`,
+    ),
     fc.constantFrom(...sqlish).map(pctEncode),
     fc.string({ unit: "binary", maxLength: 30 }).map(pctEncode),
   );
@@ -196,7 +286,12 @@ function queryArb(known: Known): fc.Arbitrary<string> {
     { weight: 2, arbitrary: fc.constant("") },
     { weight: 5, arbitrary: fc.array(pair, { minLength: 1, maxLength: 6 }).map((pairs) => `?${pairs.join("&")}`) },
     // duplicate keys
-    { weight: 1, arbitrary: fc.tuple(fc.constantFrom("limit", "event_id", "inbox_id", "cursor"), value, value).map(([k, v1, v2]) => `?${k}=${v1}&${k}=${v2}`) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .tuple(fc.constantFrom("limit", "event_id", "inbox_id", "cursor"), value, value)
+        .map(([k, v1, v2]) => `?${k}=${v1}&${k}=${v2}`),
+    },
     { weight: 1, arbitrary: fc.constantFrom("?&&&", "?=", "?==&=", "?limit", "?;limit=1", `?${"a=1&".repeat(1000)}`) },
   );
 }
@@ -236,11 +331,25 @@ function headersArb(): fc.Arbitrary<{ headers: Record<string, string>; as: Hosti
     .record(
       {
         as: fc.constantFrom<HostileRequest["as"]>("main", "main", "main", "main", "main", "main", "main", "main", "other", "none"),
-        badAuth: oneIn(12, fc.constantFrom("Bearer", "Bearer ", "Basic YWRtaW46YWRtaW4=", "Bearer whk_000000000000_" + "A".repeat(43), "bearer  x y", "Token abc")),
-        contentType: fc.oneof({ weight: 1, arbitrary: fc.constant(undefined) }, { weight: 4, arbitrary: fc.constantFrom(...CONTENT_TYPES) }),
+        badAuth: oneIn(
+          12,
+          fc.constantFrom(
+            "Bearer",
+            "Bearer ",
+            "Basic YWRtaW46YWRtaW4=",
+            "Bearer whk_000000000000_" + "A".repeat(43),
+            "bearer  x y",
+            "Token abc",
+          ),
+        ),
+        contentType: fc.oneof(
+          { weight: 1, arbitrary: fc.constant(undefined) },
+          { weight: 4, arbitrary: fc.constantFrom(...CONTENT_TYPES) },
+        ),
         idempotencyKey: oneIn(3, idempotencyKey),
         contentEncoding: oneIn(10, fc.constantFrom("gzip", "deflate", "br", "identity", "x-bogus", "gzip, gzip")),
-        extra: oneIn(6, 
+        extra: oneIn(
+          6,
           fc.constantFrom<[string, string]>(
             ["x-http-method-override", "DELETE"],
             ["accept", "application/xml"],
@@ -267,7 +376,24 @@ function headersArb(): fc.Arbitrary<{ headers: Record<string, string>; as: Hosti
 }
 
 const hostileValue = fc.oneof(
-  fc.constantFrom<unknown>(null, "", "\u0000", "a\u0000b", "\ud800", "\udfff\ud800", 1e308, -1, 2 ** 53 + 1, -0, [], {}, true, "x".repeat(1000), "<script>alert(1)</script>", ...sqlish),
+  fc.constantFrom<unknown>(
+    null,
+    "",
+    "\u0000",
+    "a\u0000b",
+    "\ud800",
+    "\udfff\ud800",
+    1e308,
+    -1,
+    2 ** 53 + 1,
+    -0,
+    [],
+    {},
+    true,
+    "x".repeat(1000),
+    "<script>alert(1)</script>",
+    ...sqlish,
+  ),
   fc.anything({ maxDepth: 2 }),
 );
 
@@ -297,13 +423,54 @@ const URLS = [
 
 /** Bodies shaped for one route each, with one hostile value somewhere (or none: then valid). */
 function shapedBodies(known: Known) {
-  const eventType = fc.oneof({ weight: 5, arbitrary: fc.constantFrom(...EVENT_TYPES) }, { weight: 1, arbitrary: fc.constantFrom("webhook.test", "message.nope", "", "MESSAGE.SENT") });
+  const eventType = fc.oneof(
+    { weight: 5, arbitrary: fc.constantFrom(...EVENT_TYPES) },
+    { weight: 1, arbitrary: fc.constantFrom("webhook.test", "message.nope", "", "MESSAGE.SENT") },
+  );
   const event = fc
     .record({
       type: eventType,
-      field: oneIn(2, fc.constantFrom("messageId", "threadId", "inboxId", "from", "to", "subject", "status", "deliveredAt", "openCount", "openedAt", "url", "clickCount", "clickedAt", "body", "headers", "bounceType", "bounceCode", "bounceMessage", "bouncedAt", "extra", "__proto__")),
+      field: oneIn(
+        2,
+        fc.constantFrom(
+          "messageId",
+          "threadId",
+          "inboxId",
+          "from",
+          "to",
+          "subject",
+          "status",
+          "deliveredAt",
+          "openCount",
+          "openedAt",
+          "url",
+          "clickCount",
+          "clickedAt",
+          "body",
+          "headers",
+          "bounceType",
+          "bounceCode",
+          "bounceMessage",
+          "bouncedAt",
+          "extra",
+          "__proto__",
+        ),
+      ),
       value: hostileValue,
-      occurredAt: oneIn(3, fc.constantFrom<unknown>("2026-01-01T00:00:00Z", "0000-01-01T00:00:00Z", "9999-12-31T23:59:59.999999999Z", "2026-02-30T00:00:00Z", "2026-01-01T00:00:00+14:00", "1970-01-01T00:00:00Z", 0, null, "now")),
+      occurredAt: oneIn(
+        3,
+        fc.constantFrom<unknown>(
+          "2026-01-01T00:00:00Z",
+          "0000-01-01T00:00:00Z",
+          "9999-12-31T23:59:59.999999999Z",
+          "2026-02-30T00:00:00Z",
+          "2026-01-01T00:00:00+14:00",
+          "1970-01-01T00:00:00Z",
+          0,
+          null,
+          "now",
+        ),
+      ),
     })
     .map(({ type, field, value, occurredAt }) => {
       const kind = (EVENT_TYPES as readonly string[]).includes(type) ? type : "message.sent";
@@ -315,14 +482,34 @@ function shapedBodies(known: Known) {
   const multibyte = (min: number, max: number) =>
     fc.array(fc.integer({ min: 0x4e00, max: 0x9fff }), { minLength: min, maxLength: max }).map((codes) => String.fromCharCode(...codes));
   const bigIds = fc
-    .record({ type: fc.constantFrom(...EVENT_TYPES), messageId: multibyte(900, 998), inboxId: multibyte(150, 200), threadId: multibyte(900, 998) })
-    .map(({ type, messageId, inboxId, threadId }) => ({ event_type: type, data: sampleData(type, { messageId, inboxId, threadId, ...(type === "message.received" ? { headers: { messageId, inReplyTo: "", references: "" } } : {}) }) }));
+    .record({
+      type: fc.constantFrom(...EVENT_TYPES),
+      messageId: multibyte(900, 998),
+      inboxId: multibyte(150, 200),
+      threadId: multibyte(900, 998),
+    })
+    .map(({ type, messageId, inboxId, threadId }) => ({
+      event_type: type,
+      data: sampleData(type, {
+        messageId,
+        inboxId,
+        threadId,
+        ...(type === "message.received" ? { headers: { messageId, inReplyTo: "", references: "" } } : {}),
+      }),
+    }));
   const webhook = fc.record(
-    { url: fc.oneof(fc.constantFrom(...URLS), fc.string({ maxLength: 30 })), events: fc.oneof(fc.subarray([...EVENT_TYPES]), fc.array(hostileValue, { maxLength: 3 })), status: hostileValue },
+    {
+      url: fc.oneof(fc.constantFrom(...URLS), fc.string({ maxLength: 30 })),
+      events: fc.oneof(fc.subarray([...EVENT_TYPES]), fc.array(hostileValue, { maxLength: 3 })),
+      status: hostileValue,
+    },
     { requiredKeys: [] },
   );
   const replay = fc.record(
-    { target_url: fc.oneof(fc.constantFrom(...URLS), hostileValue), webhook_id: fc.oneof(fc.constantFrom(known.webhookId, known.otherWebhookId, "", "x".repeat(200)), hostileValue) },
+    {
+      target_url: fc.oneof(fc.constantFrom(...URLS), hostileValue),
+      webhook_id: fc.oneof(fc.constantFrom(known.webhookId, known.otherWebhookId, "", "x".repeat(200)), hostileValue),
+    },
     { requiredKeys: [] },
   );
   return { event, bigIds, webhook, replay };
@@ -330,7 +517,13 @@ function shapedBodies(known: Known) {
 
 function jsonBodyArb(known: Known): fc.Arbitrary<unknown> {
   const { event, bigIds, webhook, replay } = shapedBodies(known);
-  return fc.oneof({ weight: 4, arbitrary: event }, { weight: 1, arbitrary: bigIds }, { weight: 3, arbitrary: webhook }, { weight: 3, arbitrary: replay }, { weight: 2, arbitrary: fc.anything({ maxDepth: 3 }) });
+  return fc.oneof(
+    { weight: 4, arbitrary: event },
+    { weight: 1, arbitrary: bigIds },
+    { weight: 3, arbitrary: webhook },
+    { weight: 3, arbitrary: replay },
+    { weight: 2, arbitrary: fc.anything({ maxDepth: 3 }) },
+  );
 }
 
 const NESTING = [
@@ -341,7 +534,21 @@ const NESTING = [
 ];
 
 function rawMessageArb(): fc.Arbitrary<string> {
-  const headerName = fc.oneof(fc.constantFrom("From", "To", "Subject", "Message-ID", "In-Reply-To", "References", "Content-Type", "Content-Transfer-Encoding", "MIME-Version", "Date"), fc.string({ maxLength: 10 }));
+  const headerName = fc.oneof(
+    fc.constantFrom(
+      "From",
+      "To",
+      "Subject",
+      "Message-ID",
+      "In-Reply-To",
+      "References",
+      "Content-Type",
+      "Content-Transfer-Encoding",
+      "MIME-Version",
+      "Date",
+    ),
+    fc.string({ maxLength: 10 }),
+  );
   const headerValue = fc.oneof(
     fc.constantFrom(
       "alice@example.com",
@@ -361,7 +568,11 @@ function rawMessageArb(): fc.Arbitrary<string> {
     fc.string({ unit: "binary", maxLength: 60 }),
   );
   return fc
-    .tuple(fc.array(fc.tuple(headerName, headerValue), { maxLength: 8 }), fc.string({ unit: "binary", maxLength: 300 }), fc.constantFrom("\r\n", "\n", "\r"))
+    .tuple(
+      fc.array(fc.tuple(headerName, headerValue), { maxLength: 8 }),
+      fc.string({ unit: "binary", maxLength: 300 }),
+      fc.constantFrom("\r\n", "\n", "\r"),
+    )
     .map(([headers, body, eol]) => `${headers.map(([n, v]) => `${n}: ${v}`).join(eol)}${eol}${eol}${body}`);
 }
 
@@ -371,26 +582,34 @@ function bodyArb(known: Known): fc.Arbitrary<Buffer | undefined> {
     { weight: 2, arbitrary: fc.constant(undefined) },
     { weight: 3, arbitrary: fc.json({ maxDepth: 3 }).map(utf8) },
     { weight: 6, arbitrary: jsonBodyArb(known).map((v) => utf8(JSON.stringify(v) ?? "null")) },
-    { weight: 2, arbitrary: fc.tuple(jsonBodyArb(known), fc.nat()).map(([v, n]) => { const s = JSON.stringify(v) ?? "{}"; return utf8(s.slice(0, n % Math.max(1, s.length))); }) },
+    {
+      weight: 2,
+      arbitrary: fc.tuple(jsonBodyArb(known), fc.nat()).map(([v, n]) => {
+        const s = JSON.stringify(v) ?? "{}";
+        return utf8(s.slice(0, n % Math.max(1, s.length)));
+      }),
+    },
     { weight: 1, arbitrary: fc.constantFrom(...NESTING).map(utf8) },
     {
       weight: 2,
-      arbitrary: fc.constantFrom(
-        '{"__proto__":{"admin":true},"url":"https://example.com/p","events":["message.sent"]}',
-        '{"constructor":{"prototype":{"polluted":1}}}',
-        '{"url":"https://a.com","url":"https://example.com/dup","events":["message.sent"]}',
-        '{"url":"https://a.com/\\u0000","events":["message.sent"]}',
-        '{"target_url":"\\ud800"}',
-        '{"limit":1e400}',
-        "\ufeff{}",
-        "null",
-        "0",
-        '""',
-        "[]",
-        "{}",
-        " ",
-        "\u0000",
-      ).map(utf8),
+      arbitrary: fc
+        .constantFrom(
+          '{"__proto__":{"admin":true},"url":"https://example.com/p","events":["message.sent"]}',
+          '{"constructor":{"prototype":{"polluted":1}}}',
+          '{"url":"https://a.com","url":"https://example.com/dup","events":["message.sent"]}',
+          '{"url":"https://a.com/\\u0000","events":["message.sent"]}',
+          '{"target_url":"\\ud800"}',
+          '{"limit":1e400}',
+          "\ufeff{}",
+          "null",
+          "0",
+          '""',
+          "[]",
+          "{}",
+          " ",
+          "\u0000",
+        )
+        .map(utf8),
     },
     { weight: 1, arbitrary: fc.uint8Array({ maxLength: 2000 }).map((a) => Buffer.from(a)) },
     { weight: 2, arbitrary: rawMessageArb().map(utf8) },
@@ -408,7 +627,14 @@ function requestArb(known: Known): fc.Arbitrary<HostileRequest> {
       body: bodyArb(known),
       chunked: fc.boolean(),
     })
-    .map(({ method, path, query, headers, body, chunked }) => ({ method, path: path + query, headers: headers.headers, body, chunked, as: headers.as }));
+    .map(({ method, path, query, headers, body, chunked }) => ({
+      method,
+      path: path + query,
+      headers: headers.headers,
+      body,
+      chunked,
+      as: headers.as,
+    }));
 }
 
 /** Requests tailored to one route each, so that every route gets its share of deep input. */
@@ -416,15 +642,36 @@ function routedRequestArb(known: Known): fc.Arbitrary<HostileRequest> {
   const shaped = shapedBodies(known);
   const json = (arb: fc.Arbitrary<unknown>) => arb.map((v) => Buffer.from(JSON.stringify(v) ?? "null", "utf8"));
   const route = (method: string, path: string, contentType: string | undefined, body: fc.Arbitrary<Buffer | undefined>) =>
-    fc.record({ method: fc.constant(method), path: fc.constant(path), contentType: fc.constant(contentType), body: fc.oneof(body, bodyArb(known)) });
+    fc.record({
+      method: fc.constant(method),
+      path: fc.constant(path),
+      contentType: fc.constant(contentType),
+      body: fc.oneof(body, bodyArb(known)),
+    });
   return fc
     .record({
       route: fc.oneof(
         { weight: 2, arbitrary: route("POST", "/v1/webhooks", "application/json", json(shaped.webhook)) },
         { weight: 1, arbitrary: route("PATCH", `/v1/webhooks/${known.webhookId}`, "application/json", json(shaped.webhook)) },
-        { weight: 3, arbitrary: route("POST", "/v1/events", "application/json", json(fc.oneof({ weight: 4, arbitrary: shaped.event }, { weight: 1, arbitrary: shaped.bigIds }))) },
+        {
+          weight: 3,
+          arbitrary: route(
+            "POST",
+            "/v1/events",
+            "application/json",
+            json(fc.oneof({ weight: 4, arbitrary: shaped.event }, { weight: 1, arbitrary: shaped.bigIds })),
+          ),
+        },
         { weight: 2, arbitrary: route("POST", `/v1/events/${known.eventId}/replay`, "application/json", json(shaped.replay)) },
-        { weight: 2, arbitrary: route("POST", `/v1/inboxes/${known.inboxId}/messages`, "message/rfc822", rawMessageArb().map((m) => Buffer.from(m, "utf8"))) },
+        {
+          weight: 2,
+          arbitrary: route(
+            "POST",
+            `/v1/inboxes/${known.inboxId}/messages`,
+            "message/rfc822",
+            rawMessageArb().map((m) => Buffer.from(m, "utf8")),
+          ),
+        },
         { weight: 1, arbitrary: route("GET", "/v1/events", undefined, fc.constant(undefined)) },
         { weight: 1, arbitrary: route("GET", "/v1/deliveries", undefined, fc.constant(undefined)) },
         { weight: 1, arbitrary: route("GET", "/v1/audit-log", undefined, fc.constant(undefined)) },
@@ -438,7 +685,14 @@ function routedRequestArb(known: Known): fc.Arbitrary<HostileRequest> {
       const headers: Record<string, string> = {};
       if (contentType && body !== undefined) headers["content-type"] = contentType;
       if (idem !== undefined) headers["idempotency-key"] = headerSafe(idem);
-      return { method, path: method === "GET" ? path + query : path, headers, body: method === "GET" ? undefined : body, chunked, as: "main" as const };
+      return {
+        method,
+        path: method === "GET" ? path + query : path,
+        headers,
+        body: method === "GET" ? undefined : body,
+        chunked,
+        as: "main" as const,
+      };
     });
 }
 
@@ -472,7 +726,13 @@ describe("hostile input at every route", () => {
     const otherHook = await other.api("POST", "/v1/webhooks", { url: "https://localhost:9/other", events: ["message.sent"] });
     const otherEvent = await other.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
     expect([hook.status, event.status, otherHook.status, otherEvent.status]).toEqual([201, 201, 201, 201]);
-    known = { webhookId: hook.body.id, eventId: event.body.event_id, otherWebhookId: otherHook.body.id, otherEventId: otherEvent.body.event_id, inboxId };
+    known = {
+      webhookId: hook.body.id,
+      eventId: event.body.event_id,
+      otherWebhookId: otherHook.body.id,
+      otherEventId: otherEvent.body.event_id,
+      inboxId,
+    };
     before = new Map([
       [main.accountId, await counts(main.accountId)],
       [other.accountId, await counts(other.accountId)],
@@ -497,7 +757,8 @@ describe("hostile input at every route", () => {
     const context = `${request.method} ${request.path.slice(0, 300)} -> ${answer.status} ${answer.text.slice(0, 300)}`;
 
     // 304 is HTTP's own answer to a conditional GET (If-None-Match: *) of a 200; no other 3xx.
-    const conditional = answer.status === 304 && (request.method === "GET" || request.method === "HEAD") && headers["if-none-match"] !== undefined;
+    const conditional =
+      answer.status === 304 && (request.method === "GET" || request.method === "HEAD") && headers["if-none-match"] !== undefined;
     if (answer.status >= 500 || answer.status < 200 || (answer.status >= 300 && answer.status < 400 && !conditional)) {
       throw new Error(`unexpected status: ${context}`);
     }
@@ -513,10 +774,21 @@ describe("hostile input at every route", () => {
       const error = body.error;
       expect([context, CONTRACT_CODES[error.code]]).toEqual([context, answer.status]);
       expect([context, typeof error.message, error.message.length > 0]).toEqual([context, "string", true]);
-      expect([context, Object.keys(error).filter((k) => k !== "details").sort()]).toEqual([context, ["code", "message"]]);
+      expect([
+        context,
+        Object.keys(error)
+          .filter((k) => k !== "details")
+          .sort(),
+      ]).toEqual([context, ["code", "message"]]);
       if ("details" in error) {
         expect([context, Array.isArray(error.details)]).toEqual([context, true]);
-        for (const d of error.details) expect([context, Object.keys(d).sort(), typeof d.path, typeof d.message]).toEqual([context, ["message", "path"], "string", "string"]);
+        for (const d of error.details)
+          expect([context, Object.keys(d).sort(), typeof d.path, typeof d.message]).toEqual([
+            context,
+            ["message", "path"],
+            "string",
+            "string",
+          ]);
       }
     }
     if (answer.status >= 200 && answer.status < 300 && account && request.method !== "HEAD" && answer.text) {
@@ -527,7 +799,8 @@ describe("hostile input at every route", () => {
         // OPTIONS answers "GET,HEAD,..." as text; /metrics is text too.
       }
       const tally = created.get(account.accountId)!;
-      if (answer.status === 201 && typeof body?.id === "string" && body.id.startsWith("wh_") && typeof body.secret === "string") tally.webhooks++;
+      if (answer.status === 201 && typeof body?.id === "string" && body.id.startsWith("wh_") && typeof body.secret === "string")
+        tally.webhooks++;
       if (answer.status === 201 && typeof body?.event_id === "string") tally.events++;
       if (answer.status === 202 && Array.isArray(body?.replays)) tally.replays += body.replays.length;
     }
@@ -537,7 +810,14 @@ describe("hostile input at every route", () => {
   const regressions = (): [HostileRequest][] => {
     const json = (value: unknown) => Buffer.from(typeof value === "string" ? value : JSON.stringify(value), "utf8");
     const req = (method: string, path: string, body?: Buffer, headers: Record<string, string> = {}): [HostileRequest] => [
-      { method, path, body, headers: body === undefined ? headers : { "content-type": "application/json", ...headers }, chunked: false, as: "main" },
+      {
+        method,
+        path,
+        body,
+        headers: body === undefined ? headers : { "content-type": "application/json", ...headers },
+        chunked: false,
+        as: "main",
+      },
     ];
     const cjk = (n: number) => Array.from({ length: n }, (_, i) => String.fromCharCode(0x4e00 + ((i * 7919) % 20000))).join("");
     const rfc822 = { "content-type": "message/rfc822" };
@@ -570,11 +850,17 @@ describe("hostile input at every route", () => {
       req("POST", "/v1/events", json({ event_type: "message.opened", data: sampleData("message.opened", { messageId: "<\u0000@x>" }) })),
       req("POST", "/v1/events", json({ event_type: "message.clicked", data: sampleData("message.clicked", { threadId: "\u0000" }) })),
       // A Message-ID of 998 CJK characters (2994 bytes): over PostgreSQL's btree entry limit.
-      req("POST", "/v1/events", json({ event_type: "message.sent", data: sampleData("message.sent", { messageId: cjk(998), inboxId: cjk(200) }) })),
+      req(
+        "POST",
+        "/v1/events",
+        json({ event_type: "message.sent", data: sampleData("message.sent", { messageId: cjk(998), inboxId: cjk(200) }) }),
+      ),
       // Timestamps at the edges of what PostgreSQL and JavaScript dates can hold.
       ...["0000-01-01T00:00:00Z", "0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999Z", "1969-12-31T23:59:59.999Z"].flatMap((occurredAt) => [
         req("POST", "/v1/events", json({ event_type: "message.sent", data: sampleData("message.sent"), occurred_at: occurredAt })),
-        req("POST", "/v1/events", json({ event_type: "message.sent", data: sampleData("message.sent"), occurred_at: occurredAt }), { "idempotency-key": `edge-${occurredAt}` }),
+        req("POST", "/v1/events", json({ event_type: "message.sent", data: sampleData("message.sent"), occurred_at: occurredAt }), {
+          "idempotency-key": `edge-${occurredAt}`,
+        }),
       ]),
       ...["/v1/events", "/v1/audit-log"].flatMap((list) => [
         req("GET", `${list}?since=0000-01-01T00:00:00Z`),
@@ -583,11 +869,23 @@ describe("hostile input at every route", () => {
       ]),
       // Cursors at the edges of their time range.
       ...[`999999999999999.evt_${"0".repeat(32)}`, `0.evt_${"0".repeat(32)}`, `8640000000000000.evt_${"0".repeat(32)}`].flatMap((cursor) =>
-        ["/v1/events", "/v1/deliveries", "/v1/audit-log", "/v1/webhooks"].map((list) => req("GET", `${list}?cursor=${Buffer.from(cursor).toString("base64url")}`)),
+        ["/v1/events", "/v1/deliveries", "/v1/audit-log", "/v1/webhooks"].map((list) =>
+          req("GET", `${list}?cursor=${Buffer.from(cursor).toString("base64url")}`),
+        ),
       ),
       // Raw messages whose ids carry a NUL byte.
-      req("POST", `/v1/inboxes/${known.inboxId}/messages`, Buffer.from("From: a@example.com\r\nTo: b@example.com\r\nMessage-ID: <a\u0000b@x>\r\n\r\nhi"), rfc822),
-      req("POST", `/v1/inboxes/${known.inboxId}/messages`, Buffer.from("From: a@example.com\r\nTo: b@example.com\r\nIn-Reply-To: <a\u0000b@x>\r\nReferences: <c\u0000@x>\r\n\r\nhi"), rfc822),
+      req(
+        "POST",
+        `/v1/inboxes/${known.inboxId}/messages`,
+        Buffer.from("From: a@example.com\r\nTo: b@example.com\r\nMessage-ID: <a\u0000b@x>\r\n\r\nhi"),
+        rfc822,
+      ),
+      req(
+        "POST",
+        `/v1/inboxes/${known.inboxId}/messages`,
+        Buffer.from("From: a@example.com\r\nTo: b@example.com\r\nIn-Reply-To: <a\u0000b@x>\r\nReferences: <c\u0000@x>\r\n\r\nhi"),
+        rfc822,
+      ),
     ];
   };
 
@@ -610,7 +908,11 @@ describe("hostile input at every route", () => {
     expect(requests).toBeGreaterThanOrEqual(150);
     expect(statuses.size).toBeGreaterThanOrEqual(5);
     if (!soak) expect(Date.now() - started).toBeLessThan(25_000);
-    if (process.env.HOSTILE_VERBOSE) console.log(requests, [...statuses].sort(([x], [y]) => x - y));
+    if (process.env.HOSTILE_VERBOSE)
+      console.log(
+        requests,
+        [...statuses].sort(([x], [y]) => x - y),
+      );
   });
 
   test("nothing was stored but what 2xx answers created", async () => {
@@ -618,7 +920,11 @@ describe("hostile input at every route", () => {
       const now = await counts(account.accountId);
       const was = before.get(account.accountId)!;
       const tally = created.get(account.accountId)!;
-      expect(now).toEqual({ webhooks: was.webhooks + tally.webhooks, events: was.events + tally.events, replays: was.replays + tally.replays });
+      expect(now).toEqual({
+        webhooks: was.webhooks + tally.webhooks,
+        events: was.events + tally.events,
+        replays: was.replays + tally.replays,
+      });
     }
     // No idempotency key of these accounts points at an event that is not there, and no
     // destination dangles (other test files share the database and may make rows of their own).

@@ -2,7 +2,16 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { verify } from "@mailhooks/verify";
 import { startStack, waitUntil, type Account, type Stack } from "../support/stack.js";
-import { apiAs, at, createHook, envelopeOf, expectError, expectValidation, startHookReceiver, type HookReceiver } from "../support/hooks.js";
+import {
+  apiAs,
+  at,
+  createHook,
+  envelopeOf,
+  expectError,
+  expectValidation,
+  startHookReceiver,
+  type HookReceiver,
+} from "../support/hooks.js";
 
 /**
  * POST /v1/inboxes/{inbox_id}/messages (CONTRACT.md section 5): the shipped sample messages go
@@ -56,12 +65,19 @@ describe("inbound messages", () => {
     const res = await postMessage(inbox, raw);
     expect(res.status).toBe(201);
     const eventId = res.body.event_id as string;
-    const detail = await waitUntil(() => acct.api("GET", `/v1/events/${eventId}`), (r) => r.body.status !== "pending");
+    const detail = await waitUntil(
+      () => acct.api("GET", `/v1/events/${eventId}`),
+      (r) => r.body.status !== "pending",
+    );
     expect(detail.body.status).toBe("delivered");
     const body = JSON.stringify(detail.body.payload);
     const arrivals = await hr.receiver.waitFor((a) => at(a, hookPath).some((x) => x.body === body));
     const arrival = at(arrivals, hookPath).find((x) => x.body === body)!;
-    expect(verify(secret, { "x-service-timestamp": arrival.timestamp, "x-service-signature": arrival.signature }, arrival.body, { now: new Date(arrival.receivedAt) })).toEqual(JSON.parse(arrival.body));
+    expect(
+      verify(secret, { "x-service-timestamp": arrival.timestamp, "x-service-signature": arrival.signature }, arrival.body, {
+        now: new Date(arrival.receivedAt),
+      }),
+    ).toEqual(JSON.parse(arrival.body));
     return { created: res.body, detail: detail.body, arrival, envelope: envelopeOf(arrival) };
   }
 
@@ -91,7 +107,11 @@ describe("inbound messages", () => {
     expect(d1.headers).toEqual({ messageId: ID_01, inReplyTo: "", references: "" });
     expect(d2.headers).toEqual({ messageId: ID_02, inReplyTo: ID_01, references: ID_01 });
     expect(d3.headers).toEqual({ messageId: ID_03, inReplyTo: ID_02, references: `${ID_01} ${ID_02}` });
-    expect(d1).toMatchObject({ from: "alice@example.com", to: ["support@inbox.example.net"], subject: "Welcome aboard - first steps with the new account" });
+    expect(d1).toMatchObject({
+      from: "alice@example.com",
+      to: ["support@inbox.example.net"],
+      subject: "Welcome aboard - first steps with the new account",
+    });
     expect(d2).toMatchObject({ from: "bob@example.com", to: ["support@inbox.example.net", "alice@example.com"] });
     expect(d2.body).toContain("https://hooks.example.com/mail — could you confirm");
     expect(typeof d1.threadId).toBe("string");
@@ -139,7 +159,18 @@ describe("inbound messages", () => {
     const hard = await deliver(inbox, sample("06-bounce-hard.eml"), "/in/bounces", bounces.secret);
     expect(hard.created).toMatchObject({ event_type: "message.bounced", inbox_id: inbox });
     expect(hard.envelope.event).toBe("message.bounced");
-    expect(Object.keys(hard.envelope.data)).toEqual(["messageId", "threadId", "inboxId", "from", "to", "subject", "bounceType", "bounceCode", "bounceMessage", "bouncedAt"]);
+    expect(Object.keys(hard.envelope.data)).toEqual([
+      "messageId",
+      "threadId",
+      "inboxId",
+      "from",
+      "to",
+      "subject",
+      "bounceType",
+      "bounceCode",
+      "bounceMessage",
+      "bouncedAt",
+    ]);
     expect(hard.envelope.data).toMatchObject({
       messageId: "<msg.8f41c2d07b@inbox.example.net>",
       inboxId: inbox,

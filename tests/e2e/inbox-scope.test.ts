@@ -34,24 +34,36 @@ describe("webhooks scoped to inboxes", () => {
     await setInboxIds(scoped.id, ["inbox_a"]);
   });
 
-  const setInboxIds = (webhookId: string, inboxIds: string[] | null) => stack.pool.query("UPDATE webhooks SET inbox_ids = $1 WHERE id = $2", [inboxIds, webhookId]);
+  const setInboxIds = (webhookId: string, inboxIds: string[] | null) =>
+    stack.pool.query("UPDATE webhooks SET inbox_ids = $1 WHERE id = $2", [inboxIds, webhookId]);
 
   /** The webhooks an event went to (its destinations), once every one of them is delivered. */
   async function destinationsOf(eventId: string): Promise<string[]> {
-    const detail = await waitUntil(() => acct.api("GET", `/v1/events/${eventId}`), (r) => r.body.status !== "pending");
+    const detail = await waitUntil(
+      () => acct.api("GET", `/v1/events/${eventId}`),
+      (r) => r.body.status !== "pending",
+    );
     expect(detail.body.status).toBe("delivered");
     return (detail.body.destinations as { webhook_id: string }[]).map((d) => d.webhook_id).sort();
   }
 
   /** The inboxes of the email events that reached `hookPath`, each event once (a slow answer under load is retried). */
   const inboxesAt = (hookPath: string) =>
-    [...new Set(emailArrivals(hr.receiver.arrivals, hookPath).map((a) => a.body))].map((body) => JSON.parse(body).data.inboxId as string).sort();
+    [...new Set(emailArrivals(hr.receiver.arrivals, hookPath).map((a) => a.body))]
+      .map((body) => JSON.parse(body).data.inboxId as string)
+      .sort();
 
   const both = () => [scoped.id, everyInbox.id].sort();
 
   test("POST /v1/events: only the listed inbox's events reach the scoped webhook", async () => {
-    const inA = await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent", { inboxId: "inbox_a" }) });
-    const inB = await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent", { inboxId: "inbox_b" }) });
+    const inA = await acct.api("POST", "/v1/events", {
+      event_type: "message.sent",
+      data: sampleData("message.sent", { inboxId: "inbox_a" }),
+    });
+    const inB = await acct.api("POST", "/v1/events", {
+      event_type: "message.sent",
+      data: sampleData("message.sent", { inboxId: "inbox_b" }),
+    });
     expect([inA.status, inB.status]).toEqual([201, 201]);
     expect(await destinationsOf(inA.body.event_id)).toEqual(both());
     expect(await destinationsOf(inB.body.event_id)).toEqual([everyInbox.id]);
@@ -60,7 +72,10 @@ describe("webhooks scoped to inboxes", () => {
   });
 
   test("POST /v1/events/batch: each item is scoped on its own", async () => {
-    const events = ["inbox_b", "inbox_a", "inbox_b"].map((inboxId) => ({ event_type: "message.sent", data: sampleData("message.sent", { inboxId }) }));
+    const events = ["inbox_b", "inbox_a", "inbox_b"].map((inboxId) => ({
+      event_type: "message.sent",
+      data: sampleData("message.sent", { inboxId }),
+    }));
     const res = await acct.api("POST", "/v1/events/batch", { events });
     expect(res.status).toBe(201);
     const ids = (res.body.data as { event_id: string }[]).map((e) => e.event_id);
@@ -81,11 +96,17 @@ describe("webhooks scoped to inboxes", () => {
   });
 
   test("inbox_ids back to null widens the webhook to every inbox, for events accepted after the change", async () => {
-    const before = await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent", { inboxId: "inbox_b" }) });
+    const before = await acct.api("POST", "/v1/events", {
+      event_type: "message.sent",
+      data: sampleData("message.sent", { inboxId: "inbox_b" }),
+    });
     expect(await destinationsOf(before.body.event_id)).toEqual([everyInbox.id]);
     // Stands in for PATCH /v1/webhooks/{id} {inbox_ids: null}.
     await setInboxIds(scoped.id, null);
-    const after = await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent", { inboxId: "inbox_b" }) });
+    const after = await acct.api("POST", "/v1/events", {
+      event_type: "message.sent",
+      data: sampleData("message.sent", { inboxId: "inbox_b" }),
+    });
     expect(await destinationsOf(after.body.event_id)).toEqual(both());
     // The earlier event is not sent to it afterwards.
     expect(await destinationsOf(before.body.event_id)).toEqual([everyInbox.id]);

@@ -49,7 +49,9 @@ describe("lists", () => {
   afterAll(() => stack.close());
 
   /** A receiver that verifies with per-path secrets (promises, so the test event verifies too). */
-  async function receiverWith(behavior?: (arrival: Arrival) => Reply): Promise<{ receiver: Receiver; hook: (acct: Account, path: string, events: string[]) => Promise<any> }> {
+  async function receiverWith(
+    behavior?: (arrival: Arrival) => Reply,
+  ): Promise<{ receiver: Receiver; hook: (acct: Account, path: string, events: string[]) => Promise<any> }> {
     const secrets = new Map<string, Promise<string | undefined>>();
     const receiver = await stack.startReceiver({ secretFor: (p) => secrets.get(p), behavior: behavior ? (a) => behavior(a) : undefined });
     const hook = async (acct: Account, path: string, events: string[]) => {
@@ -63,7 +65,11 @@ describe("lists", () => {
     return { receiver, hook };
   }
 
-  async function postEvent(acct: Account, eventType: string, overrides: Record<string, unknown> = {}): Promise<{ id: string; messageId: string; body: any }> {
+  async function postEvent(
+    acct: Account,
+    eventType: string,
+    overrides: Record<string, unknown> = {},
+  ): Promise<{ id: string; messageId: string; body: any }> {
     const data = sampleData(eventType, overrides);
     const res = await acct.api("POST", "/v1/events", { event_type: eventType, data });
     expect(res.status).toBe(201);
@@ -156,9 +162,15 @@ describe("lists", () => {
       const bounced = model.find((e) => e.type === "message.bounced")!;
       // The slow receiver holds the message.clicked delivery for 1.5 s.
       expect(await ids({ status: "pending" })).toContain(clicked.id);
-      await waitUntil(() => acct.api("GET", `/v1/events/${bounced.id}`), (r) => r.body.status === "failed");
+      await waitUntil(
+        () => acct.api("GET", `/v1/events/${bounced.id}`),
+        (r) => r.body.status === "failed",
+      );
       expect(await ids({ status: "failed" })).toEqual([bounced.id]);
-      await waitUntil(() => acct.api("GET", `/v1/events/${clicked.id}`), (r) => r.body.status === "delivered");
+      await waitUntil(
+        () => acct.api("GET", `/v1/events/${clicked.id}`),
+        (r) => r.body.status === "delivered",
+      );
       expect(await ids({ status: "pending" })).toEqual([]);
       for (const e of model) e.status = e === bounced ? "failed" : "delivered";
       expect(await ids({ status: "delivered" })).toEqual(expected({ status: "delivered" }));
@@ -247,7 +259,9 @@ describe("lists", () => {
         const got = await ids(q);
         expect({ q, ids: got }).toEqual({ q, ids: expected(q) });
       }
-      expect(expected({ inbox_id: "inbox_a", event_type: "message.sent", status: "delivered", since: base + 1, until: base + 6000 })).toHaveLength(2);
+      expect(
+        expected({ inbox_id: "inbox_a", event_type: "message.sent", status: "delivered", since: base + 1, until: base + 6000 }),
+      ).toHaveLength(2);
       // A filter and pagination together.
       const paged = await walk(acct, "/v1/events", { event_type: "message.sent", limit: "3" });
       expect(paged.items.map((e) => e.event_id)).toEqual(expected({ event_type: "message.sent" }));
@@ -315,7 +329,10 @@ describe("lists", () => {
     const { receiver, hook } = await receiverWith();
     const created = await hook(acct, "/t", ["message.sent"]);
     await receiver.waitFor((arr) => arr.some((a) => a.path === "/t" && a.event === "webhook.test"));
-    const rows = await waitUntil(() => acct.api("GET", `/v1/deliveries?webhook_id=${created.id}`), (r) => r.body.data.length === 1);
+    const rows = await waitUntil(
+      () => acct.api("GET", `/v1/deliveries?webhook_id=${created.id}`),
+      (r) => r.body.data.length === 1,
+    );
     expect(rows.body.data[0]).toMatchObject({ trigger: "test", event_id: null });
     expect((await acct.api("GET", "/v1/events")).body).toEqual({ data: [], next_cursor: null });
     const ev = await postEvent(acct, "message.sent");
@@ -368,13 +385,20 @@ describe("lists", () => {
     const webhook = await hook(acct, "/audit", ["message.sent"]);
     const x = await postEvent(acct, "message.sent");
     const y = await postEvent(acct, "message.sent");
-    for (const e of [x, y]) await waitUntil(() => acct.api("GET", `/v1/events/${e.id}`), (r) => r.body.status === "delivered");
+    for (const e of [x, y])
+      await waitUntil(
+        () => acct.api("GET", `/v1/events/${e.id}`),
+        (r) => r.body.status === "delivered",
+      );
 
     const entries: any[] = [];
     for (const e of [x, y, x]) {
       const replay = await acct.api("POST", `/v1/events/${e.id}/replay`);
       expect(replay.status).toBe(202);
-      const listed = await waitUntil(() => acct.api("GET", "/v1/audit-log"), (r) => r.body.data.length === entries.length + 1);
+      const listed = await waitUntil(
+        () => acct.api("GET", "/v1/audit-log"),
+        (r) => r.body.data.length === entries.length + 1,
+      );
       entries.unshift(listed.body.data[0]);
       expect(listed.body.data[0].event_id).toBe(e.id);
     }

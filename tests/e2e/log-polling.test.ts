@@ -39,7 +39,11 @@ async function auditSince(acct: Account, sinceMs: number | null): Promise<Row[]>
   const rows: Row[] = [];
   let cursor: string | null = null;
   do {
-    const params = new URLSearchParams({ limit: "100", ...(sinceMs !== null ? { since: new Date(sinceMs).toISOString() } : {}), ...(cursor ? { cursor } : {}) });
+    const params = new URLSearchParams({
+      limit: "100",
+      ...(sinceMs !== null ? { since: new Date(sinceMs).toISOString() } : {}),
+      ...(cursor ? { cursor } : {}),
+    });
     const res = await acct.api("GET", `/v1/audit-log?${params}`);
     expect(res.status).toBe(200);
     rows.push(...res.body.data.map((e: { id: string; replayed_at: string }) => ({ id: e.id, at: e.replayed_at })));
@@ -77,8 +81,16 @@ describe("polling the logs while rows are written", () => {
     const hr = await startHookReceiver(stack, (_a, nth) => (nth <= 10 ? {} : { delayMs: ((nth * 7919) % 26) * 100 }));
     await createHook(acct, hr, "/poll", ["message.sent"]);
     const eventIds: string[] = [];
-    for (let i = 0; i < 10; i++) eventIds.push((await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") })).body.event_id);
-    await Promise.all(eventIds.map((id) => waitUntil(() => acct.api("GET", `/v1/events/${id}`), (r) => r.body.status === "delivered")));
+    for (let i = 0; i < 10; i++)
+      eventIds.push((await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") })).body.event_id);
+    await Promise.all(
+      eventIds.map((id) =>
+        waitUntil(
+          () => acct.api("GET", `/v1/events/${id}`),
+          (r) => r.body.status === "delivered",
+        ),
+      ),
+    );
 
     const audit = poller(acct, auditSince);
     const deliveries = poller(acct, deliveriesSince);
@@ -89,10 +101,22 @@ describe("polling the logs while rows are written", () => {
         await new Promise((r) => setTimeout(r, 100));
       }
     })();
-    const replays = await Promise.all(Array.from({ length: REPLAYS }, (_, i) => acct.api("POST", `/v1/events/${eventIds[i % eventIds.length]}/replay`)));
+    const replays = await Promise.all(
+      Array.from({ length: REPLAYS }, (_, i) => acct.api("POST", `/v1/events/${eventIds[i % eventIds.length]}/replay`)),
+    );
     expect(replays.map((r) => r.status)).toEqual(replays.map(() => 202));
-    await waitUntil(() => auditSince(acct, null), (rows) => rows.length === REPLAYS, 60_000, 200);
-    await waitUntil(() => deliveriesSince(acct, null), (rows) => rows.length >= REPLAYS + eventIds.length + 1, 20_000, 200);
+    await waitUntil(
+      () => auditSince(acct, null),
+      (rows) => rows.length === REPLAYS,
+      60_000,
+      200,
+    );
+    await waitUntil(
+      () => deliveriesSince(acct, null),
+      (rows) => rows.length >= REPLAYS + eventIds.length + 1,
+      20_000,
+      200,
+    );
     writing = false;
     await polling;
     // One more poll, as the client's next one would be.

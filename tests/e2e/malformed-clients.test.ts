@@ -31,7 +31,11 @@ describe("malformed and slow request bodies", () => {
       expect(res.body.error.code).toBe("validation_error");
       expect(res.body.error.details.map((d: { path: string }) => d.path).join()).toContain("__proto__");
     }
-    const hook = await stack.api("POST", "/v1/webhooks", `{"url":"https://example.com/h","events":["message.sent"],"__proto__":{"status":"disabled"}}`);
+    const hook = await stack.api(
+      "POST",
+      "/v1/webhooks",
+      `{"url":"https://example.com/h","events":["message.sent"],"__proto__":{"status":"disabled"}}`,
+    );
     expect(hook.status).toBe(422);
     expect(hook.body.error.code).toBe("validation_error");
   });
@@ -73,7 +77,9 @@ describe("malformed and slow request bodies", () => {
     );
     const text = await answer;
     expect(text).toMatch(/^HTTP\/1\.1 408 /);
-    expect(JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4))).toEqual({ error: { code: "request_timeout", message: expect.any(String) } });
+    expect(JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4))).toEqual({
+      error: { code: "request_timeout", message: expect.any(String) },
+    });
     // Closed by the server within the idle limit (plus scheduling), not Node's 300 s.
     expect(Date.now() - started).toBeLessThan(BODY_IDLE_TIMEOUT_MS + 5_000);
   });

@@ -16,8 +16,7 @@ describe("metrics labels come from route patterns, never from request text", () 
   afterAll(() => stack?.close());
 
   /** A random upper/lower-case variant of `text`. */
-  const scramble = (text: string) =>
-    [...text].map((c) => (Math.random() < 0.5 ? c.toUpperCase() : c.toLowerCase())).join("");
+  const scramble = (text: string) => [...text].map((c) => (Math.random() < 0.5 ? c.toUpperCase() : c.toLowerCase())).join("");
 
   const series = async () => {
     const text = await (await fetch(`${stack.baseUrl}/metrics`)).text();
@@ -31,7 +30,10 @@ describe("metrics labels come from route patterns, never from request text", () 
       ...Array.from({ length: 1_000 }, () => scramble("/v1/events")),
       ...Array.from({ length: 1_000 }, () => `${scramble("/dashboard/sign-in")}/${randomBytes(8).toString("hex")}`),
       ...Array.from({ length: 500 }, () => `/${randomBytes(6).toString("hex")}/${scramble("webhooks")}`),
-      ...Array.from({ length: 500 }, () => `${scramble("/v1/webhooks")}/${randomBytes(6).toString("hex")}/${randomBytes(4).toString("hex")}`),
+      ...Array.from(
+        { length: 500 },
+        () => `${scramble("/v1/webhooks")}/${randomBytes(6).toString("hex")}/${randomBytes(4).toString("hex")}`,
+      ),
     ];
     let next = 0;
     await Promise.all(

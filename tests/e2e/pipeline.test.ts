@@ -20,9 +20,18 @@ describe("delivery pipeline", () => {
     expect(ev.status).toBe(201);
     const arrivals = await receiver.waitFor((a) => a.some((x) => x.event === "message.sent"));
     const arrival = arrivals.find((x) => x.event === "message.sent")!;
-    expect(verify(secret, { "x-service-timestamp": arrival.timestamp, "x-service-signature": arrival.signature }, arrival.body, { now: new Date(arrival.receivedAt) })).toEqual(JSON.parse(arrival.body));
-    const detail = await waitUntil(() => stack.api("GET", `/v1/events/${ev.body.event_id}`), (r) => r.body.status === "delivered");
+    expect(
+      verify(secret, { "x-service-timestamp": arrival.timestamp, "x-service-signature": arrival.signature }, arrival.body, {
+        now: new Date(arrival.receivedAt),
+      }),
+    ).toEqual(JSON.parse(arrival.body));
+    const detail = await waitUntil(
+      () => stack.api("GET", `/v1/events/${ev.body.event_id}`),
+      (r) => r.body.status === "delivered",
+    );
     expect(JSON.stringify(detail.body.payload)).toBe(arrival.body);
-    expect(detail.body.destinations).toEqual([{ webhook_id: created.body.id, url: receiver.url("/hooks/a"), status: "delivered", attempts: 1 }]);
+    expect(detail.body.destinations).toEqual([
+      { webhook_id: created.body.id, url: receiver.url("/hooks/a"), status: "delivered", attempts: 1 },
+    ]);
   });
 });

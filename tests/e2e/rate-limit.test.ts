@@ -58,7 +58,12 @@ describe("rate_limit", () => {
     expect(res.status).toBe(201);
     const messageIds = new Set(events.map((e) => e.data.messageId as string));
     const ours = (all: Arrival[]) => emailArrivals(all, "/limited").filter((a) => messageIds.has(a.messageId!));
-    const delivered = (all: Arrival[]) => new Set(ours(all).filter((a) => a.status === 200).map((a) => a.messageId)).size;
+    const delivered = (all: Arrival[]) =>
+      new Set(
+        ours(all)
+          .filter((a) => a.status === 200)
+          .map((a) => a.messageId),
+      ).size;
     await hr.receiver.waitFor((all) => delivered(all) === 30, 60_000);
 
     const arrivals = ours(hr.receiver.arrivals);

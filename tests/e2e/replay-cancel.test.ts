@@ -29,8 +29,13 @@ describe("a replay whose webhook is disabled or deleted before the dispatcher ru
     const posted = await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
     expect(posted.status).toBe(201);
     const eventId = posted.body.event_id as string;
-    await waitUntil(() => acct.api("GET", `/v1/events/${eventId}`), (r) => r.body.status === "delivered");
-    await hr.receiver.waitFor((a) => ["/disabled", "/deleted"].every((p) => emailArrivals(a, p).length === 1 && at(a, p, "webhook.test").length === 1));
+    await waitUntil(
+      () => acct.api("GET", `/v1/events/${eventId}`),
+      (r) => r.body.status === "delivered",
+    );
+    await hr.receiver.waitFor((a) =>
+      ["/disabled", "/deleted"].every((p) => emailArrivals(a, p).length === 1 && at(a, p, "webhook.test").length === 1),
+    );
 
     // The dispatcher is not running: the replays are accepted (committed with their outbox rows)
     // while both webhooks are enabled, and wait.
@@ -59,10 +64,20 @@ describe("a replay whose webhook is disabled or deleted before the dispatcher ru
     expect(emailArrivals(hr.receiver.arrivals, "/deleted")).toHaveLength(1);
     expect(hr.receiver.arrivals.slice(arrivedBefore).map((a) => a.path)).toEqual(["/override"]);
     expect(overrideArrival.verified).toBe(true);
-    expect(verify(disabled.secret, { "x-service-timestamp": overrideArrival.timestamp, "x-service-signature": overrideArrival.signature }, overrideArrival.body, { now: new Date(overrideArrival.receivedAt) })).toEqual(JSON.parse(overrideArrival.body));
+    expect(
+      verify(
+        disabled.secret,
+        { "x-service-timestamp": overrideArrival.timestamp, "x-service-signature": overrideArrival.signature },
+        overrideArrival.body,
+        { now: new Date(overrideArrival.receivedAt) },
+      ),
+    ).toEqual(JSON.parse(overrideArrival.body));
 
     // The audit log shows every replay; the cancelled ones with no status and error "cancelled".
-    const audit = await waitUntil(() => acct.api("GET", `/v1/audit-log?event_id=${eventId}`), (r) => r.status === 200 && r.body.data.length === 3);
+    const audit = await waitUntil(
+      () => acct.api("GET", `/v1/audit-log?event_id=${eventId}`),
+      (r) => r.status === 200 && r.body.data.length === 3,
+    );
     const entry = (url: string) => audit.body.data.find((a: any) => a.destination_url === url);
     for (const url of [disabled.url, deleted.url]) {
       expect(entry(url)).toMatchObject({ event_id: eventId, response_status: null, error: "cancelled", api_key_id: acct.apiKeyId });
@@ -83,13 +98,19 @@ describe("a replay whose webhook is disabled or deleted before the dispatcher ru
     const hook = await createHook(acct, hr, "/own", ["message.sent"]);
     const posted = await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
     const eventId = posted.body.event_id as string;
-    await waitUntil(() => acct.api("GET", `/v1/events/${eventId}`), (r) => r.body.status === "delivered");
+    await waitUntil(
+      () => acct.api("GET", `/v1/events/${eventId}`),
+      (r) => r.body.status === "delivered",
+    );
     expect((await acct.api("PATCH", `/v1/webhooks/${hook.id}`, { status: "disabled" })).status).toBe(200);
 
     const replay = await acct.api("POST", `/v1/events/${eventId}/replay`, { target_url: hook.url, webhook_id: hook.id });
     expect(replay.status).toBe(202);
     await hr.receiver.waitFor((a) => emailArrivals(a, "/own").length === 2);
-    const audit = await waitUntil(() => acct.api("GET", `/v1/audit-log?event_id=${eventId}`), (r) => r.status === 200 && r.body.data.length === 1);
+    const audit = await waitUntil(
+      () => acct.api("GET", `/v1/audit-log?event_id=${eventId}`),
+      (r) => r.status === 200 && r.body.data.length === 1,
+    );
     expect(audit.body.data[0]).toMatchObject({ destination_url: hook.url, response_status: 200, error: null });
   });
 });

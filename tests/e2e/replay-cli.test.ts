@@ -10,10 +10,14 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 /** Runs `npm run -s replay -- ARGS` as a user would (tsx, no TTY), against the stack's API. */
 function runCli(stackUrl: string, apiKey: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [require.resolve("tsx/cli"), "--conditions=source", path.join(root, "apps/cli/src/replay.ts"), ...args], {
-      cwd: root,
-      env: { ...process.env, NODE_OPTIONS: "", API_URL: stackUrl, API_KEY: apiKey },
-    });
+    const child = spawn(
+      process.execPath,
+      [require.resolve("tsx/cli"), "--conditions=source", path.join(root, "apps/cli/src/replay.ts"), ...args],
+      {
+        cwd: root,
+        env: { ...process.env, NODE_OPTIONS: "", API_URL: stackUrl, API_KEY: apiKey },
+      },
+    );
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (c) => (stdout += c));
@@ -32,20 +36,31 @@ describe("bulk replay CLI", () => {
   test("replays each failed event once, skips expired ones, reports a failed call and goes on", async () => {
     const account = await stack.newAccount();
     const secrets = new Map<string, string>();
-    const receiver = await stack.startReceiver({ secretFor: (p) => secrets.get(p), behavior: (a) => (a.event === "message.sent" ? { status: 500 } : {}) });
+    const receiver = await stack.startReceiver({
+      secretFor: (p) => secrets.get(p),
+      behavior: (a) => (a.event === "message.sent" ? { status: 500 } : {}),
+    });
     const hook = await account.api("POST", "/v1/webhooks", { url: receiver.url("/x"), events: ["message.sent"] });
     secrets.set("/x", hook.body.secret);
     const since = new Date(Date.now() - 1000).toISOString();
     const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push((await account.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") })).body.event_id);
-    for (const id of ids) await waitUntil(() => account.api("GET", `/v1/events/${id}`), (r) => r.body.status === "failed");
+    for (let i = 0; i < 3; i++)
+      ids.push((await account.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") })).body.event_id);
+    for (const id of ids)
+      await waitUntil(
+        () => account.api("GET", `/v1/events/${id}`),
+        (r) => r.body.status === "failed",
+      );
     // One expired event, and one failed event whose webhook is gone (its replay answers 409).
     await stack.prisma.$executeRaw`DELETE FROM event_payloads WHERE event_id = ${ids[0]}`;
     const other = await account.api("POST", "/v1/webhooks", { url: receiver.url("/y"), events: ["message.opened"] });
     secrets.set("/y", other.body.secret);
     const opened = await account.api("POST", "/v1/events", { event_type: "message.opened", data: sampleData("message.opened") });
     // Let its delivery end first, so that nothing changes the status forced below.
-    await waitUntil(() => account.api("GET", `/v1/events/${opened.body.event_id}`), (r) => r.body.status === "delivered");
+    await waitUntil(
+      () => account.api("GET", `/v1/events/${opened.body.event_id}`),
+      (r) => r.body.status === "delivered",
+    );
     await account.api("PATCH", `/v1/webhooks/${other.body.id}`, { status: "disabled" });
     await stack.prisma.$executeRaw`UPDATE destinations SET status = 'failed' WHERE event_id = ${opened.body.event_id}`;
     await stack.prisma.$executeRaw`UPDATE events SET status = 'failed' WHERE id = ${opened.body.event_id}`;
@@ -60,7 +75,10 @@ describe("bulk replay CLI", () => {
     expect(run.stdout).toContain("summary: matched 4, replayed 2, skipped as expired 1, failed 1");
     expect(run.stdout).toMatch(/failed\s+evt_\w+ 409 conflict/);
     expect(run.code).toBe(1);
-    const audit = await waitUntil(() => account.api("GET", "/v1/audit-log"), (r) => r.body.data.length === 2);
+    const audit = await waitUntil(
+      () => account.api("GET", "/v1/audit-log"),
+      (r) => r.body.data.length === 2,
+    );
     expect(audit.body.data.map((e: any) => e.event_id).sort()).toEqual([ids[1], ids[2]].sort());
   });
 

@@ -25,7 +25,10 @@ describe("replay", () => {
     secrets.set("/down", hook.body.secret);
     secrets.set("/override", hook.body.secret);
     const ev = await account.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
-    await waitUntil(() => account.api("GET", `/v1/events/${ev.body.event_id}`), (r) => r.body.status === "failed");
+    await waitUntil(
+      () => account.api("GET", `/v1/events/${ev.body.event_id}`),
+      (r) => r.body.status === "failed",
+    );
     return { receiver, hook: hook.body, eventId: ev.body.event_id as string, state, account };
   }
 
@@ -36,15 +39,25 @@ describe("replay", () => {
     state.up = true;
     const replay = await account.api("POST", `/v1/events/${eventId}/replay`);
     expect(replay.status).toBe(202);
-    expect(replay.body).toEqual({ event_id: eventId, replays: [{ replay_id: expect.stringMatching(/^rpl_/), webhook_id: hook.id, destination_url: hook.url }] });
+    expect(replay.body).toEqual({
+      event_id: eventId,
+      replays: [{ replay_id: expect.stringMatching(/^rpl_/), webhook_id: hook.id, destination_url: hook.url }],
+    });
 
     const arrivals = await receiver.waitFor((a) => emailArrivals(a, "/down").length === 5);
     const [first, , , , replayed] = emailArrivals(arrivals, "/down");
     expect(replayed.body).toBe(first.body);
     expect(replayed.verified).toBe(true);
-    expect(verify(hook.secret, { "x-service-timestamp": replayed.timestamp, "x-service-signature": replayed.signature }, replayed.body, { now: new Date(replayed.receivedAt) })).toEqual(JSON.parse(replayed.body));
+    expect(
+      verify(hook.secret, { "x-service-timestamp": replayed.timestamp, "x-service-signature": replayed.signature }, replayed.body, {
+        now: new Date(replayed.receivedAt),
+      }),
+    ).toEqual(JSON.parse(replayed.body));
 
-    const audit = await waitUntil(() => account.api("GET", `/v1/audit-log?event_id=${eventId}`), (r) => r.body.data.length === 1);
+    const audit = await waitUntil(
+      () => account.api("GET", `/v1/audit-log?event_id=${eventId}`),
+      (r) => r.body.data.length === 1,
+    );
     expect(audit.body.data[0]).toEqual({
       id: expect.stringMatching(/^aud_/),
       event_id: eventId,
@@ -57,7 +70,10 @@ describe("replay", () => {
     const rows = await account.api("GET", `/v1/deliveries?event_id=${eventId}`);
     expect(rows.body.data.filter((d: any) => d.trigger === "replay")).toHaveLength(1);
     expect(rows.body.data).toHaveLength(5);
-    const detail = await waitUntil(() => account.api("GET", `/v1/events/${eventId}`), (r) => r.body.status === "delivered");
+    const detail = await waitUntil(
+      () => account.api("GET", `/v1/events/${eventId}`),
+      (r) => r.body.status === "delivered",
+    );
     expect(detail.body.destinations[0]).toMatchObject({ status: "delivered", attempts: 5 });
   });
 
@@ -66,10 +82,16 @@ describe("replay", () => {
     const ok = await account.api("POST", `/v1/events/${eventId}/replay`, { target_url: receiver.url("/override") });
     expect(ok.status).toBe(202);
     expect(ok.body.replays[0].destination_url).toBe(receiver.url("/override"));
-    const bad = await account.api("POST", `/v1/events/${eventId}/replay`, { target_url: receiver.url("/other-secret"), webhook_id: hook.id });
+    const bad = await account.api("POST", `/v1/events/${eventId}/replay`, {
+      target_url: receiver.url("/other-secret"),
+      webhook_id: hook.id,
+    });
     expect(bad.status).toBe(202);
     await receiver.waitFor((a) => a.some((x) => x.path === "/override") && a.some((x) => x.path === "/other-secret"));
-    const audit = await waitUntil(() => account.api("GET", `/v1/audit-log?event_id=${eventId}`), (r) => r.body.data.length === 2);
+    const audit = await waitUntil(
+      () => account.api("GET", `/v1/audit-log?event_id=${eventId}`),
+      (r) => r.body.data.length === 2,
+    );
     const byUrl = Object.fromEntries(audit.body.data.map((e: any) => [e.destination_url, e.response_status]));
     expect(byUrl).toEqual({ [receiver.url("/override")]: 200, [receiver.url("/other-secret")]: 401 });
     // A replay to an override URL does not change the destination's own status.
@@ -88,7 +110,10 @@ describe("replay", () => {
     const ambiguous = await account.api("POST", `/v1/events/${ev.body.event_id}/replay`, { target_url: receiver.url("/c") });
     expect(ambiguous.status).toBe(409);
     expect(ambiguous.body.error.code).toBe("conflict");
-    const named = await account.api("POST", `/v1/events/${ev.body.event_id}/replay`, { target_url: receiver.url("/c"), webhook_id: b.body.id });
+    const named = await account.api("POST", `/v1/events/${ev.body.event_id}/replay`, {
+      target_url: receiver.url("/c"),
+      webhook_id: b.body.id,
+    });
     expect(named.status).toBe(202);
     const one = await account.api("POST", `/v1/events/${ev.body.event_id}/replay`, { webhook_id: a.body.id });
     expect(one.body.replays).toEqual([{ replay_id: expect.any(String), webhook_id: a.body.id, destination_url: receiver.url("/a") }]);
@@ -121,12 +146,21 @@ describe("replay", () => {
     expect((await account.api("POST", `/v1/events/${eventId}/replay`)).status).toBe(409);
     const override = await account.api("POST", `/v1/events/${eventId}/replay`, { target_url: receiver.url("/override") });
     expect(override.status).toBe(202);
-    expect(override.body.replays).toEqual([{ replay_id: expect.stringMatching(/^rpl_/), webhook_id: hook.id, destination_url: receiver.url("/override") }]);
+    expect(override.body.replays).toEqual([
+      { replay_id: expect.stringMatching(/^rpl_/), webhook_id: hook.id, destination_url: receiver.url("/override") },
+    ]);
     const replayed = (await receiver.waitFor((a) => a.some((x) => x.path === "/override"))).find((x) => x.path === "/override")!;
     expect(replayed.verified).toBe(true);
-    expect(verify(hook.secret, { "x-service-timestamp": replayed.timestamp, "x-service-signature": replayed.signature }, replayed.body, { now: new Date(replayed.receivedAt) })).toEqual(JSON.parse(replayed.body));
+    expect(
+      verify(hook.secret, { "x-service-timestamp": replayed.timestamp, "x-service-signature": replayed.signature }, replayed.body, {
+        now: new Date(replayed.receivedAt),
+      }),
+    ).toEqual(JSON.parse(replayed.body));
     // The deliveries log keeps what the receiver answered (CONTRACT.md section 8: response_body).
-    const rows = await waitUntil(() => account.api("GET", `/v1/deliveries?event_id=${eventId}`), (r) => r.body.data.some((d: any) => d.trigger === "replay"));
+    const rows = await waitUntil(
+      () => account.api("GET", `/v1/deliveries?event_id=${eventId}`),
+      (r) => r.body.data.some((d: any) => d.trigger === "replay"),
+    );
     const row = rows.body.data.find((d: any) => d.trigger === "replay");
     expect(row).toMatchObject({ url: receiver.url("/override"), response_status: 200, response_body: JSON.stringify({ received: true }) });
     expect(rows.body.data.find((d: any) => d.trigger === "initial").response_body).toBe(JSON.stringify({ received: true }));

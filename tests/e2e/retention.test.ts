@@ -36,7 +36,6 @@ describe("retention", () => {
     return res.body.event_id;
   }
 
-
   test("purgeExpiredPayloads drops the day partitions past the window: payloads gone, metadata, deliveries and audit entries kept", async () => {
     const acct = await stack.newAccount();
     let secret: string | undefined;
@@ -48,10 +47,17 @@ describe("retention", () => {
     const old: string[] = [];
     for (let i = 0; i < 7; i++) old.push(await postEvent(acct));
     const newer = [await postEvent(acct), await postEvent(acct)];
-    for (const id of [...old, ...newer]) await waitUntil(() => acct.api("GET", `/v1/events/${id}`), (r) => r.body.status === "delivered");
+    for (const id of [...old, ...newer])
+      await waitUntil(
+        () => acct.api("GET", `/v1/events/${id}`),
+        (r) => r.body.status === "delivered",
+      );
     const replay = await acct.api("POST", `/v1/events/${old[0]}/replay`);
     expect(replay.status).toBe(202);
-    await waitUntil(() => acct.api("GET", `/v1/audit-log?event_id=${old[0]}`), (r) => r.body.data.length === 1);
+    await waitUntil(
+      () => acct.api("GET", `/v1/audit-log?event_id=${old[0]}`),
+      (r) => r.body.data.length === 1,
+    );
     const payloadBefore = (await acct.api("GET", `/v1/events/${old[3]}`)).body.payload;
     expect(payloadBefore).not.toBeNull();
 
@@ -85,7 +91,13 @@ describe("retention", () => {
     // Through the API: metadata stays, the payload is gone, the destination and its attempts stay.
     const detail = await acct.api("GET", `/v1/events/${old[3]}`);
     expect(detail.status).toBe(200);
-    expect(detail.body).toMatchObject({ event_id: old[3], event_type: "message.sent", status: "delivered", payload: null, payload_retained: false });
+    expect(detail.body).toMatchObject({
+      event_id: old[3],
+      event_type: "message.sent",
+      status: "delivered",
+      payload: null,
+      payload_retained: false,
+    });
     expect(detail.body.message_id).toBe(payloadBefore.data.messageId);
     expect(detail.body.destinations).toEqual([{ webhook_id: hook.body.id, url: hook.body.url, status: "delivered", attempts: 1 }]);
     const replayed = await acct.api("GET", `/v1/events/${old[0]}`);
@@ -115,7 +127,6 @@ describe("retention", () => {
     const ahead = `event_payloads_${new Date(now.getTime() + 14 * DAY).toISOString().slice(0, 10).replaceAll("-", "")}`;
     expect((await stack.pool.query("SELECT to_regclass($1) AS t", [ahead])).rows[0].t).toBe(ahead);
   });
-
 });
 
 /**
@@ -209,9 +220,17 @@ describe("retention on a database of its own", () => {
       expect(schedulers.find((s) => s.key === "retention")).toMatchObject({ key: "retention", name: "retention", every: 200 });
       expect(await queue.getJobSchedulersCount()).toBe(3);
 
-      const detail = await waitUntil(() => acct.api("GET", `/v1/events/${eventId}`), (r) => r.body.payload_retained === false, 10_000);
+      const detail = await waitUntil(
+        () => acct.api("GET", `/v1/events/${eventId}`),
+        (r) => r.body.payload_retained === false,
+        10_000,
+      );
       expect(detail.body.payload).toBeNull();
-      await waitUntil(async () => completed.filter((c) => /retention/.test(c.jobId)).length, (n) => n >= 1, 5_000);
+      await waitUntil(
+        async () => completed.filter((c) => /retention/.test(c.jobId)).length,
+        (n) => n >= 1,
+        5_000,
+      );
       expect(failed).toEqual([]);
 
       // One scheduler, so one run per period, not one per replica (bounded watch of 1 s).

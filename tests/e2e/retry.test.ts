@@ -1,7 +1,17 @@
 import { verify } from "@mailhooks/verify";
 import { callApi } from "../support/api-call.js";
 import { sampleData, startStack, waitUntil, type Account, type Stack } from "../support/stack.js";
-import { at, closedPort, createHook, deliveryRows, emailArrivals, envelopeOf, eventOf, expectValidation, startHookReceiver } from "../support/hooks.js";
+import {
+  at,
+  closedPort,
+  createHook,
+  deliveryRows,
+  emailArrivals,
+  envelopeOf,
+  eventOf,
+  expectValidation,
+  startHookReceiver,
+} from "../support/hooks.js";
 
 /**
  * Retries, failures and the test event (CONTRACT.md section 6; spec "States and transitions").
@@ -39,7 +49,10 @@ describe("retries and failures", () => {
     const eventId = await postEvent();
 
     const arrivals = emailArrivals(await hr.receiver.waitFor((a) => emailArrivals(a, "/always-500").length >= 4, 15_000), "/always-500");
-    const detail = await waitUntil(() => eventDetail(eventId), (r) => r.body.status !== "pending");
+    const detail = await waitUntil(
+      () => eventDetail(eventId),
+      (r) => r.body.status !== "pending",
+    );
     expect(detail.body.status).toBe("failed");
     expect(detail.body.destinations).toEqual([{ webhook_id: hook.id, url: hook.url, status: "failed", attempts: 4 }]);
 
@@ -72,7 +85,10 @@ describe("retries and failures", () => {
     const eventId = await postEvent();
 
     await hr.receiver.waitFor((a) => emailArrivals(a, "/third-time").length >= 3, 15_000);
-    const detail = await waitUntil(() => eventDetail(eventId), (r) => r.body.status !== "pending");
+    const detail = await waitUntil(
+      () => eventDetail(eventId),
+      (r) => r.body.status !== "pending",
+    );
     expect(detail.body.status).toBe("delivered");
     expect(detail.body.destinations).toEqual([{ webhook_id: hook.id, url: hook.url, status: "delivered", attempts: 3 }]);
 
@@ -88,11 +104,17 @@ describe("retries and failures", () => {
   });
 
   test("a receiver slower than DELIVERY_TIMEOUT_MS is a timeout (no status) and is retried", async () => {
-    const hr = await startHookReceiver(stack, (a, nth) => (a.event === "webhook.test" ? {} : nth === 1 ? { delayMs: TIMEOUT_MS + 1_000 } : {}));
+    const hr = await startHookReceiver(stack, (a, nth) =>
+      a.event === "webhook.test" ? {} : nth === 1 ? { delayMs: TIMEOUT_MS + 1_000 } : {},
+    );
     const hook = await createHook(acct, hr, "/slow", ["message.sent"]);
     const eventId = await postEvent();
 
-    const detail = await waitUntil(() => eventDetail(eventId), (r) => r.body.status !== "pending", 15_000);
+    const detail = await waitUntil(
+      () => eventDetail(eventId),
+      (r) => r.body.status !== "pending",
+      15_000,
+    );
     expect(detail.body.status).toBe("delivered");
     const rows = await rowsOf(eventId);
     expect(rows.map((r) => [r.attempt, r.trigger, r.response_status, r.error])).toEqual([
@@ -105,13 +127,19 @@ describe("retries and failures", () => {
   });
 
   test("a 302 is a failure recorded with its status, and its Location is never followed", async () => {
-    const hr: Awaited<ReturnType<typeof startHookReceiver>> = await startHookReceiver(stack, (a) => (a.event === "webhook.test" ? {} : { status: 302, headers: { location: hr.url("/redirect-target") } }));
+    const hr: Awaited<ReturnType<typeof startHookReceiver>> = await startHookReceiver(stack, (a) =>
+      a.event === "webhook.test" ? {} : { status: 302, headers: { location: hr.url("/redirect-target") } },
+    );
     const hook = await createHook(acct, hr, "/redirecting", ["message.sent"]);
     // The target would verify a followed request: the same secret is known there.
     hr.secrets.set("/redirect-target", hook.secret);
     const eventId = await postEvent();
 
-    const detail = await waitUntil(() => eventDetail(eventId), (r) => r.body.status !== "pending", 15_000);
+    const detail = await waitUntil(
+      () => eventDetail(eventId),
+      (r) => r.body.status !== "pending",
+      15_000,
+    );
     expect(detail.body.status).toBe("failed");
     const rows = await rowsOf(eventId);
     expect(rows.map((r) => [r.attempt, r.trigger, r.response_status, r.error])).toEqual([
@@ -136,7 +164,12 @@ describe("retries and failures", () => {
       const res = await acct.api("POST", "/v1/webhooks", body);
       expectValidation(res, "url");
     }
-    const webhooks = await stack.prisma.webhook.count({ where: { accountId: acct.accountId, url: { in: ["http://localhost/hooks", "ftp://example.com/hooks", "/hooks/relative", "example.com/hooks"] } } });
+    const webhooks = await stack.prisma.webhook.count({
+      where: {
+        accountId: acct.accountId,
+        url: { in: ["http://localhost/hooks", "ftp://example.com/hooks", "/hooks/relative", "example.com/hooks"] },
+      },
+    });
     expect(webhooks).toBe(0);
   });
 
@@ -146,12 +179,19 @@ describe("retries and failures", () => {
     expect(created.status).toBe(201);
     const eventId = await postEvent();
 
-    const rows = await waitUntil(() => rowsOf(eventId), (r) => r.length >= 2, 15_000);
+    const rows = await waitUntil(
+      () => rowsOf(eventId),
+      (r) => r.length >= 2,
+      15_000,
+    );
     expect(rows.slice(0, 2).map((r) => [r.attempt, r.trigger, r.response_status, r.error])).toEqual([
       [0, "initial", null, "connection_error"],
       [1, "retry", null, "connection_error"],
     ]);
-    const testRows = await waitUntil(() => deliveryRows(acct, { webhook_id: created.body.id }).then((r) => r.filter((x) => x.trigger === "test")), (r) => r.length === 1);
+    const testRows = await waitUntil(
+      () => deliveryRows(acct, { webhook_id: created.body.id }).then((r) => r.filter((x) => x.trigger === "test")),
+      (r) => r.length === 1,
+    );
     expect(testRows[0]).toMatchObject({ response_status: null, error: "connection_error", event_id: null });
   });
 
@@ -160,7 +200,11 @@ describe("retries and failures", () => {
     const hook = await createHook(acct, hr, "/wrong-secret", ["message.sent"]);
     const eventId = await postEvent();
 
-    const rows = await waitUntil(() => rowsOf(eventId), (r) => r.length >= 2, 15_000);
+    const rows = await waitUntil(
+      () => rowsOf(eventId),
+      (r) => r.length >= 2,
+      15_000,
+    );
     expect(rows.slice(0, 2).map((r) => [r.attempt, r.trigger, r.response_status, r.error])).toEqual([
       [0, "initial", 401, null],
       [1, "retry", 401, null],
@@ -170,7 +214,11 @@ describe("retries and failures", () => {
       expect(a.verified).toBe(false);
       expect(a.status).toBe(401);
       // The signature was right for the webhook's own secret.
-      expect(verify(hook.secret, { "x-service-timestamp": a.timestamp, "x-service-signature": a.signature }, a.body, { now: new Date(a.receivedAt) })).toEqual(JSON.parse(a.body));
+      expect(
+        verify(hook.secret, { "x-service-timestamp": a.timestamp, "x-service-signature": a.signature }, a.body, {
+          now: new Date(a.receivedAt),
+        }),
+      ).toEqual(JSON.parse(a.body));
     }
   });
 
@@ -186,10 +234,19 @@ describe("retries and failures", () => {
     expect(envelope.timestamp).toBeGreaterThanOrEqual(before);
     expect(envelope.timestamp).toBeLessThanOrEqual(Math.floor(Date.now() / 1000));
     // Exact bytes: compact, keys in this order.
-    expect(arrival.body).toBe(JSON.stringify({ event: "webhook.test", timestamp: envelope.timestamp, data: { webhookId: hook.id, url: hook.url } }));
-    expect(verify(hook.secret, { "x-service-timestamp": arrival.timestamp, "x-service-signature": arrival.signature }, arrival.body, { now: new Date(arrival.receivedAt) })).toEqual(JSON.parse(arrival.body));
+    expect(arrival.body).toBe(
+      JSON.stringify({ event: "webhook.test", timestamp: envelope.timestamp, data: { webhookId: hook.id, url: hook.url } }),
+    );
+    expect(
+      verify(hook.secret, { "x-service-timestamp": arrival.timestamp, "x-service-signature": arrival.signature }, arrival.body, {
+        now: new Date(arrival.receivedAt),
+      }),
+    ).toEqual(JSON.parse(arrival.body));
 
-    const rows = await waitUntil(() => deliveryRows(acct, { webhook_id: hook.id }), (r) => r.length >= 1);
+    const rows = await waitUntil(
+      () => deliveryRows(acct, { webhook_id: hook.id }),
+      (r) => r.length >= 1,
+    );
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ event_id: null, webhook_id: hook.id, url: hook.url, trigger: "test", attempt: 0, error: null });
     // 200 unless the test event beat the test to learning the secret (then the receiver said 401).
@@ -208,7 +265,10 @@ describe("retries and failures", () => {
     expect(created.status).toBe(201);
 
     await hr.receiver.waitFor((a) => at(a, "/test-fails").length >= 1);
-    const rows = await waitUntil(() => deliveryRows(acct, { webhook_id: created.body.id }), (r) => r.length >= 1);
+    const rows = await waitUntil(
+      () => deliveryRows(acct, { webhook_id: created.body.id }),
+      (r) => r.length >= 1,
+    );
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ trigger: "test", attempt: 0, event_id: null, response_status: 404, error: null });
     expect(eventOf(at(hr.receiver.arrivals, "/test-fails")[0])).toBe("webhook.test");
@@ -229,13 +289,21 @@ describe("retries and failures", () => {
     expect((await acct.api("DELETE", `/v1/webhooks/${deleted.id}`)).status).toBe(204);
     // Another account's webhook on the same kind gets nothing from this account.
     const otherKey = await stack.newAccountKey();
-    const other = await callApi(stack.baseUrl, otherKey, "POST", "/v1/webhooks", { url: hr.url("/fan/other-account"), events: ["message.sent"] });
+    const other = await callApi(stack.baseUrl, otherKey, "POST", "/v1/webhooks", {
+      url: hr.url("/fan/other-account"),
+      events: ["message.sent"],
+    });
     expect(other.status).toBe(201);
 
     const eventId = await postEvent("message.sent");
-    const detail = await waitUntil(() => eventDetail(eventId), (r) => r.body.status !== "pending");
+    const detail = await waitUntil(
+      () => eventDetail(eventId),
+      (r) => r.body.status !== "pending",
+    );
     expect(detail.body.status).toBe("delivered");
-    const destinations = [...detail.body.destinations].sort((a: { webhook_id: string }, b: { webhook_id: string }) => a.webhook_id.localeCompare(b.webhook_id));
+    const destinations = [...detail.body.destinations].sort((a: { webhook_id: string }, b: { webhook_id: string }) =>
+      a.webhook_id.localeCompare(b.webhook_id),
+    );
     expect(destinations).toEqual(
       [
         { webhook_id: sentOnly.id, url: sentOnly.url, status: "delivered", attempts: 1 },

@@ -34,7 +34,9 @@ describe("webhook secrets at rest", () => {
     const { rows: tables } = await stack.pool.query(
       "SELECT format('%I.%I', table_schema, table_name) AS name FROM information_schema.tables WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1",
     );
-    expect(tables.map((t) => t.name)).toEqual(expect.arrayContaining(["public.webhooks", "public.audit_entries", "public.outbox", "public.dashboard_sessions"]));
+    expect(tables.map((t) => t.name)).toEqual(
+      expect.arrayContaining(["public.webhooks", "public.audit_entries", "public.outbox", "public.dashboard_sessions"]),
+    );
     const found: string[] = [];
     for (const { name } of tables) {
       const { rows } = await stack.pool.query(
@@ -76,16 +78,28 @@ describe("webhook secrets at rest", () => {
       const old = createKeyring([KEY_1]);
       await pool.query("INSERT INTO accounts (id, name) VALUES ('acct_x', 'x')");
       const insert = (id: string, secret: string) =>
-        pool.query("INSERT INTO webhooks (id, account_id, url, events, secret) VALUES ($1, 'acct_x', 'https://example.com/h', '{message.sent}', $2)", [id, secret]);
+        pool.query(
+          "INSERT INTO webhooks (id, account_id, url, events, secret) VALUES ($1, 'acct_x', 'https://example.com/h', '{message.sent}', $2)",
+          [id, secret],
+        );
       await insert("wh_encrypted", old.encrypt("whsec_encrypted_secret"));
       await insert("wh_legacy", "whsec_legacy_plaintext_secret");
       await insert("wh_foreign", createKeyring([randomBytes(32)]).encrypt("whsec_unreadable"));
       const key2 = randomBytes(32);
-      const run = spawnSync(process.execPath, ["--import", "tsx", "--conditions=source", path.join(ROOT, "apps/cli/src/keys.ts"), "reencrypt-secrets", "--json"], {
-        cwd: ROOT,
-        env: { ...process.env, NODE_OPTIONS: "", DATABASE_URL: db.url, SECRET_ENCRYPTION_KEYS: `${key2.toString("base64")},${KEY_1.toString("base64")}` },
-        encoding: "utf8",
-      });
+      const run = spawnSync(
+        process.execPath,
+        ["--import", "tsx", "--conditions=source", path.join(ROOT, "apps/cli/src/keys.ts"), "reencrypt-secrets", "--json"],
+        {
+          cwd: ROOT,
+          env: {
+            ...process.env,
+            NODE_OPTIONS: "",
+            DATABASE_URL: db.url,
+            SECRET_ENCRYPTION_KEYS: `${key2.toString("base64")},${KEY_1.toString("base64")}`,
+          },
+          encoding: "utf8",
+        },
+      );
       const ring = createKeyring([key2, KEY_1]);
       expect(JSON.parse(run.stdout)).toEqual({ reencrypted: 2, unreadable: 1, key_id: ring.primaryKeyId });
       expect(run.status).toBe(1);
@@ -134,11 +148,18 @@ describe("secret rotation", () => {
     await hr.receiver.waitFor((a) => emailArrivals(a, "/old-only").length === 1 && emailArrivals(a, "/both").length === 1);
     expect(emailArrivals(hr.receiver.arrivals, "/old-only")[0].verified).toBe(true);
 
-    await waitUntil(async () => Date.now(), (now) => now > activatesAt + 50, (GRACE_S + 2) * 1000);
+    await waitUntil(
+      async () => Date.now(),
+      (now) => now > activatesAt + 50,
+      (GRACE_S + 2) * 1000,
+    );
     const after = await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
     // /old-only answers 401 to the new signature (each attempt, retries included); /both verifies.
     await hr.receiver.waitFor((a) => emailArrivals(a, "/both").length === 2 && emailArrivals(a, "/old-only").length >= 2);
-    const failed = await waitUntil(() => acct.api("GET", `/v1/events/${after.body.event_id}`), (r) => r.body.status !== "pending");
+    const failed = await waitUntil(
+      () => acct.api("GET", `/v1/events/${after.body.event_id}`),
+      (r) => r.body.status !== "pending",
+    );
     expect(failed.body.destinations.find((d: any) => d.webhook_id === hook.body.id).status).toBe("failed");
     expect(failed.body.destinations.find((d: any) => d.webhook_id === both.body.id).status).toBe("delivered");
     const oldOnlyAfter = emailArrivals(hr.receiver.arrivals, "/old-only").slice(1);
@@ -175,7 +196,8 @@ describe("auto-disable (WEBHOOK_AUTO_DISABLE_AFTER_HOURS=0.0005, i.e. 1.8 s)", (
   });
 
   /** webhook_auto_disabled_total, as Prometheus would scrape it from the dispatcher. */
-  const autoDisabledMetric = async () => Number(/^webhook_auto_disabled_total (\d+)$/m.exec(await dispatcher.metrics.registry.metrics())?.[1] ?? NaN);
+  const autoDisabledMetric = async () =>
+    Number(/^webhook_auto_disabled_total (\d+)$/m.exec(await dispatcher.metrics.registry.metrics())?.[1] ?? NaN);
 
   test("after 1.8 s of failures across 20 events: disabled, reason failing, logged and counted, pending destinations cancelled; PATCH enables it again", async () => {
     expect(await autoDisabledMetric()).toBe(0);
@@ -190,7 +212,10 @@ describe("auto-disable (WEBHOOK_AUTO_DISABLE_AFTER_HOURS=0.0005, i.e. 1.8 s)", (
     );
     const { acct, hook, first, post, view } = failing;
     expect(view.body.disabled_reason).toBe("failing");
-    const lines = logged.split("\n").filter((l) => l.includes("webhook disabled: every attempt failed")).map((l) => JSON.parse(l));
+    const lines = logged
+      .split("\n")
+      .filter((l) => l.includes("webhook disabled: every attempt failed"))
+      .map((l) => JSON.parse(l));
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({ level: "warn", module: "dispatcher", webhookId: hook.id });
     expect(lines[0].failedEvents).toBeGreaterThanOrEqual(20);
@@ -221,16 +246,22 @@ describe("auto-disable (WEBHOOK_AUTO_DISABLE_AFTER_HOURS=0.0005, i.e. 1.8 s)", (
     const hr = await startHookReceiver(stack, (a) => (a.event === "webhook.test" ? {} : { status: 503 }));
     const hook = await createHook(acct, hr, "/failing", ["message.sent"]);
     const post = async (n: number) =>
-      (await acct.api("POST", "/v1/events/batch", { events: Array.from({ length: n }, () => ({ event_type: "message.sent", data: sampleData("message.sent") })) })).body.data.map(
-        (e: any) => e.event_id as string,
-      );
+      (
+        await acct.api("POST", "/v1/events/batch", {
+          events: Array.from({ length: n }, () => ({ event_type: "message.sent", data: sampleData("message.sent") })),
+        })
+      ).body.data.map((e: any) => e.event_id as string);
     // 20 events fail at once; the streak is then younger than 1.8 s: nothing happens yet.
     const first = await post(20);
     await hr.receiver.waitFor((a) => emailArrivals(a, "/failing").length >= 20);
     expect((await acct.api("GET", `/v1/webhooks/${hook.id}`)).body.status).toBe("enabled");
     expect(await autoDisabledMetric()).toBe(0);
     // Their retries fail past 1.8 s: the next failure disables it.
-    const view = await waitUntil(() => acct.api("GET", `/v1/webhooks/${hook.id}`), (r) => r.body.status === "disabled", 15_000);
+    const view = await waitUntil(
+      () => acct.api("GET", `/v1/webhooks/${hook.id}`),
+      (r) => r.body.status === "disabled",
+      15_000,
+    );
     return { acct, hook, first, post, view };
   }
 });

@@ -30,7 +30,10 @@ async function account(stack: Stack): Promise<Account> {
   return acct;
 }
 
-const validEvent = (eventType = "message.sent", overrides: Record<string, unknown> = {}) => ({ event_type: eventType, data: sampleData(eventType, overrides) });
+const validEvent = (eventType = "message.sent", overrides: Record<string, unknown> = {}) => ({
+  event_type: eventType,
+  data: sampleData(eventType, overrides),
+});
 
 /** A TCP server on 127.0.0.1 that only counts the connections made to it (nothing may connect). */
 async function connectionCounter(): Promise<{ port: number; connections: () => number; close: () => Promise<void> }> {
@@ -49,7 +52,17 @@ async function connectionCounter(): Promise<{ port: number; connections: () => n
 
 /** Every table's rows as text, for "this string is stored nowhere" checks. */
 async function everyStoredRow(stack: Stack): Promise<string> {
-  const tables = ["accounts", "api_keys", "webhooks", "events", "idempotency_keys", "destinations", "deliveries", "replays", "audit_entries"];
+  const tables = [
+    "accounts",
+    "api_keys",
+    "webhooks",
+    "events",
+    "idempotency_keys",
+    "destinations",
+    "deliveries",
+    "replays",
+    "audit_entries",
+  ];
   const parts: string[] = [];
   for (const table of tables) {
     const rows = await stack.prisma.$queryRawUnsafe<{ row: string }[]>(`SELECT to_jsonb(t)::text AS row FROM ${table} t`);
@@ -124,7 +137,10 @@ describe("with ALLOW_PRIVATE_TARGETS=false, MAX_WEBHOOKS_PER_ACCOUNT=2 and an op
       for (const url of blockedLiterals) {
         expectValidation(await acct.api("PATCH", `/v1/webhooks/${hook.id}`, { url }), "url");
         expectValidation(await acct.api("POST", `/v1/events/${event.body.event_id}/replay`, { target_url: url }), "target_url");
-        expectValidation(await acct.api("POST", `/v1/events/${event.body.event_id}/replay`, { target_url: url, webhook_id: hook.id }), "target_url");
+        expectValidation(
+          await acct.api("POST", `/v1/events/${event.body.event_id}/replay`, { target_url: url, webhook_id: hook.id }),
+          "target_url",
+        );
       }
       expect((await acct.api("GET", `/v1/webhooks/${hook.id}`)).body.url).toBe(hook.url);
       expect(await stack.prisma.replay.count({ where: { accountId: acct.accountId } })).toBe(0);
@@ -140,24 +156,46 @@ describe("with ALLOW_PRIVATE_TARGETS=false, MAX_WEBHOOKS_PER_ACCOUNT=2 and an op
         expect(hook.url).toMatch(/^https:\/\/localhost:\d+\/ssrf$/);
 
         // The test event.
-        const [testRow] = await waitUntil(() => deliveryRows(acct, { webhook_id: hook.id }), (rows) => rows.length === 1);
-        expect(testRow).toMatchObject({ trigger: "test", event_id: null, url: hook.url, response_status: null, error: "blocked_destination" });
+        const [testRow] = await waitUntil(
+          () => deliveryRows(acct, { webhook_id: hook.id }),
+          (rows) => rows.length === 1,
+        );
+        expect(testRow).toMatchObject({
+          trigger: "test",
+          event_id: null,
+          url: hook.url,
+          response_status: null,
+          error: "blocked_destination",
+        });
 
         // An email event: the initial attempt and its three retries, each blocked.
         const event = await acct.api("POST", "/v1/events", validEvent());
         expect(event.status).toBe(201);
         const eventId = event.body.event_id;
-        await waitUntil(() => acct.api("GET", `/v1/events/${eventId}`), (r) => r.body.status === "failed");
+        await waitUntil(
+          () => acct.api("GET", `/v1/events/${eventId}`),
+          (r) => r.body.status === "failed",
+        );
         const rows = await deliveryRows(acct, { event_id: eventId });
-        expect(rows.map((r) => [r.trigger, r.attempt])).toEqual([["initial", 0], ["retry", 1], ["retry", 2], ["retry", 3]]);
+        expect(rows.map((r) => [r.trigger, r.attempt])).toEqual([
+          ["initial", 0],
+          ["retry", 1],
+          ["retry", 2],
+          ["retry", 3],
+        ]);
         for (const row of rows) expect(row).toMatchObject({ response_status: null, error: "blocked_destination", url: hook.url });
 
         // Replays: to the webhook's own URL, and to an override URL naming localhost.
         const own = await acct.api("POST", `/v1/events/${eventId}/replay`);
         expect(own.status).toBe(202);
-        const override = await acct.api("POST", `/v1/events/${eventId}/replay`, { target_url: `https://localhost:${counter.port}/override` });
+        const override = await acct.api("POST", `/v1/events/${eventId}/replay`, {
+          target_url: `https://localhost:${counter.port}/override`,
+        });
         expect(override.status).toBe(202);
-        const audit = await waitUntil(() => acct.api("GET", `/v1/audit-log?event_id=${eventId}`), (r) => r.body.data.length === 2);
+        const audit = await waitUntil(
+          () => acct.api("GET", `/v1/audit-log?event_id=${eventId}`),
+          (r) => r.body.data.length === 2,
+        );
         for (const entry of audit.body.data) {
           expect(entry).toMatchObject({ response_status: null, error: "blocked_destination", api_key_id: acct.apiKeyId });
         }
@@ -179,11 +217,20 @@ describe("with ALLOW_PRIVATE_TARGETS=false, MAX_WEBHOOKS_PER_ACCOUNT=2 and an op
       try {
         const url = `https://127.0.0.1:${counter.port}/literal`;
         await stack.prisma.webhook.create({
-          data: { id: `wh_${randomUUID().replaceAll("-", "")}`, accountId: acct.accountId, url, events: ["message.sent"], secret: "whsec_stored" },
+          data: {
+            id: `wh_${randomUUID().replaceAll("-", "")}`,
+            accountId: acct.accountId,
+            url,
+            events: ["message.sent"],
+            secret: "whsec_stored",
+          },
         });
         const event = await acct.api("POST", "/v1/events", validEvent());
         expect(event.status).toBe(201);
-        await waitUntil(() => acct.api("GET", `/v1/events/${event.body.event_id}`), (r) => r.body.status === "failed");
+        await waitUntil(
+          () => acct.api("GET", `/v1/events/${event.body.event_id}`),
+          (r) => r.body.status === "failed",
+        );
         const rows = await deliveryRows(acct, { event_id: event.body.event_id });
         expect(rows).toHaveLength(4);
         for (const row of rows) expect(row).toMatchObject({ response_status: null, error: "blocked_destination", url });
@@ -205,7 +252,9 @@ describe("with ALLOW_PRIVATE_TARGETS=false, MAX_WEBHOOKS_PER_ACCOUNT=2 and an op
       expect(row.hash).toBe(createHash("sha256").update(issued.key, "utf8").digest("hex"));
       // After `whk_<12 hex>_` (the base64url part may hold `_` itself).
       const secretPart = issued.key.slice(17);
-      const stored = await stack.prisma.$queryRaw<{ row: string }[]>`SELECT to_jsonb(k)::text AS row FROM api_keys k WHERE id = ${issued.id}`;
+      const stored = await stack.prisma.$queryRaw<
+        { row: string }[]
+      >`SELECT to_jsonb(k)::text AS row FROM api_keys k WHERE id = ${issued.id}`;
       expect(stored).toHaveLength(1);
       expect(stored[0].row).not.toContain(issued.key);
       expect(stored[0].row).not.toContain(secretPart);
@@ -233,7 +282,12 @@ describe("with ALLOW_PRIVATE_TARGETS=false, MAX_WEBHOOKS_PER_ACCOUNT=2 and an op
       const hook = await apiAs(stack, issued.key, "POST", "/v1/webhooks", { url: "https://localhost:9/revoke", events: ["message.sent"] });
       expect(hook.status).toBe(201);
       expect(await revokeApiKey(stack.prisma, issued.id)).toBe(true);
-      await waitUntil(() => apiAs(stack, issued.key, "GET", `/v1/webhooks/${hook.body.id}`), (r) => r.status === 401, 2_000, 5);
+      await waitUntil(
+        () => apiAs(stack, issued.key, "GET", `/v1/webhooks/${hook.body.id}`),
+        (r) => r.status === 401,
+        2_000,
+        5,
+      );
       expectError(await apiAs(stack, issued.key, "GET", `/v1/webhooks/${hook.body.id}`), 401, "unauthorized");
       expectError(await apiAs(stack, issued.key, "POST", "/v1/events", validEvent()), 401, "unauthorized");
       expect(await stack.prisma.event.count({ where: { accountId: issued.account_id } })).toBe(0);
@@ -246,7 +300,10 @@ describe("with ALLOW_PRIVATE_TARGETS=false, MAX_WEBHOOKS_PER_ACCOUNT=2 and an op
       const event = await acct.api("POST", "/v1/events", validEvent("message.opened"));
       expect(event.status).toBe(201);
       expect((await acct.api("POST", `/v1/events/${event.body.event_id}/replay`)).status).toBe(202);
-      const audit = await waitUntil(() => acct.api("GET", `/v1/audit-log?event_id=${event.body.event_id}`), (r) => r.body.data.length === 1);
+      const audit = await waitUntil(
+        () => acct.api("GET", `/v1/audit-log?event_id=${event.body.event_id}`),
+        (r) => r.body.data.length === 1,
+      );
       expect(audit.body.data[0].api_key_id).toBe(acct.apiKeyId);
       expect(audit.body.data[0].api_key_id).toMatch(/^key_[0-9a-f]{32}$/);
       const rows = await stack.prisma.$queryRaw<{ row: string }[]>`
@@ -271,7 +328,9 @@ describe("with ALLOW_PRIVATE_TARGETS=false, MAX_WEBHOOKS_PER_ACCOUNT=2 and an op
       expect(await stack.prisma.webhook.count({ where: { accountId: acct.accountId } })).toBe(2);
       // Another account is not affected by this one's count.
       const other = await account(stack);
-      expect((await other.api("POST", "/v1/webhooks", { url: "https://localhost:9/limit/other", events: ["message.sent"] })).status).toBe(201);
+      expect((await other.api("POST", "/v1/webhooks", { url: "https://localhost:9/limit/other", events: ["message.sent"] })).status).toBe(
+        201,
+      );
       // Disabling does not free a slot; deleting does.
       expect((await acct.api("PATCH", `/v1/webhooks/${first.body.id}`, { status: "disabled" })).status).toBe(200);
       expectError(await create(4), 409, "conflict");
@@ -287,12 +346,27 @@ describe("with ALLOW_PRIVATE_TARGETS=false, MAX_WEBHOOKS_PER_ACCOUNT=2 and an op
       const event = await acct.api("POST", "/v1/events", validEvent());
       expect(event.status).toBe(201);
       const big = "x".repeat(257 * 1024);
-      expectError(await acct.api("POST", "/v1/webhooks", { url: `https://localhost:9/${big}`, events: ["message.sent"] }), 413, "payload_too_large");
+      expectError(
+        await acct.api("POST", "/v1/webhooks", { url: `https://localhost:9/${big}`, events: ["message.sent"] }),
+        413,
+        "payload_too_large",
+      );
       expectError(await acct.api("PATCH", `/v1/webhooks/${hook.body.id}`, { url: `https://localhost:9/${big}` }), 413, "payload_too_large");
       expectError(await acct.api("POST", "/v1/events", validEvent("message.received", { body: big })), 413, "payload_too_large");
-      expectError(await acct.api("POST", `/v1/events/${event.body.event_id}/replay`, { target_url: `https://localhost:9/${big}` }), 413, "payload_too_large");
-      const hugeMessage = Buffer.concat([Buffer.from("From: a@example.com\r\nTo: b@example.com\r\nSubject: big\r\n\r\n"), Buffer.alloc(10 * 1024 * 1024 + 1, "a")]);
-      expectError(await acct.api("POST", "/v1/inboxes/inbox_big/messages", hugeMessage, { "content-type": "message/rfc822" }), 413, "payload_too_large");
+      expectError(
+        await acct.api("POST", `/v1/events/${event.body.event_id}/replay`, { target_url: `https://localhost:9/${big}` }),
+        413,
+        "payload_too_large",
+      );
+      const hugeMessage = Buffer.concat([
+        Buffer.from("From: a@example.com\r\nTo: b@example.com\r\nSubject: big\r\n\r\n"),
+        Buffer.alloc(10 * 1024 * 1024 + 1, "a"),
+      ]);
+      expectError(
+        await acct.api("POST", "/v1/inboxes/inbox_big/messages", hugeMessage, { "content-type": "message/rfc822" }),
+        413,
+        "payload_too_large",
+      );
       expect(await stack.prisma.event.count({ where: { accountId: acct.accountId } })).toBe(1);
       expect(await stack.prisma.webhook.count({ where: { accountId: acct.accountId } })).toBe(1);
       expect(await stack.prisma.replay.count({ where: { accountId: acct.accountId } })).toBe(0);
@@ -341,7 +415,11 @@ describe("with ALLOW_PRIVATE_TARGETS=false, MAX_WEBHOOKS_PER_ACCOUNT=2 and an op
       expect(queues).toContain("deliveries");
       expect(queues).toContain('"readOnlyMode":true');
       // A write through the board's own API is refused.
-      for (const [method, path] of [["PUT", "/admin/queues/api/queues/deliveries/retry/failed"], ["PUT", "/admin/queues/api/queues/deliveries/clean/failed"], ["PUT", "/admin/queues/api/queues/deliveries/pause"]]) {
+      for (const [method, path] of [
+        ["PUT", "/admin/queues/api/queues/deliveries/retry/failed"],
+        ["PUT", "/admin/queues/api/queues/deliveries/clean/failed"],
+        ["PUT", "/admin/queues/api/queues/deliveries/pause"],
+      ]) {
         const res = await board(path, basic(ADMIN_USERNAME, ADMIN_PASSWORD), { method });
         expect(res.status).toBeGreaterThanOrEqual(400);
       }
@@ -380,9 +458,14 @@ describe("ADMIN_READ_WRITE=true", () => {
   afterAll(() => stack.close());
 
   test("the board may change jobs", async () => {
-    const api = await fetch(`${stack.adminUrl}/admin/queues/api/queues`, { headers: { authorization: basic(ADMIN_USERNAME, ADMIN_PASSWORD) } });
+    const api = await fetch(`${stack.adminUrl}/admin/queues/api/queues`, {
+      headers: { authorization: basic(ADMIN_USERNAME, ADMIN_PASSWORD) },
+    });
     expect(JSON.stringify(await api.json())).toContain('"readOnlyMode":false');
-    const pause = await fetch(`${stack.adminUrl}/admin/queues/api/queues/deliveries/pause`, { method: "PUT", headers: { authorization: basic(ADMIN_USERNAME, ADMIN_PASSWORD) } });
+    const pause = await fetch(`${stack.adminUrl}/admin/queues/api/queues/deliveries/pause`, {
+      method: "PUT",
+      headers: { authorization: basic(ADMIN_USERNAME, ADMIN_PASSWORD) },
+    });
     expect(pause.status).toBe(200);
   });
 });
@@ -423,13 +506,19 @@ describe("without ADMIN_USERNAME/ADMIN_PASSWORD, and with only the outbox relay 
     const marker = randomUUID();
     const hook = await acct.api("POST", "/v1/webhooks", { url: `https://localhost:9/jobs-${marker}`, events: ["message.received"] });
     expect(hook.status).toBe(201);
-    const data = sampleData("message.received", { subject: `subject-${marker}`, body: `body-${marker}`, from: `from-${marker}@example.com` });
+    const data = sampleData("message.received", {
+      subject: `subject-${marker}`,
+      body: `body-${marker}`,
+      from: `from-${marker}@example.com`,
+    });
     const event = await acct.api("POST", "/v1/events", { event_type: "message.received", data });
     expect(event.status).toBe(201);
     const raw = `From: sender-${marker}@example.com\r\nTo: inbox@example.com\r\nSubject: raw-${marker}\r\nMessage-ID: <raw-${marker}@example.com>\r\n\r\nraw body ${marker}\r\n`;
     expect((await acct.api("POST", "/v1/inboxes/inbox_jobs/messages", raw, { "content-type": "message/rfc822" })).status).toBe(201);
     expect((await acct.api("POST", `/v1/events/${event.body.event_id}/replay`)).status).toBe(202);
-    expect((await acct.api("POST", `/v1/events/${event.body.event_id}/replay`, { target_url: `https://localhost:9/override-${marker}` })).status).toBe(202);
+    expect(
+      (await acct.api("POST", `/v1/events/${event.body.event_id}/replay`, { target_url: `https://localhost:9/override-${marker}` })).status,
+    ).toBe(202);
 
     const queue = new Queue("deliveries", { connection: redis, prefix: stack.prefix });
     let ours = new Set<string>();
@@ -536,14 +625,23 @@ describe("logs and storage (private targets allowed, so that deliveries really h
     let state: Record<string, any> = {};
     const text = await captureLogs(
       async () => {
-
         const acct = await account(stack);
         const forged = `${acct.apiKey.slice(0, 17)}${"Z".repeat(43)}`;
         const bodyMarker = `body-${randomUUID()}`;
         // Failing requests that carry keys and credentials.
-        expectError(await apiAs(stack, forged, "POST", "/v1/webhooks", { url: "https://localhost:9/log", events: ["message.sent"] }), 401, "unauthorized");
-        expectError(await apiAs(stack, null, "GET", "/v1/webhooks", undefined, { authorization: `Basic ${acct.apiKey}` }), 401, "unauthorized");
-        const denied = await fetch(`${stack.adminUrl}/admin/queues`, { headers: { authorization: basic(ADMIN_USERNAME, `${ADMIN_PASSWORD}-nope`) } });
+        expectError(
+          await apiAs(stack, forged, "POST", "/v1/webhooks", { url: "https://localhost:9/log", events: ["message.sent"] }),
+          401,
+          "unauthorized",
+        );
+        expectError(
+          await apiAs(stack, null, "GET", "/v1/webhooks", undefined, { authorization: `Basic ${acct.apiKey}` }),
+          401,
+          "unauthorized",
+        );
+        const denied = await fetch(`${stack.adminUrl}/admin/queues`, {
+          headers: { authorization: basic(ADMIN_USERNAME, `${ADMIN_PASSWORD}-nope`) },
+        });
         expect(denied.status).toBe(401);
         expectValidation(await acct.api("POST", "/v1/webhooks", { url: "http://localhost:9/log", events: ["message.sent"] }), "url");
         // Successful ones: a webhook (its secret), its test event, an event with a body, a replay.
@@ -554,9 +652,15 @@ describe("logs and storage (private targets allowed, so that deliveries really h
         const event = await acct.api("POST", "/v1/events", validEvent("message.received", { body: bodyMarker }));
         expect(event.status).toBe(201);
         await hr.receiver.waitFor((arrivals) => arrivals.filter((a) => a.body.includes(bodyMarker)).length === 2);
-        await waitUntil(() => acct.api("GET", `/v1/events/${event.body.event_id}`), (r) => r.body.status === "delivered");
+        await waitUntil(
+          () => acct.api("GET", `/v1/events/${event.body.event_id}`),
+          (r) => r.body.status === "delivered",
+        );
         expect((await acct.api("POST", `/v1/events/${event.body.event_id}/replay`)).status).toBe(202);
-        await waitUntil(() => acct.api("GET", `/v1/audit-log?event_id=${event.body.event_id}`), (r) => r.body.data.length === 1);
+        await waitUntil(
+          () => acct.api("GET", `/v1/audit-log?event_id=${event.body.event_id}`),
+          (r) => r.body.data.length === 1,
+        );
         const rotated = await acct.api("POST", `/v1/webhooks/${hook.id}/secret/rotate`, { grace_seconds: 0 });
         expect(rotated.status).toBe(200);
         // The dashboard: a one-time link (its token), its page, sign-in (a session cookie), the
@@ -589,8 +693,12 @@ describe("logs and storage (private targets allowed, so that deliveries really h
           // Sign-in with it as a link token, requests with it as the session cookie.
           expect((await request(stack.baseUrl).get(`/dashboard/sign-in/${junk}`)).status).toBeLessThan(500);
           expect((await request(stack.baseUrl).post(`/dashboard/sign-in/${junk}`)).status).toBeLessThan(500);
-          const paths = value === session.cookie ? [] : ["/dashboard/webhooks", `/dashboard/webhooks/${hook.id}/secret`, `/dashboard/webhooks/${junk}/rotate`];
-          for (const path of paths) expect((await request(stack.baseUrl).get(path).set("cookie", `mailhooks_dashboard=${junk}`)).status).toBe(401);
+          const paths =
+            value === session.cookie
+              ? []
+              : ["/dashboard/webhooks", `/dashboard/webhooks/${hook.id}/secret`, `/dashboard/webhooks/${junk}/rotate`];
+          for (const path of paths)
+            expect((await request(stack.baseUrl).get(path).set("cookie", `mailhooks_dashboard=${junk}`)).status).toBe(401);
           // Pages behind the session, with it in the path and in the forms.
           expect((await session.get(`/dashboard/webhooks/${junk}`)).status).toBeLessThan(500);
           expect((await session.get(`/dashboard/webhooks/${junk}/secret`)).status).toBeLessThan(500);
@@ -598,20 +706,47 @@ describe("logs and storage (private targets allowed, so that deliveries really h
           expect((await session.post(`/dashboard/webhooks/${junk}/rotate`, { grace_seconds: "0" })).status).toBeLessThan(500);
           expect((await session.post(`/dashboard/webhooks/${hook.id}/rotate`, { grace_seconds: value })).status).toBe(422);
           // (Refused: not an https URL. An accepted one would store the value, by the test's own doing.)
-          expect((await session.post(`/dashboard/webhooks/${hook.id}`, { url: `http://localhost:9/${value}`, events: ["message.received"] })).status).toBe(422);
+          expect(
+            (await session.post(`/dashboard/webhooks/${hook.id}`, { url: `http://localhost:9/${value}`, events: ["message.received"] }))
+              .status,
+          ).toBe(422);
           expect((await session.get(`/dashboard/events?since=${junk}&inbox_id=${junk}`)).status).toBeLessThan(500);
           expect((await session.post(`/dashboard/webhooks/${hook.id}/secret`, { _csrf: value })).status).toBe(403);
           expect((await acct.api("GET", `/v1/webhooks?cursor=${encodeURIComponent(value)}`)).status).toBe(422);
           expect((await acct.api("GET", `/v1/webhooks/${encodeURIComponent(value)}`)).status).toBe(404);
-          expect((await acct.api("PATCH", `/v1/webhooks/${hook.id}`, { url: `https://localhost:9/${value}`, events: ["message.received"], note: value })).status).toBe(422);
+          expect(
+            (
+              await acct.api("PATCH", `/v1/webhooks/${hook.id}`, {
+                url: `https://localhost:9/${value}`,
+                events: ["message.received"],
+                note: value,
+              })
+            ).status,
+          ).toBe(422);
           expect((await acct.api("DELETE", `/v1/webhooks/${encodeURIComponent(value)}`)).status).toBe(404);
-          expect((await acct.api("POST", "/v1/events", `{"event_type": "${value}", `, { "content-type": "application/json" })).status).toBe(400);
-          expect((await acct.api("POST", "/v1/events", validEvent("message.sent", { subject: value }), { "idempotency-key": `${value} x` })).status).toBe(422);
+          expect((await acct.api("POST", "/v1/events", `{"event_type": "${value}", `, { "content-type": "application/json" })).status).toBe(
+            400,
+          );
+          expect(
+            (await acct.api("POST", "/v1/events", validEvent("message.sent", { subject: value }), { "idempotency-key": `${value} x` }))
+              .status,
+          ).toBe(422);
           expect((await acct.api("POST", "/v1/events/batch", { events: [validEvent("message.sent", { from: value })] })).status).toBe(422);
-          expect((await acct.api("GET", `/v1/events?inbox_id=${encodeURIComponent(value)}&since=${encodeURIComponent(value)}`)).status).toBe(422);
+          expect(
+            (await acct.api("GET", `/v1/events?inbox_id=${encodeURIComponent(value)}&since=${encodeURIComponent(value)}`)).status,
+          ).toBe(422);
           expect((await acct.api("GET", `/v1/events/${encodeURIComponent(value)}`)).status).toBe(404);
           expect((await acct.api("POST", `/v1/events/${event.body.event_id}/replay`, { target_url: value })).status).toBe(422);
-          expect((await acct.api("POST", "/v1/inboxes/inbox_log/messages", `From: a@example.com\r\nTo: b@example.com\r\nSubject: ${value}\r\n\r\n${value}\r\n`, { "content-type": "message/rfc822" })).status).toBe(201);
+          expect(
+            (
+              await acct.api(
+                "POST",
+                "/v1/inboxes/inbox_log/messages",
+                `From: a@example.com\r\nTo: b@example.com\r\nSubject: ${value}\r\n\r\n${value}\r\n`,
+                { "content-type": "message/rfc822" },
+              )
+            ).status,
+          ).toBe(201);
           expect((await acct.api("GET", `/v1/deliveries?event_id=${encodeURIComponent(value)}`)).status).toBe(200);
           expect((await acct.api("GET", `/v1/audit-log?since=${encodeURIComponent(value)}`)).status).toBe(422);
           expect((await apiAs(stack, null, "GET", `/readyz?k=${encodeURIComponent(value)}`)).status).toBe(200);
@@ -622,8 +757,15 @@ describe("logs and storage (private targets allowed, so that deliveries really h
         expect((await session.get("/dashboard/webhooks")).status).toBe(401);
         expect((await acct.api("DELETE", `/v1/webhooks/${hook.id}`)).status).toBe(204);
         // A module that logs such values by field name, nested or not, gets them redacted.
-        getLogger("security-test").warn("careless", { authorization: `Bearer ${acct.apiKey}`, secret: hook.secret, body: bodyMarker, payload: bodyMarker });
-        getLogger("security-test").warn("careless, nested", { request: { headers: { authorization: `Bearer ${acct.apiKey}` }, webhook: { secret: rotated.body.secret } } });
+        getLogger("security-test").warn("careless", {
+          authorization: `Bearer ${acct.apiKey}`,
+          secret: hook.secret,
+          body: bodyMarker,
+          payload: bodyMarker,
+        });
+        getLogger("security-test").warn("careless, nested", {
+          request: { headers: { authorization: `Bearer ${acct.apiKey}` }, webhook: { secret: rotated.body.secret } },
+        });
         getLogger("security-test").info(`capture-check ${acct.apiKeyId}`);
         state = { acct, forged, bodyMarker, hook, rotated, dashboardSecret, linkToken, sessionToken: session.cookie, csrf: session.csrf };
       },
@@ -678,7 +820,9 @@ describe("logs and storage (private targets allowed, so that deliveries really h
             // Only what looks like a token (43 base64url characters) is looked up.
             const token = /^[A-Za-z0-9_-]{43}$/.test(value);
             expect((await request(cutOff.baseUrl).get(`/dashboard/sign-in/${junk}`)).status).toBe(token ? 503 : 404);
-            expect((await request(cutOff.baseUrl).get(`/dashboard/webhooks/${junk}`).set("cookie", `mailhooks_dashboard=${junk}`)).status).toBe(token ? 503 : 401);
+            expect(
+              (await request(cutOff.baseUrl).get(`/dashboard/webhooks/${junk}`).set("cookie", `mailhooks_dashboard=${junk}`)).status,
+            ).toBe(token ? 503 : 401);
           }
         },
         { level: process.env.LOG_LEVEL ?? "warn", format: "pretty" },

@@ -66,13 +66,27 @@ describe("tenancy: another account's ids", () => {
     eventA = created.body.event_id;
     // A second keyed event of A's (another kind: A's webhook gets no delivery of it).
     idemKeyA2 = `idem-${randomUUID()}`;
-    const second = await a.api("POST", "/v1/events", { event_type: "message.clicked", data: sampleData("message.clicked") }, { "idempotency-key": idemKeyA2 });
+    const second = await a.api(
+      "POST",
+      "/v1/events",
+      { event_type: "message.clicked", data: sampleData("message.clicked") },
+      { "idempotency-key": idemKeyA2 },
+    );
     expect(second.status).toBe(201);
-    await waitUntil(() => a.api("GET", `/v1/events/${eventA}`), (r) => r.body.status === "delivered");
+    await waitUntil(
+      () => a.api("GET", `/v1/events/${eventA}`),
+      (r) => r.body.status === "delivered",
+    );
     expect((await a.api("POST", `/v1/events/${eventA}/replay`)).status).toBe(202);
-    await waitUntil(() => a.api("GET", `/v1/audit-log?event_id=${eventA}`), (r) => r.body.data.length === 1);
+    await waitUntil(
+      () => a.api("GET", `/v1/audit-log?event_id=${eventA}`),
+      (r) => r.body.data.length === 1,
+    );
     // test event + initial + replay: three rows, so a page of one has a cursor.
-    const page = await waitUntil(() => a.api("GET", `/v1/deliveries?webhook_id=${hookA.id}&limit=1`), (r) => r.body.next_cursor !== null);
+    const page = await waitUntil(
+      () => a.api("GET", `/v1/deliveries?webhook_id=${hookA.id}&limit=1`),
+      (r) => r.body.next_cursor !== null,
+    );
     cursorA = page.body.next_cursor;
     before = await snapshot();
     expect(before).toMatchObject({
@@ -110,7 +124,10 @@ describe("tenancy: another account's ids", () => {
       await sameAsUnknown("POST", (id) => `/v1/events/${id}/replay`, eventA, evt, {}),
       await sameAsUnknown("POST", (id) => `/v1/events/${id}/replay`, eventA, evt, { webhook_id: hookA.id }),
       await sameAsUnknown("POST", (id) => `/v1/events/${id}/replay`, eventA, evt, { target_url: "https://localhost:9/stolen" }),
-      await sameAsUnknown("POST", (id) => `/v1/events/${id}/replay`, eventA, evt, { target_url: "https://localhost:9/stolen", webhook_id: hookA.id }),
+      await sameAsUnknown("POST", (id) => `/v1/events/${id}/replay`, eventA, evt, {
+        target_url: "https://localhost:9/stolen",
+        webhook_id: hookA.id,
+      }),
     ];
     for (const res of responses) {
       const text = JSON.stringify(res.body);
@@ -150,7 +167,12 @@ describe("tenancy: another account's ids", () => {
     expect(same.status).toBe(201);
     expect(same.body.event_id).not.toBe(eventA);
     // ...and another body under a key A used is no conflict for B (409 would tell that A used it).
-    const other = await b.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") }, { "idempotency-key": idemKeyA2 });
+    const other = await b.api(
+      "POST",
+      "/v1/events",
+      { event_type: "message.sent", data: sampleData("message.sent") },
+      { "idempotency-key": idemKeyA2 },
+    );
     expect(other.status).toBe(201);
 
     // A raw message to A's inbox id, replying to A's message: B's event, in B's account.

@@ -23,7 +23,9 @@ const KEY = randomBytes(32);
 /** A 422 with a detail at `path` or under it (`inbox_ids.3`). */
 function expectRefused(res: { status: number; body: any }, path: string): void {
   expectError(res, 422, "validation_error");
-  expect(res.body.error.details.map((d: { path: string }) => d.path)).toContainEqual(expect.stringMatching(new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`)));
+  expect(res.body.error.details.map((d: { path: string }) => d.path)).toContainEqual(
+    expect.stringMatching(new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`)),
+  );
 }
 
 describe("webhook options", () => {
@@ -46,7 +48,11 @@ describe("webhook options", () => {
     const created = await create({});
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ rate_limit: null, inbox_ids: null, headers: {} });
-    expect((await acct.api("GET", `/v1/webhooks/${created.body.id}`)).body).toMatchObject({ rate_limit: null, inbox_ids: null, headers: {} });
+    expect((await acct.api("GET", `/v1/webhooks/${created.body.id}`)).body).toMatchObject({
+      rate_limit: null,
+      inbox_ids: null,
+      headers: {},
+    });
     const row = await stack.prisma.webhook.findUniqueOrThrow({ where: { id: created.body.id } });
     expect({ rateLimit: row.rateLimit, headers: row.headers }).toEqual({ rateLimit: null, headers: null });
   });
@@ -116,12 +122,16 @@ describe("webhook options", () => {
       // PATCH replaces the whole set; {} removes every header.
       const replaced = await acct.api("PATCH", `/v1/webhooks/${id}`, { headers: { "X-Other": "v" } });
       expect(replaced.body.headers).toEqual({ "X-Other": "***" });
-      expect(JSON.parse(ring.decrypt((await stack.prisma.webhook.findUniqueOrThrow({ where: { id } })).headers!))).toEqual({ "X-Other": "v" });
+      expect(JSON.parse(ring.decrypt((await stack.prisma.webhook.findUniqueOrThrow({ where: { id } })).headers!))).toEqual({
+        "X-Other": "v",
+      });
       expect((await acct.api("PATCH", `/v1/webhooks/${id}`, { rate_limit: 5 })).body.headers).toEqual({ "X-Other": "***" });
       const cleared = await acct.api("PATCH", `/v1/webhooks/${id}`, { headers: {} });
       expect(cleared.body.headers).toEqual({});
       expect((await stack.prisma.webhook.findUniqueOrThrow({ where: { id } })).headers).toBeNull();
-      expect((await acct.api("PATCH", `/v1/webhooks/${id}`, { headers: { Authorization: value } })).body.headers).toEqual({ Authorization: "***" });
+      expect((await acct.api("PATCH", `/v1/webhooks/${id}`, { headers: { Authorization: value } })).body.headers).toEqual({
+        Authorization: "***",
+      });
 
       // Nowhere in the database in clear: a dump of it (every table, every row) has neither value.
       const dump = spawnSync("pg_dump", ["--data-only", "--no-owner", testDatabaseUrl()], { encoding: "utf8", maxBuffer: 1 << 30 });
@@ -167,7 +177,10 @@ describe("webhook options", () => {
     expectValidation(await create({ headers: ["Authorization"] }), "headers");
     expectValidation(await create({ headers: null }), "headers");
     // `__proto__` is a plain name that is not kept silently: refused.
-    expectValidation(await acct.api("POST", "/v1/webhooks", `{"url":"${URL}","events":["message.sent"],"headers":{"__proto__":"x"}}`), "headers.__proto__");
+    expectValidation(
+      await acct.api("POST", "/v1/webhooks", `{"url":"${URL}","events":["message.sent"],"headers":{"__proto__":"x"}}`),
+      "headers.__proto__",
+    );
     // At the bounds: 20 headers, values of 1024 visible characters with inner spaces.
     const twenty = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`X-H${i}`, "v"]));
     expect((await create({ headers: twenty })).status).toBe(201);
@@ -180,13 +193,31 @@ describe("webhook options", () => {
     const created = await create({});
     const id = created.body.id;
     const event = await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
-    const invisible = ["\u202e", "\u2066", "\u200f", "\u061c", "\u200b", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u0085", "\u009b", "\u3164", "\u00a0", "\u2028", "\u{e0041}", "\ufe0f"];
+    const invisible = [
+      "\u202e",
+      "\u2066",
+      "\u200f",
+      "\u061c",
+      "\u200b",
+      "\u200d",
+      "\u2060",
+      "\ufeff",
+      "\u00ad",
+      "\u0085",
+      "\u009b",
+      "\u3164",
+      "\u00a0",
+      "\u2028",
+      "\u{e0041}",
+      "\ufe0f",
+    ];
     for (const ch of invisible) {
       const url = `https://receiver.example/${ch}gpj.exe`;
       expectValidation(await create({ url }), "url");
       expectValidation(await acct.api("PATCH", `/v1/webhooks/${id}`, { url }), "url");
       expectValidation(await acct.api("PATCH", `/v1/webhooks/${id}`, { url: `https://exa${ch}mple.com/h` }), "url");
-      if (event.status === 201) expectValidation(await acct.api("POST", `/v1/events/${event.body.event_id}/replay`, { target_url: url }), "target_url");
+      if (event.status === 201)
+        expectValidation(await acct.api("POST", `/v1/events/${event.body.event_id}/replay`, { target_url: url }), "target_url");
     }
     expect(event.status).toBe(201);
     // Visible text stays accepted: an internationalized name, an encoded space.
@@ -257,7 +288,10 @@ describe("POST /v1/webhooks with an Idempotency-Key", () => {
   test("an expired key (older than 24 h) makes a new webhook", async () => {
     const key = `idem-${randomUUID()}`;
     const first = await acct.api("POST", "/v1/webhooks", body, { "Idempotency-Key": key });
-    await stack.pool.query("UPDATE webhook_idempotency_keys SET created_at = now() - interval '25 hours' WHERE account_id = $1 AND key = $2", [acct.accountId, key]);
+    await stack.pool.query(
+      "UPDATE webhook_idempotency_keys SET created_at = now() - interval '25 hours' WHERE account_id = $1 AND key = $2",
+      [acct.accountId, key],
+    );
     const later = await acct.api("POST", "/v1/webhooks", { ...body, events: ["message.opened"] }, { "Idempotency-Key": key });
     expect(later.status).toBe(201);
     expect(later.body.id).not.toBe(first.body.id);
@@ -273,16 +307,25 @@ describe("`keys reencrypt-secrets` and headers", () => {
       const old = createKeyring([KEY]);
       const headers = JSON.stringify({ Authorization: "Bearer moved" });
       await pool.query("INSERT INTO accounts (id, name) VALUES ('acct_x', 'x')");
-      await pool.query("INSERT INTO webhooks (id, account_id, url, events, secret, headers) VALUES ('wh_h', 'acct_x', 'https://example.com/h', '{message.sent}', $1, $2)", [
-        old.encrypt("whsec_s"),
-        old.encrypt(headers),
-      ]);
+      await pool.query(
+        "INSERT INTO webhooks (id, account_id, url, events, secret, headers) VALUES ('wh_h', 'acct_x', 'https://example.com/h', '{message.sent}', $1, $2)",
+        [old.encrypt("whsec_s"), old.encrypt(headers)],
+      );
       const key2 = randomBytes(32);
-      const run = spawnSync(process.execPath, ["--import", "tsx", "--conditions=source", path.join(ROOT, "apps/cli/src/keys.ts"), "reencrypt-secrets", "--json"], {
-        cwd: ROOT,
-        env: { ...process.env, NODE_OPTIONS: "", DATABASE_URL: db.url, SECRET_ENCRYPTION_KEYS: `${key2.toString("base64")},${KEY.toString("base64")}` },
-        encoding: "utf8",
-      });
+      const run = spawnSync(
+        process.execPath,
+        ["--import", "tsx", "--conditions=source", path.join(ROOT, "apps/cli/src/keys.ts"), "reencrypt-secrets", "--json"],
+        {
+          cwd: ROOT,
+          env: {
+            ...process.env,
+            NODE_OPTIONS: "",
+            DATABASE_URL: db.url,
+            SECRET_ENCRYPTION_KEYS: `${key2.toString("base64")},${KEY.toString("base64")}`,
+          },
+          encoding: "utf8",
+        },
+      );
       const ring = createKeyring([key2, KEY]);
       expect(JSON.parse(run.stdout)).toEqual({ reencrypted: 1, unreadable: 0, key_id: ring.primaryKeyId });
       const [row] = (await pool.query("SELECT secret, headers FROM webhooks WHERE id = 'wh_h'")).rows;

@@ -30,7 +30,11 @@ describe("POST /v1/webhooks/{id}/test", () => {
     return { id: created.body.id as string, path };
   }
   const testRows = (webhookId: string) =>
-    stack.prisma.testDelivery.findMany({ where: { webhookId }, orderBy: { createdAt: "asc" }, select: { id: true, eventType: true, deliveryId: true } });
+    stack.prisma.testDelivery.findMany({
+      where: { webhookId },
+      orderBy: { createdAt: "asc" },
+      select: { id: true, eventType: true, deliveryId: true },
+    });
 
   test("without event_type: 202 {delivery_id}, a webhook.test request now, recorded as a test delivery row without event", async () => {
     const hook = await newHook();

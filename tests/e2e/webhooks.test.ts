@@ -36,7 +36,8 @@ const eventOf = (a: Arrival): string | undefined => {
   }
 };
 const emailAt = (arrivals: Arrival[], path: string) => arrivals.filter((a) => a.path === path && eventOf(a) !== "webhook.test");
-const testEventsAt = (arrivals: Arrival[], path?: string) => arrivals.filter((a) => (path === undefined || a.path === path) && eventOf(a) === "webhook.test");
+const testEventsAt = (arrivals: Arrival[], path?: string) =>
+  arrivals.filter((a) => (path === undefined || a.path === path) && eventOf(a) === "webhook.test");
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -55,7 +56,10 @@ describe("webhooks", () => {
   /** A receiver with a secret per path; a path's secret may be taught before its webhook exists. */
   async function hookReceiver(behavior?: (a: Arrival) => Reply) {
     const secrets = new Map<string, Promise<string | undefined>>();
-    const receiver: Receiver = await stack.startReceiver({ secretFor: (p) => secrets.get(p), behavior: behavior ? (a) => behavior(a) : undefined });
+    const receiver: Receiver = await stack.startReceiver({
+      secretFor: (p) => secrets.get(p),
+      behavior: behavior ? (a) => behavior(a) : undefined,
+    });
     return {
       receiver,
       teach: (path: string, secret: string) => secrets.set(path, Promise.resolve(secret)),
@@ -105,7 +109,11 @@ describe("webhooks", () => {
     expect(disabled.status).toBe(200);
     expect(disabled.body).toMatchObject(view({ url: url2, events: ["message.opened", "message.clicked"], status: "disabled" }));
 
-    const all = await acct.api("PATCH", `/v1/webhooks/${hook.id}`, { url: url2, events: ["message.sent", "message.bounced"], status: "enabled" });
+    const all = await acct.api("PATCH", `/v1/webhooks/${hook.id}`, {
+      url: url2,
+      events: ["message.sent", "message.bounced"],
+      status: "enabled",
+    });
     expect(all.status).toBe(200);
     expect(all.body).toMatchObject(view({ url: url2, events: ["message.sent", "message.bounced"], status: "enabled" }));
     expect(all.body).not.toHaveProperty("secret");
@@ -124,8 +132,15 @@ describe("webhooks", () => {
     const arrivals = await hr.receiver.waitFor((a) => emailAt(a, "/p2").length === 1);
     const arrival = emailAt(arrivals, "/p2")[0];
     expect(arrival.verified).toBe(true);
-    expect(verify(hook.secret, { "x-service-timestamp": arrival.timestamp, "x-service-signature": arrival.signature }, arrival.body, { now: new Date(arrival.receivedAt) })).toEqual(JSON.parse(arrival.body));
-    const detail = await waitUntil(() => acct.api("GET", `/v1/events/${eventId}`), (r) => r.body.status === "delivered");
+    expect(
+      verify(hook.secret, { "x-service-timestamp": arrival.timestamp, "x-service-signature": arrival.signature }, arrival.body, {
+        now: new Date(arrival.receivedAt),
+      }),
+    ).toEqual(JSON.parse(arrival.body));
+    const detail = await waitUntil(
+      () => acct.api("GET", `/v1/events/${eventId}`),
+      (r) => r.body.status === "delivered",
+    );
     expect(detail.body.destinations).toEqual([{ webhook_id: hook.id, url: url2, status: "delivered", attempts: 1 }]);
 
     // No PATCH sent a test event: still the one of the creation, nothing at the new URL.
@@ -155,7 +170,11 @@ describe("webhooks", () => {
     expectValidation(await patch({ status: null }), "status");
     expectValidation(await patch({ secret: "whsec_mine" }));
     expectValidation(await patch({ url: hook.url, colour: "blue" }));
-    expectError(await acct.api("PATCH", `/v1/webhooks/${hook.id}`, '{"url": ', { "content-type": "application/json" }), 400, "invalid_json");
+    expectError(
+      await acct.api("PATCH", `/v1/webhooks/${hook.id}`, '{"url": ', { "content-type": "application/json" }),
+      400,
+      "invalid_json",
+    );
 
     // The same rules as create.
     expectValidation(await acct.api("POST", "/v1/webhooks", { url: "http://example.com/hook", events: ["message.sent"] }), "url");
@@ -174,11 +193,17 @@ describe("webhooks", () => {
     expect((await acct.api("PATCH", `/v1/webhooks/${a.id}`, { status: "disabled" })).body.status).toBe("disabled");
 
     const first = await postEvent();
-    const detail1 = await waitUntil(() => acct.api("GET", `/v1/events/${first}`), (r) => r.body.status === "delivered");
+    const detail1 = await waitUntil(
+      () => acct.api("GET", `/v1/events/${first}`),
+      (r) => r.body.status === "delivered",
+    );
     expect(detail1.body.destinations).toEqual([{ webhook_id: b.id, url: b.url, status: "delivered", attempts: 1 }]);
     await hr.receiver.waitFor((arr) => emailAt(arr, "/b").length === 1);
     expect(emailAt(hr.receiver.arrivals, "/a")).toHaveLength(0);
-    const aRows = await waitUntil(() => acct.api("GET", `/v1/deliveries?webhook_id=${a.id}`), (r) => r.body.data.length >= 1);
+    const aRows = await waitUntil(
+      () => acct.api("GET", `/v1/deliveries?webhook_id=${a.id}`),
+      (r) => r.body.data.length >= 1,
+    );
     expect(aRows.body.data.map((r: any) => r.trigger)).toEqual(["test"]);
 
     expect((await acct.api("PATCH", `/v1/webhooks/${a.id}`, { status: "enabled" })).body.status).toBe("enabled");
@@ -186,7 +211,10 @@ describe("webhooks", () => {
     const arrivals = await hr.receiver.waitFor((arr) => emailAt(arr, "/a").length === 1 && emailAt(arr, "/b").length === 2);
     expect(emailAt(arrivals, "/a")[0].verified).toBe(true);
     expect(JSON.parse(emailAt(arrivals, "/a")[0].body).data.messageId).toBe(JSON.parse(emailAt(arrivals, "/b")[1].body).data.messageId);
-    const detail2 = await waitUntil(() => acct.api("GET", `/v1/events/${second}`), (r) => r.body.status === "delivered");
+    const detail2 = await waitUntil(
+      () => acct.api("GET", `/v1/events/${second}`),
+      (r) => r.body.status === "delivered",
+    );
     expect([...detail2.body.destinations].sort((x: any, y: any) => x.url.localeCompare(y.url))).toEqual([
       { webhook_id: a.id, url: a.url, status: "delivered", attempts: 1 },
       { webhook_id: b.id, url: b.url, status: "delivered", attempts: 1 },
@@ -201,7 +229,11 @@ describe("webhooks", () => {
     const eventId = await postEvent();
 
     // The initial attempt and retry 1 fail; retry 2 is then due DELAYS[1] ms after retry 1 ended.
-    const rows = await waitUntil(() => acct.api("GET", `/v1/deliveries?event_id=${eventId}`), (r) => r.body.data.length === 2, 10_000);
+    const rows = await waitUntil(
+      () => acct.api("GET", `/v1/deliveries?event_id=${eventId}`),
+      (r) => r.body.data.length === 2,
+      10_000,
+    );
     const retry1 = emailAt(hr.receiver.arrivals, "/down")[1];
     expect(retry1).toBeDefined();
     expect(rows.body.data.map((r: any) => [r.trigger, r.attempt, r.response_status])).toEqual([
@@ -232,8 +264,14 @@ describe("webhooks", () => {
     const hook = await hr.create("/d", ["message.sent"]);
     const keep = await hr.create("/keep", ["message.sent"]);
     const eventId = await postEvent();
-    await waitUntil(() => acct.api("GET", `/v1/events/${eventId}`), (r) => r.body.status === "delivered");
-    await waitUntil(() => acct.api("GET", `/v1/deliveries?webhook_id=${hook.id}`), (r) => r.body.data.length === 2);
+    await waitUntil(
+      () => acct.api("GET", `/v1/events/${eventId}`),
+      (r) => r.body.status === "delivered",
+    );
+    await waitUntil(
+      () => acct.api("GET", `/v1/deliveries?webhook_id=${hook.id}`),
+      (r) => r.body.data.length === 2,
+    );
 
     const deleted = await acct.api("DELETE", `/v1/webhooks/${hook.id}`);
     expect(deleted.status).toBe(204);
@@ -261,7 +299,10 @@ describe("webhooks", () => {
 
     // No new deliveries for it.
     const later = await postEvent();
-    const laterDetail = await waitUntil(() => acct.api("GET", `/v1/events/${later}`), (r) => r.body.status === "delivered");
+    const laterDetail = await waitUntil(
+      () => acct.api("GET", `/v1/events/${later}`),
+      (r) => r.body.status === "delivered",
+    );
     expect(laterDetail.body.destinations).toEqual([{ webhook_id: keep.id, url: keep.url, status: "delivered", attempts: 1 }]);
     await hr.receiver.waitFor((a) => emailAt(a, "/keep").length === 2);
     expect(emailAt(hr.receiver.arrivals, "/d")).toHaveLength(1);
@@ -273,7 +314,11 @@ describe("webhooks", () => {
     const other = await stack.newAccount();
     expectError(await other.api("GET", `/v1/webhooks/${hook.id}`), 404, "not_found");
     expectError(await other.api("GET", `/v1/webhooks/${hook.id}/secret`), 404, "not_found");
-    expectError(await other.api("PATCH", `/v1/webhooks/${hook.id}`, { status: "disabled", url: "https://attacker.example/x" }), 404, "not_found");
+    expectError(
+      await other.api("PATCH", `/v1/webhooks/${hook.id}`, { status: "disabled", url: "https://attacker.example/x" }),
+      404,
+      "not_found",
+    );
     expectError(await other.api("DELETE", `/v1/webhooks/${hook.id}`), 404, "not_found");
     expect((await other.api("GET", "/v1/webhooks")).body).toEqual({ data: [], next_cursor: null });
 

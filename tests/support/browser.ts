@@ -6,7 +6,16 @@ import { chromium, type Browser } from "playwright-core";
  * and off the network this machine cannot reach.
  */
 export const CHROMIUM = "/usr/bin/chromium";
-const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
 
 /** A headless Chromium; close it when done. */
 export function launchChromium(): Promise<Browser> {

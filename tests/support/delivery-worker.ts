@@ -32,8 +32,19 @@ export function startInProcessDispatcher(
   const closers: (() => Promise<void>)[] = [];
   if (options.parts !== "relay-only") {
     const connection = createRedisConnection(config.REDIS_URL, "worker", cluster);
-    const { client, agent } = createHttpClient({ timeoutMs: config.DELIVERY_TIMEOUT_MS, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS });
-    const worker = createConfiguredDeliveryWorker(config, { pool, client, logger, metrics, connection, prefix: options.keyPrefix, queuePrefix: options.queuePrefix });
+    const { client, agent } = createHttpClient({
+      timeoutMs: config.DELIVERY_TIMEOUT_MS,
+      allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS,
+    });
+    const worker = createConfiguredDeliveryWorker(config, {
+      pool,
+      client,
+      logger,
+      metrics,
+      connection,
+      prefix: options.keyPrefix,
+      queuePrefix: options.queuePrefix,
+    });
     closers.push(async () => {
       await worker.close();
       agent.destroy();
@@ -83,6 +94,12 @@ export function startInProcessDispatcher(
  * reads.
  */
 export function startDeliveryWorker(stack: Stack, env: Record<string, string>): InProcessDispatcher {
-  const config = loadConfig(dispatcherConfigSchema, { DATABASE_URL: testDatabaseUrl(), REDIS_URL: testRedisUrl(), ALLOW_PRIVATE_TARGETS: "true", DISPATCHER_CONCURRENCY: "16", ...env });
+  const config = loadConfig(dispatcherConfigSchema, {
+    DATABASE_URL: testDatabaseUrl(),
+    REDIS_URL: testRedisUrl(),
+    ALLOW_PRIVATE_TARGETS: "true",
+    DISPATCHER_CONCURRENCY: "16",
+    ...env,
+  });
   return startInProcessDispatcher(stack.pool, config, { queuePrefix: stack.prefix, keyPrefix: stack.keyPrefix, parts: "worker-only" });
 }

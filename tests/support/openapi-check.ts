@@ -46,7 +46,13 @@ function resolveResponse(response: Json, at: string[]): { response: Json; at: st
   return { response: doc.components.responses[name], at: ["components", "responses", name] };
 }
 
-const UNKNOWN_ROUTE_STATUSES_UNDER_V1: Record<number, string> = { 401: "Unauthorized", 404: "NotFound", 429: "RateLimited", 500: "InternalError", 503: "Unavailable" };
+const UNKNOWN_ROUTE_STATUSES_UNDER_V1: Record<number, string> = {
+  401: "Unauthorized",
+  404: "NotFound",
+  429: "RateLimited",
+  500: "InternalError",
+  503: "Unavailable",
+};
 
 /** The response object the document gives for this answer, or why there is none. */
 function describedResponse(method: string, urlPath: string, status: number): { response: Json; at: string[] } | string {
@@ -62,7 +68,8 @@ function describedResponse(method: string, urlPath: string, status: number): { r
   }
   const responses = operation.responses as Json;
   const key = [String(status), `${String(status)[0]}XX`, "default"].find((k) => k in responses);
-  if (!key) return `the document does not describe status ${status} of ${method.toUpperCase()} ${route.template} (it has ${Object.keys(responses).join(", ")})`;
+  if (!key)
+    return `the document does not describe status ${status} of ${method.toUpperCase()} ${route.template} (it has ${Object.keys(responses).join(", ")})`;
   return resolveResponse(responses[key], ["paths", route.template, lookup, "responses", key]);
 }
 
@@ -104,8 +111,16 @@ export function checkAgainstDocument(method: string, urlPath: string, answer: Ch
     } else {
       const validate = validatorAt(pointer(...at, "content", type, "schema"));
       const value = type === "application/json" ? answer.body : answer.text;
-      if (!validate(value)) problems.push(...(validate.errors ?? []).slice(0, 10).map((e) => `body${e.instancePath} ${e.message}${e.params ? ` ${JSON.stringify(e.params)}` : ""}`));
+      if (!validate(value))
+        problems.push(
+          ...(validate.errors ?? [])
+            .slice(0, 10)
+            .map((e) => `body${e.instancePath} ${e.message}${e.params ? ` ${JSON.stringify(e.params)}` : ""}`),
+        );
     }
   }
-  if (problems.length > 0) throw new Error(`OpenAPI: ${where}, which does not match the document (${pointer(...at)}):\n- ${problems.join("\n- ")}\nbody: ${answer.text.slice(0, 500)}`);
+  if (problems.length > 0)
+    throw new Error(
+      `OpenAPI: ${where}, which does not match the document (${pointer(...at)}):\n- ${problems.join("\n- ")}\nbody: ${answer.text.slice(0, 500)}`,
+    );
 }

@@ -98,7 +98,9 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const apiConfig = loadConfig(apiConfigSchema, env);
   const dispatcherConfig = loadConfig(dispatcherConfigSchema, { DISPATCHER_CONCURRENCY: "16", ...env });
 
-  const db = createDatabase(apiConfig.DATABASE_URL, apiConfig.DATABASE_POOL_SIZE, { statementTimeoutMs: apiConfig.DATABASE_STATEMENT_TIMEOUT_MS });
+  const db = createDatabase(apiConfig.DATABASE_URL, apiConfig.DATABASE_POOL_SIZE, {
+    statementTimeoutMs: apiConfig.DATABASE_STATEMENT_TIMEOUT_MS,
+  });
   /** The Redis key prefix: `prefix`, hash-tagged on a Redis Cluster. */
   const keyPrefix = redisKeyPrefix(prefix, apiConfig.REDIS_CLUSTER);
   const keyring = createKeyring(parseKeys(secretKeysOf(apiConfig)));
@@ -112,7 +114,9 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     queue.on("error", () => undefined);
     const keyAccess = startKeyAccess(prisma, apiConfig.DATABASE_URL);
     const server: Server = await new Promise((resolve) => {
-      const s = createApp({ pool, prisma, redis, queue, config: apiConfig, keyring, keys: keyAccess.keys }).listen(0, "127.0.0.1", () => resolve(s));
+      const s = createApp({ pool, prisma, redis, queue, config: apiConfig, keyring, keys: keyAccess.keys }).listen(0, "127.0.0.1", () =>
+        resolve(s),
+      );
     });
     const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     return { redis, queue, server, baseUrl, keyAccess };
@@ -138,15 +142,16 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const receivers: Receiver[] = [];
   const { cert, key } = testCertificate();
 
-  const apiWithKey = (apiKey: string, base = baseUrl): Stack["api"] => (method, urlPath, body, headers, callOptions) =>
-    callApi(base, apiKey, method, urlPath, body, headers, callOptions);
+  const apiWithKey =
+    (apiKey: string, base = baseUrl): Stack["api"] =>
+    (method, urlPath, body, headers, callOptions) =>
+      callApi(base, apiKey, method, urlPath, body, headers, callOptions);
   const api = apiWithKey(issued.key);
 
   const stopDispatcher = async () => {
     await dispatcher?.close();
     dispatcher = null;
   };
-
 
   return {
     baseUrl,

@@ -161,8 +161,7 @@ function typesPackage(name: string): string {
   return `@types/${name.startsWith("@") ? name.slice(1).replace("/", "__") : name}`;
 }
 
-const names = (...maps: (Record<string, string> | undefined)[]): Set<string> =>
-  new Set(maps.flatMap((map) => Object.keys(map ?? {})));
+const names = (...maps: (Record<string, string> | undefined)[]): Set<string> => new Set(maps.flatMap((map) => Object.keys(map ?? {})));
 
 /** `<workspace>: <package> imported by <file> but not declared` for every violation. */
 function violations(): string[] {
@@ -237,8 +236,8 @@ describe("declared dependencies", () => {
         'import { readFileSync } from "node:fs";',
         'import { local } from "./relative.js";',
         '// import commented from "in-a-comment";',
-        'const s = "import fake from \'in-a-string\'";',
-        'const computed = require(name);',
+        "const s = \"import fake from 'in-a-string'\";",
+        "const computed = require(name);",
       ].join("\n"),
     );
     expect(refs).toEqual([

@@ -8,7 +8,8 @@ import { fileURLToPath } from "node:url";
  * workspace (@mailhooks/verify above all) says what its users may do with it.
  */
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const manifest = (dir: string) => JSON.parse(readFileSync(path.join(root, dir, "package.json"), "utf8")) as { license?: string; workspaces?: string[] };
+const manifest = (dir: string) =>
+  JSON.parse(readFileSync(path.join(root, dir, "package.json"), "utf8")) as { license?: string; workspaces?: string[] };
 
 const workspaces = (manifest("").workspaces ?? []).flatMap((glob) => {
   const parent = glob.replace(/\/\*$/, "");

@@ -38,7 +38,9 @@ describe("openapi.json", () => {
   test("passes `redocly lint` with no error, every component used and a licence named", async () => {
     // No telemetry nor update check: there is no network, and a lint must not wait on one.
     const env = { ...process.env, NODE_OPTIONS: "", REDOCLY_TELEMETRY: "off", REDOCLY_SUPPRESS_UPDATE_NOTICE: "true" };
-    const result = await run(redocly, ["lint", file, "--format=json"], { cwd: dir, env, maxBuffer: 16 * 1024 * 1024 }).catch((error: { stdout: string }) => ({ stdout: error.stdout }));
+    const result = await run(redocly, ["lint", file, "--format=json"], { cwd: dir, env, maxBuffer: 16 * 1024 * 1024 }).catch(
+      (error: { stdout: string }) => ({ stdout: error.stdout }),
+    );
     const report = JSON.parse(result.stdout) as { totals: { errors: number }; problems: LintProblem[] };
     const summary = report.problems.map((p) => `${p.severity} ${p.ruleId} at ${p.location[0]?.pointer}: ${p.message}`);
     expect(summary.filter((line) => line.startsWith("error"))).toEqual([]);
@@ -54,7 +56,16 @@ describe("openapi.json", () => {
 
   test("Delivery.error names every short code of the deliveries log (CONTRACT.md section 8)", () => {
     const delivery = createOpenApiDocument().components?.schemas?.Delivery as { properties: { error: { description: string } } };
-    const codes = ["timeout", "connection_error", "tls_error", "dns_error", "blocked_destination", "insecure_url", "payload_expired", "internal_error"];
+    const codes = [
+      "timeout",
+      "connection_error",
+      "tls_error",
+      "dns_error",
+      "blocked_destination",
+      "insecure_url",
+      "payload_expired",
+      "internal_error",
+    ];
     expect(codes.filter((code) => !delivery.properties.error.description.includes(code))).toEqual([]);
   });
 });

@@ -47,9 +47,17 @@ beforeAll(async () => {
   writeFileSync(path.join(project, "package.json"), JSON.stringify({ name: "readme-client", private: true, type: "module" }, null, 2));
   writeFileSync(
     path.join(project, "tsconfig.json"),
-    JSON.stringify({ compilerOptions: { module: "nodenext", target: "es2022", strict: true, outDir: "dist", rootDir: "src", types: ["node"] }, include: ["src"] }, null, 2),
+    JSON.stringify(
+      {
+        compilerOptions: { module: "nodenext", target: "es2022", strict: true, outDir: "dist", rootDir: "src", types: ["node"] },
+        include: ["src"],
+      },
+      null,
+      2,
+    ),
   );
-  for (const name of [...INSTALLED, "@types/node"]) symlinkSync(path.join(root, "node_modules", name), path.join(project, "node_modules", name), "dir");
+  for (const name of [...INSTALLED, "@types/node"])
+    symlinkSync(path.join(root, "node_modules", name), path.join(project, "node_modules", name), "dir");
   symlinkSync("../openapi-typescript/bin/cli.js", path.join(project, "node_modules/.bin/openapi-typescript"));
 }, 120_000);
 
@@ -63,7 +71,14 @@ describe("README, For integrators: the typed client", () => {
     const [shell] = integratorBlocks("sh");
     const lines = shell.split("\n").filter(Boolean);
     const installs = lines.filter((line) => line.startsWith("npm install"));
-    expect(installs.flatMap((line) => line.split(" ").slice(2).filter((word) => !word.startsWith("-")))).toEqual(INSTALLED);
+    expect(
+      installs.flatMap((line) =>
+        line
+          .split(" ")
+          .slice(2)
+          .filter((word) => !word.startsWith("-")),
+      ),
+    ).toEqual(INSTALLED);
     const [generate] = lines.filter((line) => line.startsWith("npx "));
     expect(lines).toHaveLength(installs.length + 1);
     const [npx, ...args] = generate.replace("http://127.0.0.1:3000", stack.baseUrl).split(" ");
@@ -74,7 +89,9 @@ describe("README, For integrators: the typed client", () => {
 
     const [client] = integratorBlocks("ts");
     writeFileSync(path.join(project, "src/client.ts"), client);
-    const compiled = await run(process.execPath, [tsc, "-p", project], { cwd: project, env }).catch((error: { stdout: string }) => ({ stdout: error.stdout }));
+    const compiled = await run(process.execPath, [tsc, "-p", project], { cwd: project, env }).catch((error: { stdout: string }) => ({
+      stdout: error.stdout,
+    }));
     expect(compiled.stdout).toBe("");
 
     const webhookUrl = "https://receiver.example.com/readme-client";
@@ -112,7 +129,9 @@ describe("README, For integrators: the typed client", () => {
         "",
       ].join("\n"),
     );
-    const compiled = await run(process.execPath, [tsc, "-p", project], { cwd: project, env }).catch((error: { stdout: string }) => ({ stdout: error.stdout }));
+    const compiled = await run(process.execPath, [tsc, "-p", project], { cwd: project, env }).catch((error: { stdout: string }) => ({
+      stdout: error.stdout,
+    }));
     rmSync(path.join(project, "src/rotate.ts"));
     expect(compiled.stdout).toBe("");
   }, 120_000);

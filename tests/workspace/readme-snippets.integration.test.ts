@@ -62,7 +62,8 @@ function outcomesOf(stdout: string): Map<string, unknown> {
 
 function expectEveryOutcome(outcomes: Map<string, unknown>): void {
   expect(outcomes.size).toBe(vectors.length);
-  for (const vector of vectors) expect({ name: vector.name, outcome: outcomes.get(vector.name) }).toEqual({ name: vector.name, outcome: expectedWithId(vector) });
+  for (const vector of vectors)
+    expect({ name: vector.name, outcome: outcomes.get(vector.name) }).toEqual({ name: vector.name, outcome: expectedWithId(vector) });
 }
 
 // Inside the repository, so that the Node example finds express and @mailhooks/verify.
@@ -163,21 +164,25 @@ describe("README, Verifying a signature", () => {
   }, 240_000);
 
   const go = spawnSync("go", ["version"], { encoding: "utf8" });
-  (go.status === 0 ? test : test.skip)("the Go example reaches every test vector's outcome (needs go on the PATH)", async () => {
-    const dir = path.join(work, "go");
-    mkdirSync(dir);
-    writeFileSync(path.join(dir, "go.mod"), "module readmesnippet\n\ngo 1.18\n");
-    const source = onlyBlock("go");
-    expect(source).toMatch(/^package \w+\n/);
-    writeFileSync(path.join(dir, "verify.go"), source.replace(/^package \w+\n/, "package main\n"));
-    writeFileSync(path.join(dir, "main.go"), GO_RUNNER);
-    const { stdout } = await run("go", ["run", ".", vectorsPath], {
-      cwd: dir,
-      env: { ...process.env, GOTOOLCHAIN: "local", GOFLAGS: "-mod=mod", GOWORK: "off" },
-      timeout: 240_000,
-    });
-    expectEveryOutcome(outcomesOf(stdout));
-  }, 300_000);
+  (go.status === 0 ? test : test.skip)(
+    "the Go example reaches every test vector's outcome (needs go on the PATH)",
+    async () => {
+      const dir = path.join(work, "go");
+      mkdirSync(dir);
+      writeFileSync(path.join(dir, "go.mod"), "module readmesnippet\n\ngo 1.18\n");
+      const source = onlyBlock("go");
+      expect(source).toMatch(/^package \w+\n/);
+      writeFileSync(path.join(dir, "verify.go"), source.replace(/^package \w+\n/, "package main\n"));
+      writeFileSync(path.join(dir, "main.go"), GO_RUNNER);
+      const { stdout } = await run("go", ["run", ".", vectorsPath], {
+        cwd: dir,
+        env: { ...process.env, GOTOOLCHAIN: "local", GOFLAGS: "-mod=mod", GOWORK: "off" },
+        timeout: 240_000,
+      });
+      expectEveryOutcome(outcomesOf(stdout));
+    },
+    300_000,
+  );
 });
 
 /**
@@ -208,14 +213,21 @@ async function sendVectors(child: ChildProcess, port: number, group: TestVector[
   const passed: string[] = [];
   const seen = new Set<string>();
   for (const vector of group) {
-    const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...vector.headers }, body: bodyOf(vector) });
+    const res = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...vector.headers },
+      body: bodyOf(vector),
+    });
     const text = await res.text();
     const id = eventIdOf(vector);
     if (res.status === 204 && id !== undefined && !seen.has(id)) {
       seen.add(id);
       passed.push(vector.name);
     }
-    answers.set(vector.name, res.status === 401 ? { status: 401, code: (JSON.parse(text) as { error: { code: string } }).error.code } : { status: res.status });
+    answers.set(
+      vector.name,
+      res.status === 401 ? { status: 401, code: (JSON.parse(text) as { error: { code: string } }).error.code } : { status: res.status },
+    );
   }
   // Each request that passed logged one line before its answer; the pipe may still hold the last ones.
   for (let i = 0; i < 100 && stdout.split("\n").length <= passed.length; i++) await new Promise((resolve) => setTimeout(resolve, 20));

@@ -27,11 +27,18 @@ describe("npm test's database", () => {
       // everything (certificate, database), lists the files and ends without running them.
       const env: NodeJS.ProcessEnv = { ...process.env };
       delete env.TEST_DATABASE_URL;
-      const other = spawnSync(process.execPath, [path.join(ROOT, "scripts/test.mjs"), "--listTests"], { cwd: ROOT, env, encoding: "utf8", timeout: 120_000 });
+      const other = spawnSync(process.execPath, [path.join(ROOT, "scripts/test.mjs"), "--listTests"], {
+        cwd: ROOT,
+        env,
+        encoding: "utf8",
+        timeout: 120_000,
+      });
       expect({ status: other.status, stderr: other.status === 0 ? "" : other.stderr }).toEqual({ status: 0, stderr: "" });
 
       expect((await pool.query("SELECT count(*)::int AS n FROM test_database_marker")).rows[0].n).toBe(1);
-      const leftovers = await pool.query("SELECT datname FROM pg_database WHERE datname = ANY($1)", [[`webhooks_test_${other.pid}`, leftover]]);
+      const leftovers = await pool.query("SELECT datname FROM pg_database WHERE datname = ANY($1)", [
+        [`webhooks_test_${other.pid}`, leftover],
+      ]);
       expect(leftovers.rows).toEqual([]);
     } finally {
       await pool.query("DROP TABLE IF EXISTS test_database_marker").catch(() => undefined);

@@ -111,12 +111,19 @@ beforeAll(async () => {
   const setups = [
     { name: "commonjs, linked to the clone", kind: "commonjs", commands: projectCommands(linkBlock) },
     { name: "ESM, linked to the clone", kind: "module", commands: projectCommands(linkBlock) },
-    { name: "commonjs, from the packed tarball", kind: "commonjs", commands: projectCommands(packBlock).map((line) => line.replace("/tmp/", `${tarballs}/`)) },
+    {
+      name: "commonjs, from the packed tarball",
+      kind: "commonjs",
+      commands: projectCommands(packBlock).map((line) => line.replace("/tmp/", `${tarballs}/`)),
+    },
   ] as const;
   for (const setup of setups) {
     const dir = path.join(scratch, `project-${projects.size}`);
     mkdirSync(path.join(dir, "src"), { recursive: true });
-    writeFileSync(path.join(dir, "package.json"), JSON.stringify({ name: `scratch-${projects.size}`, private: true, type: setup.kind }, null, 2));
+    writeFileSync(
+      path.join(dir, "package.json"),
+      JSON.stringify({ name: `scratch-${projects.size}`, private: true, type: setup.kind }, null, 2),
+    );
     for (const line of setup.commands) await npmInstall(line, dir);
     for (const name of USER_PACKAGES) {
       mkdirSync(path.dirname(path.join(dir, "node_modules", name)), { recursive: true });
@@ -124,7 +131,22 @@ beforeAll(async () => {
     }
     writeFileSync(
       path.join(dir, "tsconfig.json"),
-      JSON.stringify({ compilerOptions: { module: "nodenext", target: "es2022", strict: true, skipLibCheck: true, outDir: "dist", rootDir: "src", types: ["node"] }, include: ["src"] }, null, 2),
+      JSON.stringify(
+        {
+          compilerOptions: {
+            module: "nodenext",
+            target: "es2022",
+            strict: true,
+            skipLibCheck: true,
+            outDir: "dist",
+            rootDir: "src",
+            types: ["node"],
+          },
+          include: ["src"],
+        },
+        null,
+        2,
+      ),
     );
     for (const [name, source] of Object.entries(RECEIVERS)) writeFileSync(path.join(dir, "src", `${name}.ts`), source);
     projects.set(setup.name, { kind: setup.kind, dir });
@@ -140,7 +162,11 @@ afterAll(() => {
 function deliver(url: string, envelope: unknown, id: string | null, secret = SECRET) {
   const body = JSON.stringify(envelope);
   const timestamp = String(Math.floor(Date.now() / 1000));
-  const headers: Record<string, string> = { "content-type": "application/json", "X-Service-Timestamp": timestamp, "X-Service-Signature": signPayload(secret, timestamp, body) };
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    "X-Service-Timestamp": timestamp,
+    "X-Service-Signature": signPayload(secret, timestamp, body),
+  };
   if (id !== null) headers["X-Service-Event-Id"] = id;
   return fetch(url, { method: "POST", headers, body });
 }
@@ -153,7 +179,13 @@ async function startReceiver(dir: string, name: string): Promise<{ url: string; 
   let stderr = "";
   const child = spawn(process.execPath, [path.join(dir, "dist", `${name}.js`)], {
     cwd: dir,
-    env: { ...env, WEBHOOK_SECRET: SECRET, TLS_CERT_FILE: path.join(certs, "localhost.crt"), TLS_KEY_FILE: path.join(certs, "localhost.key"), PORT: String(port) },
+    env: {
+      ...env,
+      WEBHOOK_SECRET: SECRET,
+      TLS_CERT_FILE: path.join(certs, "localhost.crt"),
+      TLS_KEY_FILE: path.join(certs, "localhost.key"),
+      PORT: String(port),
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   children.push(child);
@@ -163,49 +195,86 @@ async function startReceiver(dir: string, name: string): Promise<{ url: string; 
   const deadline = Date.now() + 30_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}: ${stderr}`);
-    if (await fetch(url).then(() => true, () => false)) break;
+    if (
+      await fetch(url).then(
+        () => true,
+        () => false,
+      )
+    )
+      break;
     if (Date.now() > deadline) throw new Error(`${name} did not listen on ${port}: ${stderr}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   return { url, lines: () => stdout.split("\n").filter(Boolean) };
 }
 
-const COMMON = { messageId: "<install-1@example.com>", threadId: "thr_1", inboxId: "inb_1", from: "alice@example.com", to: ["bob@example.com"], subject: "Hello" };
+const COMMON = {
+  messageId: "<install-1@example.com>",
+  threadId: "thr_1",
+  inboxId: "inb_1",
+  from: "alice@example.com",
+  to: ["bob@example.com"],
+  subject: "Hello",
+};
 const SENT = { event: "message.sent", timestamp: 1795341600, data: { ...COMMON, status: "sent" } };
-const BOUNCED = { event: "message.bounced", timestamp: 1795341660, data: { ...COMMON, bounceType: "hard", bounceCode: "5.1.1", bounceMessage: "no such user", bouncedAt: "2026-11-22T10:01:00Z" } };
+const BOUNCED = {
+  event: "message.bounced",
+  timestamp: 1795341660,
+  data: { ...COMMON, bounceType: "hard", bounceCode: "5.1.1", bounceMessage: "no such user", bouncedAt: "2026-11-22T10:01:00Z" },
+};
 
-describe.each(["commonjs, linked to the clone", "ESM, linked to the clone", "commonjs, from the packed tarball"])("@mailhooks/verify in a new %s project", (name) => {
-  test("loads with the project's own module system", async () => {
-    const { kind, dir } = projects.get(name)!;
-    const script =
-      kind === "commonjs"
-        ? 'const v = require("@mailhooks/verify"); const e = require("@mailhooks/verify/express"); console.log(typeof v.verifyEvent, typeof e.verifyWebhook, require.resolve("@mailhooks/verify"))'
-        : 'const v = await import("@mailhooks/verify"); const e = await import("@mailhooks/verify/express"); console.log(typeof v.verifyEvent, typeof e.verifyWebhook, import.meta.resolve("@mailhooks/verify"))';
-    const { stdout } = await run(process.execPath, [...(kind === "module" ? ["--input-type=module"] : []), "-e", script], { cwd: dir, env });
-    expect(stdout.trim()).toMatch(new RegExp(`^function function .*/dist/${kind === "commonjs" ? "cjs" : "esm"}/index\\.js$`));
-  });
+describe.each(["commonjs, linked to the clone", "ESM, linked to the clone", "commonjs, from the packed tarball"])(
+  "@mailhooks/verify in a new %s project",
+  (name) => {
+    test("loads with the project's own module system", async () => {
+      const { kind, dir } = projects.get(name)!;
+      const script =
+        kind === "commonjs"
+          ? 'const v = require("@mailhooks/verify"); const e = require("@mailhooks/verify/express"); console.log(typeof v.verifyEvent, typeof e.verifyWebhook, require.resolve("@mailhooks/verify"))'
+          : 'const v = await import("@mailhooks/verify"); const e = await import("@mailhooks/verify/express"); console.log(typeof v.verifyEvent, typeof e.verifyWebhook, import.meta.resolve("@mailhooks/verify"))';
+      const { stdout } = await run(process.execPath, [...(kind === "module" ? ["--input-type=module"] : []), "-e", script], {
+        cwd: dir,
+        env,
+      });
+      expect(stdout.trim()).toMatch(new RegExp(`^function function .*/dist/${kind === "commonjs" ? "cjs" : "esm"}/index\\.js$`));
+    });
 
-  test("compiles the README's Node and Express receivers with tsc --strict (module nodenext)", async () => {
-    const { dir } = projects.get(name)!;
-    const result = await run(process.execPath, [tsc, "-p", dir], { cwd: dir, env }).catch((error: { stdout: string }) => ({ stdout: error.stdout }));
-    expect(result.stdout).toBe("");
-  }, 120_000);
+    test("compiles the README's Node and Express receivers with tsc --strict (module nodenext)", async () => {
+      const { dir } = projects.get(name)!;
+      const result = await run(process.execPath, [tsc, "-p", dir], { cwd: dir, env }).catch((error: { stdout: string }) => ({
+        stdout: error.stdout,
+      }));
+      expect(result.stdout).toBe("");
+    }, 120_000);
 
-  test.each(Object.keys(RECEIVERS))("runs the README's %s receiver: 204 and each event id processed once, 401 with the code otherwise", async (receiver) => {
-    const { dir } = projects.get(name)!;
-    const { url, lines } = await startReceiver(dir, receiver);
-    const first = "evt_019a2b3c4d5e7f00a1b2c3d4e5f6b001";
-    const second = "evt_019a2b3c4d5e7f00a1b2c3d4e5f6b002";
-    // A retry of the first event, and another event about the same message.
-    for (const [envelope, id] of [[SENT, first], [SENT, first], [BOUNCED, second]] as const) expect((await deliver(url, envelope, id)).status).toBe(204);
-    const wrong = await deliver(url, SENT, first, "whsec_someone_else");
-    expect(wrong.status).toBe(401);
-    expect(await wrong.json()).toEqual({ error: { code: "invalid_signature", message: expect.any(String) } });
-    const unkeyed = await deliver(url, SENT, null);
-    expect(unkeyed.status).toBe(401);
-    expect(((await unkeyed.json()) as { error: { code: string } }).error.code).toBe("missing_header");
-    // Each processed event printed one line, starting with its id and kind, before its answer.
-    for (let i = 0; i < 100 && lines().length < 2; i++) await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(lines().map((line) => line.split(" ").slice(0, 2).join(" "))).toEqual([`${first} message.sent`, `${second} message.bounced`]);
-  }, 60_000);
-});
+    test.each(Object.keys(RECEIVERS))(
+      "runs the README's %s receiver: 204 and each event id processed once, 401 with the code otherwise",
+      async (receiver) => {
+        const { dir } = projects.get(name)!;
+        const { url, lines } = await startReceiver(dir, receiver);
+        const first = "evt_019a2b3c4d5e7f00a1b2c3d4e5f6b001";
+        const second = "evt_019a2b3c4d5e7f00a1b2c3d4e5f6b002";
+        // A retry of the first event, and another event about the same message.
+        for (const [envelope, id] of [
+          [SENT, first],
+          [SENT, first],
+          [BOUNCED, second],
+        ] as const)
+          expect((await deliver(url, envelope, id)).status).toBe(204);
+        const wrong = await deliver(url, SENT, first, "whsec_someone_else");
+        expect(wrong.status).toBe(401);
+        expect(await wrong.json()).toEqual({ error: { code: "invalid_signature", message: expect.any(String) } });
+        const unkeyed = await deliver(url, SENT, null);
+        expect(unkeyed.status).toBe(401);
+        expect(((await unkeyed.json()) as { error: { code: string } }).error.code).toBe("missing_header");
+        // Each processed event printed one line, starting with its id and kind, before its answer.
+        for (let i = 0; i < 100 && lines().length < 2; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+        expect(lines().map((line) => line.split(" ").slice(0, 2).join(" "))).toEqual([
+          `${first} message.sent`,
+          `${second} message.bounced`,
+        ]);
+      },
+      60_000,
+    );
+  },
+);

@@ -49,7 +49,16 @@ export function createApp(given: Parameters<typeof completeDeps>[0]): Express {
 
   const keyPrefix = redisKeyPrefix(deps.config.QUEUE_PREFIX, deps.config.REDIS_CLUSTER);
   const perMinute = deps.config.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE;
-  const failures = perMinute > 0 ? createFailureLimiter({ redis: deps.redis, keyPrefix: `${keyPrefix}:authfail`, limit: perMinute, windowMs: 60_000, redisTimeoutMs: deps.config.RATE_LIMIT_REDIS_TIMEOUT_MS }) : null;
+  const failures =
+    perMinute > 0
+      ? createFailureLimiter({
+          redis: deps.redis,
+          keyPrefix: `${keyPrefix}:authfail`,
+          limit: perMinute,
+          windowMs: 60_000,
+          redisTimeoutMs: deps.config.RATE_LIMIT_REDIS_TIMEOUT_MS,
+        })
+      : null;
   const v1 = express.Router();
   v1.use(requireApiKey({ keys: deps.keys, failures, recordUsage: createUsageRecorder(deps.prisma) }));
   v1.use(rateLimitPerAccount(deps.redis, keyPrefix, deps.config.RATE_LIMIT_PER_MINUTE, deps.config.RATE_LIMIT_REDIS_TIMEOUT_MS));

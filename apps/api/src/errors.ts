@@ -138,7 +138,9 @@ export const notFound = (what: string) => new AppError("not_found", "resource_no
 /** 422 `invalid_input` whose details are `details`; the message names the first. */
 export function invalidInput(details: ErrorDetail[]): AppError<"validation_error"> {
   const first = details[0];
-  return new AppError("validation_error", "invalid_input", first ? `${first.path || "body"}: ${first.message}` : "invalid input", { details });
+  return new AppError("validation_error", "invalid_input", first ? `${first.path || "body"}: ${first.message}` : "invalid input", {
+    details,
+  });
 }
 
 /** A 422 from a zod error; `prefix` names where the input came from (e.g. "query"). */
@@ -147,7 +149,8 @@ export function validationError(error: z.ZodError, prefix?: string): AppError<"v
   const details = error.issues.flatMap((issue) => {
     const base = [prefix, ...issue.path.map(String)];
     const join = (parts: (string | undefined)[]) => parts.filter(Boolean).join(".");
-    if (issue.code === "unrecognized_keys") return issue.keys.map((key) => ({ path: join([...base, key]), message: "is not a recognized field" }));
+    if (issue.code === "unrecognized_keys")
+      return issue.keys.map((key) => ({ path: join([...base, key]), message: "is not a recognized field" }));
     return [{ path: join(base), message: issue.message }];
   });
   return invalidInput(details);

@@ -18,7 +18,9 @@ export function startKeyAccess(prisma: PrismaClient, databaseUrl: string): { key
     keys.livePrefixes(rows.map((row) => row.prefix));
   };
   const refreshPrefix = async (keyId: string) => {
-    const rows = await prisma.$queryRaw<{ prefix: string; live: boolean }[]>`SELECT prefix, revoked_at IS NULL AS live FROM api_keys WHERE id = ${keyId}`;
+    const rows = await prisma.$queryRaw<
+      { prefix: string; live: boolean }[]
+    >`SELECT prefix, revoked_at IS NULL AS live FROM api_keys WHERE id = ${keyId}`;
     if (rows[0]) keys.livePrefix(rows[0].prefix, rows[0].live);
   };
   const listener = startListener({

@@ -2,7 +2,14 @@
  * The API process: REST API on PORT. Stateless; any number may run behind a load balancer.
  * SIGTERM stops accepting connections, lets in-flight requests finish, then exits 0.
  */
-import { apiConfigSchema, INSECURE_DEVELOPMENT_KEY_WARNING, loadServiceConfig, secretKeysOf, usesInsecureDevelopmentKey, type ApiConfig } from "@mailhooks/config";
+import {
+  apiConfigSchema,
+  INSECURE_DEVELOPMENT_KEY_WARNING,
+  loadServiceConfig,
+  secretKeysOf,
+  usesInsecureDevelopmentKey,
+  type ApiConfig,
+} from "@mailhooks/config";
 import { createKeyring, parseKeys } from "@mailhooks/secrets";
 import { createDatabase } from "@mailhooks/db";
 import { configureLogger, getLogger } from "@mailhooks/logger";
@@ -18,7 +25,8 @@ import { createApiServer } from "./http/server.js";
 // --help and usage errors are answered before anything starts (CONTRACT.md section 1).
 createCommand({
   name: "npm run start:api --",
-  description: "Run the REST API (built: npm run build first) on PORT, with GET /openapi.json and GET /docs. Stateless: run as many as you like behind a load balancer. SIGTERM finishes the requests in flight, then exits 0.",
+  description:
+    "Run the REST API (built: npm run build first) on PORT, with GET /openapi.json and GET /docs. Stateless: run as many as you like behind a load balancer. SIGTERM finishes the requests in flight, then exits 0.",
   examples: ["npm run start:api", "PORT=8080 DATABASE_URL=postgresql://postgres@db.internal:5432/webhooks npm run start:api"],
   environment: apiConfigSchema,
 })
@@ -49,7 +57,9 @@ const server = createApiServer(app, {
   keepAliveTimeoutMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
 }).listen(config.PORT, () => logger.info("api listening", { port: config.PORT }));
 const adminApp = createAdminApp(config, [queue, maintenanceQueue]);
-const adminServer = adminApp?.listen(config.ADMIN_PORT, config.ADMIN_HOST, () => logger.info("admin listening", { host: config.ADMIN_HOST, port: config.ADMIN_PORT }));
+const adminServer = adminApp?.listen(config.ADMIN_PORT, config.ADMIN_HOST, () =>
+  logger.info("admin listening", { host: config.ADMIN_HOST, port: config.ADMIN_PORT }),
+);
 
 let stopping = false;
 /**

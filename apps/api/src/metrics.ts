@@ -26,7 +26,12 @@ export function createApiMetrics(queue: Queue, keys?: { readonly lookups: number
   const mountsByLowerCase = new Map(["", ...mounts].map((mount) => [mount.toLowerCase(), mount]));
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const requests = new Counter({ name: "http_requests_total", help: "API requests by route and status", labelNames: ["method", "route", "status"], registers: [registry] });
+  const requests = new Counter({
+    name: "http_requests_total",
+    help: "API requests by route and status",
+    labelNames: ["method", "route", "status"],
+    registers: [registry],
+  });
   const duration = new Histogram({
     name: "http_request_duration_seconds",
     help: "API request duration",

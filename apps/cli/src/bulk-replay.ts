@@ -71,7 +71,10 @@ export async function bulkReplay(options: BulkReplayOptions, reporter: BulkRepla
     }
     if (index > 0 && options.pauseMs > 0) await new Promise((r) => setTimeout(r, options.pauseMs));
     try {
-      const { data, error, response } = await api.POST("/v1/events/{event_id}/replay", { params: { path: { event_id: id } }, ...(body ? { body } : {}) });
+      const { data, error, response } = await api.POST("/v1/events/{event_id}/replay", {
+        params: { path: { event_id: id } },
+        ...(body ? { body } : {}),
+      });
       if (data) {
         summary.replayed++;
         reporter.item(id, "replayed", `${data.replays.length} replay(s)`);

@@ -36,7 +36,11 @@ async function withDatabase(work: (prisma: PrismaClient) => Promise<number>): Pr
 const program = createCommand({
   name: "npm run -s keys --",
   description: "Issue, list and revoke the API keys of an account (Authorization: Bearer <key> on every /v1 call).",
-  examples: ["npm run -s keys -- create --account acme --name ci --json", "npm run -s keys -- list --account acme", "npm run -s keys -- revoke key_019a2b3c4d5e7f00a1b2c3d4e5f60718"],
+  examples: [
+    "npm run -s keys -- create --account acme --name ci --json",
+    "npm run -s keys -- list --account acme",
+    "npm run -s keys -- revoke key_019a2b3c4d5e7f00a1b2c3d4e5f60718",
+  ],
   environment: secretsEnvironment,
 });
 
@@ -46,7 +50,7 @@ withExamples(
     .description("issue a key for the account named ACCOUNT (created if new); the key is printed once")
     .requiredOption("--account <ACCOUNT>", "the account's name")
     .option("--name <LABEL>", "a label for the key, e.g. where it is used")
-    .option("--json", "print one JSON line {\"id\",\"key\",\"account_id\"}"),
+    .option("--json", 'print one JSON line {"id","key","account_id"}'),
   ["npm run -s keys -- create --account acme --name ci --json"],
 ).action((options: { account: string; name?: string; json?: boolean }) =>
   withDatabase(async (prisma) => {
@@ -62,7 +66,7 @@ withExamples(
     .command("revoke")
     .description("revoke a key: the very next request with it answers 401")
     .argument("<KEY_ID>", "the key's id (key_...), as `create` and `list` print it")
-    .option("--json", "print one JSON line {\"id\",\"revoked\"}"),
+    .option("--json", 'print one JSON line {"id","revoked"}'),
   ["npm run -s keys -- revoke key_019a2b3c4d5e7f00a1b2c3d4e5f60718"],
 ).action((keyId: string, options: { json?: boolean }) =>
   withDatabase(async (prisma) => {
@@ -86,7 +90,9 @@ withExamples(
   withDatabase(async (prisma) => {
     const keys = await listApiKeys(prisma, options.account);
     if (options.json) console.log(JSON.stringify(keys));
-    else for (const k of keys) console.log(`${k.id}  ${k.prefix}…  ${k.name ?? "-"}  created ${k.created_at}${k.revoked_at ? `  revoked ${k.revoked_at}` : ""}`);
+    else
+      for (const k of keys)
+        console.log(`${k.id}  ${k.prefix}…  ${k.name ?? "-"}  created ${k.created_at}${k.revoked_at ? `  revoked ${k.revoked_at}` : ""}`);
     return 0;
   }),
 );
@@ -97,7 +103,7 @@ withExamples(
     .description(
       "rewrite every webhook secret (legacy plaintext included) with the first key of SECRET_ENCRYPTION_KEYS; run it after putting a new key first, before dropping an old one",
     )
-    .option("--json", "print one JSON line {\"reencrypted\",\"unreadable\",\"key_id\"}"),
+    .option("--json", 'print one JSON line {"reencrypted","unreadable","key_id"}'),
   ["SECRET_ENCRYPTION_KEYS=NEWKEY,OLDKEY npm run -s keys -- reencrypt-secrets"],
 ).action(async (options: { json?: boolean }) => {
   const summary = await reencryptAllSecrets(loadConfig(secretsEnvironment, process.env));
@@ -114,7 +120,10 @@ withExamples(
     .command("dashboard-link")
     .description("print a one-time dashboard sign-in link for the account (valid 15 minutes, usable once), on PUBLIC_URL")
     .requiredOption("--account <ACCOUNT>", "the account's name"),
-  ["npm run -s keys -- dashboard-link --account acme", "PUBLIC_URL=https://webhooks.example.com npm run -s keys -- dashboard-link --account acme"],
+  [
+    "npm run -s keys -- dashboard-link --account acme",
+    "PUBLIC_URL=https://webhooks.example.com npm run -s keys -- dashboard-link --account acme",
+  ],
 ).action((options: { account: string }) =>
   withDatabase(async (prisma) => {
     const { PUBLIC_URL, PORT } = loadConfig(linkEnvironment, process.env);

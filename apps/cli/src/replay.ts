@@ -42,7 +42,10 @@ function plainReporter(): BulkReplayReporter {
 }
 
 function barReporter(): BulkReplayReporter {
-  const bar = new cliProgress.SingleBar({ format: "replaying [{bar}] {value}/{total} | {eta_formatted} left | last: {last}", hideCursor: true }, cliProgress.Presets.shades_classic);
+  const bar = new cliProgress.SingleBar(
+    { format: "replaying [{bar}] {value}/{total} | {eta_formatted} left | last: {last}", hideCursor: true },
+    cliProgress.Presets.shades_classic,
+  );
   const failures: string[] = [];
   return {
     start: (n) => bar.start(n, 0, { last: "-" }),
@@ -60,7 +63,12 @@ function barReporter(): BulkReplayReporter {
 
 /** `issues` as `replay: <what>: <why>` lines (flags by their command-line name). */
 function reportIssues(issues: z.core.$ZodIssue[]): void {
-  const flag = (key: PropertyKey | undefined) => (key === undefined ? "input" : /^[A-Z_]+$/.test(String(key)) ? String(key) : `--${String(key).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
+  const flag = (key: PropertyKey | undefined) =>
+    key === undefined
+      ? "input"
+      : /^[A-Z_]+$/.test(String(key))
+        ? String(key)
+        : `--${String(key).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
   for (const issue of issues) console.error(`replay: ${flag(issue.path[0])}: ${issue.message}`);
 }
 
@@ -92,9 +100,14 @@ const program = createCommand({
       return;
     }
     const o = parsed.data;
-    const summary = await bulkReplay({ apiUrl: env.data.API_URL, apiKey: env.data.API_KEY, ...o }, process.stdout.isTTY ? barReporter() : plainReporter());
+    const summary = await bulkReplay(
+      { apiUrl: env.data.API_URL, apiKey: env.data.API_KEY, ...o },
+      process.stdout.isTTY ? barReporter() : plainReporter(),
+    );
     const verb = o.dryRun ? "would replay" : "replayed";
-    console.log(`summary: matched ${summary.matched}, ${verb} ${o.dryRun ? summary.matched : summary.replayed}, skipped as expired ${summary.skippedExpired}, failed ${summary.failed}`);
+    console.log(
+      `summary: matched ${summary.matched}, ${verb} ${o.dryRun ? summary.matched : summary.replayed}, skipped as expired ${summary.skippedExpired}, failed ${summary.failed}`,
+    );
     process.exitCode = summary.failed > 0 ? 1 : 0;
   });
 

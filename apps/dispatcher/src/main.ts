@@ -3,7 +3,13 @@
  * envelopes. Any number may run against one PostgreSQL and one Redis. SIGTERM lets in-flight
  * attempts finish, then exits 0.
  */
-import { dispatcherConfigSchema, INSECURE_DEVELOPMENT_KEY_WARNING, loadServiceConfig, usesInsecureDevelopmentKey, type DispatcherConfig } from "@mailhooks/config";
+import {
+  dispatcherConfigSchema,
+  INSECURE_DEVELOPMENT_KEY_WARNING,
+  loadServiceConfig,
+  usesInsecureDevelopmentKey,
+  type DispatcherConfig,
+} from "@mailhooks/config";
 import { createDatabase } from "@mailhooks/db";
 import { configureLogger, getLogger } from "@mailhooks/logger";
 import { createCommand } from "@mailhooks/command-line";
@@ -19,7 +25,8 @@ import { createConfiguredDeliveryWorker } from "./worker.js";
 // --help and usage errors are answered before anything starts (CONTRACT.md section 1).
 createCommand({
   name: "npm run start:dispatcher --",
-  description: "Run one dispatcher (built: npm run build first): the outbox relay and the worker that signs, delivers and retries; Prometheus metrics on METRICS_PORT. Run as many as you like. SIGTERM lets the attempts in flight finish, then exits 0.",
+  description:
+    "Run one dispatcher (built: npm run build first): the outbox relay and the worker that signs, delivers and retries; Prometheus metrics on METRICS_PORT. Run as many as you like. SIGTERM lets the attempts in flight finish, then exits 0.",
   examples: ["npm run start:dispatcher", "DISPATCHER_CONCURRENCY=128 METRICS_PORT=9465 npm run start:dispatcher"],
   environment: dispatcherConfigSchema,
 })
@@ -45,7 +52,15 @@ const relayQueue = new DeliveryQueue(relayConnection, keyPrefix, attemptBudgetOf
 relayQueue.queue.on("error", () => undefined);
 const metrics = createDispatcherMetrics(deliveryQueue.queue);
 const metricsServer = await serveMetrics(metrics.registry, config.METRICS_PORT);
-const worker = createConfiguredDeliveryWorker(config, { pool: db.pool, client, logger, metrics, connection, prefix: keyPrefix, queuePrefix: config.QUEUE_PREFIX });
+const worker = createConfiguredDeliveryWorker(config, {
+  pool: db.pool,
+  client,
+  logger,
+  metrics,
+  connection,
+  prefix: keyPrefix,
+  queuePrefix: config.QUEUE_PREFIX,
+});
 // The scheduler's state as the relay (slow webhooks) and the gauges read it, over the relay's
 // connection, which fails fast while Redis is away.
 const schedulerState = createAdmissionControl({
@@ -73,7 +88,9 @@ const relay = startRelay({
   metrics,
 });
 // The coming days' payload partitions exist before the first event of the day needs one.
-await ensurePayloadPartitions(db.pool).catch((error: Error) => logger.warn("could not make payload partitions yet", { error: error.message }));
+await ensurePayloadPartitions(db.pool).catch((error: Error) =>
+  logger.warn("could not make payload partitions yet", { error: error.message }),
+);
 const maintenance = await startMaintenance({
   connection,
   deliveries: deliveryQueue,
@@ -88,7 +105,11 @@ const maintenance = await startMaintenance({
   logger: getLogger("maintenance"),
   metrics,
 });
-logger.info("dispatcher started", { metricsPort: config.METRICS_PORT, concurrency: config.DISPATCHER_CONCURRENCY, prefix: config.QUEUE_PREFIX });
+logger.info("dispatcher started", {
+  metricsPort: config.METRICS_PORT,
+  concurrency: config.DISPATCHER_CONCURRENCY,
+  prefix: config.QUEUE_PREFIX,
+});
 
 let stopping = false;
 async function shutdown(signal: string) {

@@ -44,7 +44,8 @@ export interface MaintenanceOptions {
 export async function startMaintenance(options: MaintenanceOptions): Promise<{ close: () => Promise<void> }> {
   const queue = new Queue(QUEUE_NAMES.maintenance, { connection: options.connection, prefix: options.prefix });
   const every = options.retentionEveryMs ?? 3_600_000;
-  const upsert = (name: string, ms: number) => queue.upsertJobScheduler(name, { every: ms }, { name, opts: { removeOnComplete: true, removeOnFail: 100 } });
+  const upsert = (name: string, ms: number) =>
+    queue.upsertJobScheduler(name, { every: ms }, { name, opts: { removeOnComplete: true, removeOnFail: 100 } });
   const schedule = async () => {
     const lost = !(await queue.getJobScheduler(JOB_NAMES.sweep));
     await upsert(JOB_NAMES.retention, every);
@@ -64,7 +65,9 @@ export async function startMaintenance(options: MaintenanceOptions): Promise<{ c
           options.metrics.schedulersRestored.inc();
         }
       })
-      .catch((error: Error) => options.logger.warn("could not upsert the maintenance schedulers; trying again later", { error: error.message }))
+      .catch((error: Error) =>
+        options.logger.warn("could not upsert the maintenance schedulers; trying again later", { error: error.message }),
+      )
       .finally(() => (scheduling = false));
   };
   const timer = setInterval(scheduleAgain, options.sweepEveryMs);
@@ -75,14 +78,21 @@ export async function startMaintenance(options: MaintenanceOptions): Promise<{ c
     [JOB_NAMES.retention]: async () => {
       const purged = await purgeExpiredPayloads(options.pool, options.retentionDays);
       if (purged.droppedPartitions.length > 0) {
-        options.logger.info("payloads past retention removed", { partitions: purged.droppedPartitions, purgedBefore: purged.purgedBefore.toISOString() });
+        options.logger.info("payloads past retention removed", {
+          partitions: purged.droppedPartitions,
+          purgedBefore: purged.purgedBefore.toISOString(),
+        });
       }
       // Another session held event_payloads past retention's lock_timeout: this run gave up
       // rather than stall ingest; the next one (an hour later) tries again.
       if (purged.postponedPartitions.length > 0) {
-        options.logger.warn("payload partitions past retention left for the next run", { partitions: purged.postponedPartitions, reason: purged.postponedReason });
+        options.logger.warn("payload partitions past retention left for the next run", {
+          partitions: purged.postponedPartitions,
+          reason: purged.postponedReason,
+        });
       }
-      if (!purged.partitionsAheadMade) options.logger.warn("the coming days' payload partitions could not be made (lock timeout); the next run tries again");
+      if (!purged.partitionsAheadMade)
+        options.logger.warn("the coming days' payload partitions could not be made (lock timeout); the next run tries again");
     },
     [JOB_NAMES.idempotencyPurge]: async () => {
       const removed = await purgeIdempotencyKeys(options.pool);
@@ -99,7 +109,8 @@ export async function startMaintenance(options: MaintenanceOptions): Promise<{ c
         batchSize: options.sweepBatchSize,
         // Up to half a period: a backlog is walked in several batches, and the next run is not late.
         timeBudgetMs: options.sweepEveryMs / 2,
-        onKindError: (kind, error) => options.logger.error("sweeping lost work failed for one kind; the others went on", { kind, error: (error as Error).message }),
+        onKindError: (kind, error) =>
+          options.logger.error("sweeping lost work failed for one kind; the others went on", { kind, error: (error as Error).message }),
         onEnded: (kind, ids) => {
           options.logger.error("work whose job failed for good ended failed by the sweeper", { kind, ids });
           options.metrics.jobsFailed.inc({ job: kind, reason: "failed_job_swept" }, ids.length);

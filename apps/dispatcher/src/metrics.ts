@@ -52,19 +52,74 @@ export function createDispatcherMetrics(queue?: Queue): DispatcherMetrics {
   collectDefaultMetrics({ register: registry });
   const metrics: DispatcherMetrics = {
     registry,
-    deliveries: new Counter({ name: "webhook_delivery_attempts_total", help: "Delivery attempts by trigger and outcome", labelNames: ["trigger", "outcome"], registers: [registry] }),
-    attemptDuration: new Histogram({ name: "webhook_delivery_attempt_duration_seconds", help: "Duration of one delivery attempt", labelNames: ["trigger"], buckets: LATENCY_BUCKETS, registers: [registry] }),
-    endToEndLatency: new Histogram({ name: "webhook_delivery_latency_seconds", help: "From event ingest to its successful delivery", buckets: LATENCY_BUCKETS, registers: [registry] }),
-    retriesScheduled: new Counter({ name: "webhook_retries_scheduled_total", help: "Retries scheduled after a failed attempt", registers: [registry] }),
+    deliveries: new Counter({
+      name: "webhook_delivery_attempts_total",
+      help: "Delivery attempts by trigger and outcome",
+      labelNames: ["trigger", "outcome"],
+      registers: [registry],
+    }),
+    attemptDuration: new Histogram({
+      name: "webhook_delivery_attempt_duration_seconds",
+      help: "Duration of one delivery attempt",
+      labelNames: ["trigger"],
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    endToEndLatency: new Histogram({
+      name: "webhook_delivery_latency_seconds",
+      help: "From event ingest to its successful delivery",
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    retriesScheduled: new Counter({
+      name: "webhook_retries_scheduled_total",
+      help: "Retries scheduled after a failed attempt",
+      registers: [registry],
+    }),
     relayed: new Counter({ name: "webhook_outbox_relayed_total", help: "Outbox rows moved into the queue", registers: [registry] }),
-    postponed: new Counter({ name: "webhook_jobs_postponed_total", help: "Jobs postponed because PostgreSQL or Redis was unreachable", labelNames: ["job"], registers: [registry] }),
-    jobsFailed: new Counter({ name: "webhook_jobs_failed_total", help: "Jobs failed for good (never sent again), by reason", labelNames: ["job", "reason"], registers: [registry] }),
-    stalledJobs: new Counter({ name: "webhook_jobs_stalled_total", help: "Jobs taken over from a dispatcher that died (lock expired)", registers: [registry] }),
-    webhooksAutoDisabled: new Counter({ name: "webhook_auto_disabled_total", help: "Webhooks disabled because every attempt failed for WEBHOOK_AUTO_DISABLE_AFTER_HOURS", registers: [registry] }),
-    schedulersRestored: new Counter({ name: "webhook_maintenance_schedulers_restored_total", help: "Times the maintenance job schedulers were found gone from Redis and made again", registers: [registry] }),
-    lostWorkRequeued: new Counter({ name: "webhook_lost_work_requeued_total", help: "Pending work whose job was lost, queued again by the sweeper", registers: [registry] }),
-    held: new Counter({ name: "webhook_attempts_held_total", help: "Attempts held back by the fair scheduler, by reason (share, rate_limit); none used an attempt", labelNames: ["reason"], registers: [registry] }),
-    leasesDropped: new Counter({ name: "webhook_leases_dropped_total", help: "Scheduler leases dropped because their job was gone from Redis", registers: [registry] }),
+    postponed: new Counter({
+      name: "webhook_jobs_postponed_total",
+      help: "Jobs postponed because PostgreSQL or Redis was unreachable",
+      labelNames: ["job"],
+      registers: [registry],
+    }),
+    jobsFailed: new Counter({
+      name: "webhook_jobs_failed_total",
+      help: "Jobs failed for good (never sent again), by reason",
+      labelNames: ["job", "reason"],
+      registers: [registry],
+    }),
+    stalledJobs: new Counter({
+      name: "webhook_jobs_stalled_total",
+      help: "Jobs taken over from a dispatcher that died (lock expired)",
+      registers: [registry],
+    }),
+    webhooksAutoDisabled: new Counter({
+      name: "webhook_auto_disabled_total",
+      help: "Webhooks disabled because every attempt failed for WEBHOOK_AUTO_DISABLE_AFTER_HOURS",
+      registers: [registry],
+    }),
+    schedulersRestored: new Counter({
+      name: "webhook_maintenance_schedulers_restored_total",
+      help: "Times the maintenance job schedulers were found gone from Redis and made again",
+      registers: [registry],
+    }),
+    lostWorkRequeued: new Counter({
+      name: "webhook_lost_work_requeued_total",
+      help: "Pending work whose job was lost, queued again by the sweeper",
+      registers: [registry],
+    }),
+    held: new Counter({
+      name: "webhook_attempts_held_total",
+      help: "Attempts held back by the fair scheduler, by reason (share, rate_limit); none used an attempt",
+      labelNames: ["reason"],
+      registers: [registry],
+    }),
+    leasesDropped: new Counter({
+      name: "webhook_leases_dropped_total",
+      help: "Scheduler leases dropped because their job was gone from Redis",
+      registers: [registry],
+    }),
   };
   if (queue) registerQueueDepthGauge(registry, queue);
   return metrics;

@@ -109,9 +109,22 @@ export function startRelay(options: RelayOptions): Relay {
       try {
         for (;;) {
           const classes = (await options.webhookClasses?.().catch(() => undefined)) ?? { slow: [], fast: [] };
-          const { claimed, rejected } = await relayOutbox(options.pool, options.queuePrefix, batchSize, push, { lockTimeoutMs }, options.webhookJobLimit, classes);
+          const { claimed, rejected } = await relayOutbox(
+            options.pool,
+            options.queuePrefix,
+            batchSize,
+            push,
+            { lockTimeoutMs },
+            options.webhookJobLimit,
+            classes,
+          );
           for (const { row, reason } of rejected) {
-            options.logger.error("outbox row cannot be queued; its work ended failed", { outboxId: row.id, jobName: row.jobName, jobId: row.jobId, error: reason });
+            options.logger.error("outbox row cannot be queued; its work ended failed", {
+              outboxId: row.id,
+              jobName: row.jobName,
+              jobId: row.jobId,
+              error: reason,
+            });
             options.metrics.jobsFailed.inc({ job: row.jobName, reason: "invalid_outbox_row" });
           }
           if (claimed > rejected.length) options.metrics.relayed.inc(claimed - rejected.length);
@@ -120,7 +133,8 @@ export function startRelay(options: RelayOptions): Relay {
         failures = 0;
       } catch (error) {
         failures++;
-        if (failures === 1 || failures % 20 === 0) options.logger.warn("outbox relay failed; retrying", { error: (error as Error).message, failures });
+        if (failures === 1 || failures % 20 === 0)
+          options.logger.warn("outbox relay failed; retrying", { error: (error as Error).message, failures });
         await sleep(Math.min(5_000, 100 * 2 ** failures));
         continue;
       }

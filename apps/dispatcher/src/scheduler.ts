@@ -18,7 +18,8 @@ const REVIEW_MS = 1_000;
  */
 export function startWorkerScheduler(
   config: DispatcherConfig,
-  wiring: Pick<DeliveryContext, "pool" | "logger" | "metrics"> & Pick<DeliveryWorkerOptions, "connection" | "prefix"> & { queuePrefix: string },
+  wiring: Pick<DeliveryContext, "pool" | "logger" | "metrics"> &
+    Pick<DeliveryWorkerOptions, "connection" | "prefix"> & { queuePrefix: string },
 ): WorkerScheduler & { stop: () => void; wakeHeldJobs: (promote: (jobId: string) => Promise<void>) => void } {
   const { pool, logger, metrics, connection } = wiring;
   let promote: ((jobId: string) => Promise<void>) | undefined;
@@ -29,11 +30,16 @@ export function startWorkerScheduler(
     localConcurrency: config.DISPATCHER_CONCURRENCY,
     slowAttemptMs: config.DISPATCHER_SLOW_ATTEMPT_MS,
   });
-  const releases = createBatcher(async (ids: string[]) => (await releaseLeases(pool, ids), ids.map(() => undefined)), { maxBatch: 64, maxConcurrency: 2 });
+  const releases = createBatcher(async (ids: string[]) => (await releaseLeases(pool, ids), ids.map(() => undefined)), {
+    maxBatch: 64,
+    maxConcurrency: 2,
+  });
   const rateLimits = createRateLimits(pool);
   const review = () => {
     void admission.refreshSlowMarks().catch((error: Error) => logger.warn("could not read the slow marks", { error: error.message }));
-    void admission.reviewRateLimits((webhookId) => rateLimits.get(webhookId)).catch((error: Error) => logger.warn("rate limit review failed", { error: error.message }));
+    void admission
+      .reviewRateLimits((webhookId) => rateLimits.get(webhookId))
+      .catch((error: Error) => logger.warn("rate limit review failed", { error: error.message }));
   };
   review();
   const reviews = setInterval(review, REVIEW_MS);
@@ -54,7 +60,9 @@ export function startWorkerScheduler(
     admission,
     rateLimits,
     releaseLease: (workId) =>
-      void releases.submit(workId).catch((error: Error) => logger.warn("could not release a lease; the lease keeper will", { workId, error: error.message })),
+      void releases
+        .submit(workId)
+        .catch((error: Error) => logger.warn("could not release a lease; the lease keeper will", { workId, error: error.message })),
     wakeHeldJobs: (wake) => (promote = wake),
     stop: () => {
       clearInterval(reviews);

@@ -4,7 +4,15 @@ import { decideAfterAttempt, failWithoutAttempt, type WorkKind } from "@mailhook
 import { isInfrastructureError } from "@mailhooks/infrastructure-errors";
 import { secretKeysOf, type DispatcherConfig } from "@mailhooks/config";
 import { createKeyring, parseKeys, SecretDecryptionError } from "@mailhooks/secrets";
-import { deliveryAttemptNumber, isWorkJobName, QUEUE_NAMES, runWorkJob, workIdOf, DELIVERY_BACKOFF_TYPE, type RedisClient } from "@mailhooks/queue";
+import {
+  deliveryAttemptNumber,
+  isWorkJobName,
+  QUEUE_NAMES,
+  runWorkJob,
+  workIdOf,
+  DELIVERY_BACKOFF_TYPE,
+  type RedisClient,
+} from "@mailhooks/queue";
 import { reserveSlots, type AdmissionControl, type RateLimits } from "@mailhooks/scheduler";
 import { RetryableDeliveryError } from "./delivery/retry-policy.js";
 import { withDefaults, type DeliveryContext } from "./jobs/deliver-destination.js";
@@ -41,7 +49,9 @@ export interface WorkerScheduler {
 /** The webhook and account of a job, from its (unchecked) data; null for jobs relayed without them. */
 function ownerOf(job: Job): { webhookId: string; accountId: string } | null {
   const data = (job.data ?? {}) as Record<string, unknown>;
-  return typeof data.webhookId === "string" && typeof data.accountId === "string" ? { webhookId: data.webhookId, accountId: data.accountId } : null;
+  return typeof data.webhookId === "string" && typeof data.accountId === "string"
+    ? { webhookId: data.webhookId, accountId: data.accountId }
+    : null;
 }
 
 /** The start of the failedReason of a job given up after `maxPostpones` outages, for people:
@@ -164,7 +174,12 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
       .get(owner.webhookId)
       .then((rateLimit) => scheduler.admission.admit({ ...ticket, holds, rateLimit }))
       // Redis trouble: the attempt goes ahead (BullMQ itself needs Redis to go on anyway).
-      .catch((error: Error) => (ctx.logger.warn("scheduler unavailable; attempt admitted", { jobId: job.id, error: error.message }), { admitted: true as const }));
+      .catch(
+        (error: Error) => (
+          ctx.logger.warn("scheduler unavailable; attempt admitted", { jobId: job.id, error: error.message }),
+          { admitted: true as const }
+        ),
+      );
     if (!decision.admitted) {
       ctx.metrics.held.inc({ reason: decision.reason });
       await job.moveToDelayed(Math.max(decision.retryAt, Date.now() + 1), token);
@@ -183,7 +198,9 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
       if (finished) scheduler.releaseLease(job.id);
       await scheduler.admission
         .release({ ...ticket, durationMs: performance.now() - started })
-        .catch((error: Error) => ctx.logger.warn("could not release a scheduler slot; it expires", { jobId: job.id, error: error.message }));
+        .catch((error: Error) =>
+          ctx.logger.warn("could not release a scheduler slot; it expires", { jobId: job.id, error: error.message }),
+        );
     }
   };
 
@@ -228,7 +245,8 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
  */
 export function createConfiguredDeliveryWorker(
   config: DispatcherConfig,
-  wiring: Pick<DeliveryContext, "pool" | "client" | "logger" | "metrics"> & Pick<DeliveryWorkerOptions, "connection" | "prefix"> & { queuePrefix?: string },
+  wiring: Pick<DeliveryContext, "pool" | "client" | "logger" | "metrics"> &
+    Pick<DeliveryWorkerOptions, "connection" | "prefix"> & { queuePrefix?: string },
 ): Worker {
   const scheduler = startWorkerScheduler(config, { ...wiring, queuePrefix: wiring.queuePrefix ?? config.QUEUE_PREFIX });
   const worker = createDeliveryWorker(

@@ -39,7 +39,12 @@ export const newToken = () => randomBytes(32).toString("base64url");
  * Issues a link for `principal`'s account, tied to its key. `baseUrl` is the public origin the
  * person will open (e.g. `https://hooks.example.com`; a trailing slash is ignored).
  */
-export async function createDashboardLink(prisma: PrismaClient, principal: Principal, baseUrl: string, now = new Date()): Promise<DashboardLink> {
+export async function createDashboardLink(
+  prisma: PrismaClient,
+  principal: Principal,
+  baseUrl: string,
+  now = new Date(),
+): Promise<DashboardLink> {
   const token = newToken();
   const expiresAt = new Date(now.getTime() + DASHBOARD_LINK_TTL_MS);
   await prisma.dashboardLink.create({
@@ -93,7 +98,10 @@ export interface OpenedSession {
  * Redeems a link: marks it used and opens a session, in one transaction. Of two concurrent
  * redemptions only one succeeds (the second finds the row used once the first's lock is gone).
  */
-export async function redeemDashboardLink(prisma: PrismaClient, token: string): Promise<{ session: OpenedSession } | { refused: LinkRefusal }> {
+export async function redeemDashboardLink(
+  prisma: PrismaClient,
+  token: string,
+): Promise<{ session: OpenedSession } | { refused: LinkRefusal }> {
   if (!TOKEN_PATTERN.test(token)) return { refused: "unknown" };
   const tokenHash = hashToken(token);
   const opened = await prisma.$transaction(async (tx) => {
@@ -107,7 +115,9 @@ export async function redeemDashboardLink(prisma: PrismaClient, token: string): 
     if (!link) return null;
     const sessionToken = newToken();
     const sessionId = newId("ses");
-    await tx.dashboardSession.create({ data: { id: sessionId, accountId: link.account_id, apiKeyId: link.api_key_id, tokenHash: hashToken(sessionToken) } });
+    await tx.dashboardSession.create({
+      data: { id: sessionId, accountId: link.account_id, apiKeyId: link.api_key_id, tokenHash: hashToken(sessionToken) },
+    });
     return { token: sessionToken, sessionId, accountId: link.account_id, apiKeyId: link.api_key_id };
   });
   if (opened) return { session: opened };

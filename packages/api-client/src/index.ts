@@ -66,9 +66,16 @@ export async function listAll<P extends ListPath>(api: ApiClient, path: P, filte
   let cursor: string | undefined;
   do {
     // openapi-fetch cannot relate a generic path to its parameters: the signature above is the typed one.
-    const page = dataOf(await (api.GET as (p: string, init: unknown) => Promise<{ data?: { data: ListItem<P>[]; next_cursor: string | null }; error?: unknown; response: Response }>)(path, {
-      params: { query: { ...filter, limit: 100, ...(cursor ? { cursor } : {}) } },
-    }));
+    const page = dataOf(
+      await (
+        api.GET as (
+          p: string,
+          init: unknown,
+        ) => Promise<{ data?: { data: ListItem<P>[]; next_cursor: string | null }; error?: unknown; response: Response }>
+      )(path, {
+        params: { query: { ...filter, limit: 100, ...(cursor ? { cursor } : {}) } },
+      }),
+    );
     items.push(...page.data);
     cursor = page.next_cursor ?? undefined;
   } while (cursor);

@@ -47,13 +47,17 @@ export function createCommand(spec: CommandSpec): Command {
 
 /** Adds an "Examples:" section to `command`'s help. */
 export function withExamples<C extends Command>(command: C, examples: string[]): C {
-  if (examples.length > 0) command.addHelpText("after", `\nExample${examples.length > 1 ? "s" : ""}:\n${examples.map((e) => `  $ ${e}`).join("\n")}`);
+  if (examples.length > 0)
+    command.addHelpText("after", `\nExample${examples.length > 1 ? "s" : ""}:\n${examples.map((e) => `  $ ${e}`).join("\n")}`);
   return command;
 }
 
 /** `  NAME  (default: VALUE)` for each variable of the spec, in the schema's order. */
 function environmentLines(spec: CommandSpec): string[] {
-  const entries: [string, string][] = Object.entries(spec.environment?.shape ?? {}).map(([name, field]) => [name, defaultOf(field as z.ZodType)]);
+  const entries: [string, string][] = Object.entries(spec.environment?.shape ?? {}).map(([name, field]) => [
+    name,
+    defaultOf(field as z.ZodType),
+  ]);
   entries.push(...Object.entries(spec.moreEnvironment ?? {}));
   const width = Math.max(0, ...entries.map(([name]) => name.length));
   return entries.map(([name, text]) => `  ${name.padEnd(width)}  ${text}`);

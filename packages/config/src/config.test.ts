@@ -46,7 +46,9 @@ describe("defaults", () => {
 
 describe("parsing", () => {
   it("DELIVERY_RETRY_DELAYS_MS tolerates spaces around the commas", () => {
-    expect(loadConfig(dispatcherConfigSchema, { DELIVERY_RETRY_DELAYS_MS: "200, 400,600" }).DELIVERY_RETRY_DELAYS_MS).toEqual([200, 400, 600]);
+    expect(loadConfig(dispatcherConfigSchema, { DELIVERY_RETRY_DELAYS_MS: "200, 400,600" }).DELIVERY_RETRY_DELAYS_MS).toEqual([
+      200, 400, 600,
+    ]);
   });
 
   it("numbers and booleans are converted", () => {
@@ -97,7 +99,12 @@ describe("SECRET_ENCRYPTION_KEYS", () => {
   });
 
   it("is a comma-separated list of base64 32-byte keys", () => {
-    expect(loadConfig(dispatcherConfigSchema, { NODE_ENV: "production", SECRET_ENCRYPTION_KEYS: `${key}, ${Buffer.alloc(32, 9).toString("base64")}` }).SECRET_ENCRYPTION_KEYS).toHaveLength(2);
+    expect(
+      loadConfig(dispatcherConfigSchema, {
+        NODE_ENV: "production",
+        SECRET_ENCRYPTION_KEYS: `${key}, ${Buffer.alloc(32, 9).toString("base64")}`,
+      }).SECRET_ENCRYPTION_KEYS,
+    ).toHaveLength(2);
     const error = configErrorOf(() => loadConfig(apiConfigSchema, { SECRET_ENCRYPTION_KEYS: `${key},c2hvcnQ=` }));
     expect(error.message).toContain("SECRET_ENCRYPTION_KEYS");
     expect(error.message).toContain("key 2");
@@ -116,12 +123,21 @@ describe("TRUST_PROXY", () => {
 
   it("takes a number of hops, or a comma-separated list of proxy addresses and CIDR ranges", () => {
     expect(trust("2")).toBe(2);
-    expect(trust("10.0.0.0/8, 192.168.1.10,fd00::/8, ::1, loopback")).toEqual(["10.0.0.0/8", "192.168.1.10", "fd00::/8", "::1", "loopback"]);
+    expect(trust("10.0.0.0/8, 192.168.1.10,fd00::/8, ::1, loopback")).toEqual([
+      "10.0.0.0/8",
+      "192.168.1.10",
+      "fd00::/8",
+      "::1",
+      "loopback",
+    ]);
   });
 
-  it.each(["yes", "-1", "10.0.0.0/33", "fd00::/129", "10.0.0.300", "example.com", "10.0.0.0/8,,", "1.5"])("refuses %p, naming the variable", (value) => {
-    expect(configErrorOf(() => trust(value)).message).toContain("TRUST_PROXY");
-  });
+  it.each(["yes", "-1", "10.0.0.0/33", "fd00::/129", "10.0.0.300", "example.com", "10.0.0.0/8,,", "1.5"])(
+    "refuses %p, naming the variable",
+    (value) => {
+      expect(configErrorOf(() => trust(value)).message).toContain("TRUST_PROXY");
+    },
+  );
 });
 
 describe("ADMIN_PORT", () => {
@@ -142,7 +158,11 @@ describe("usesInsecureDevelopmentKey (start-up warning)", () => {
   const key = Buffer.alloc(32, 7).toString("base64");
   it("is true when the public development key is among the keys, false otherwise", () => {
     expect(usesInsecureDevelopmentKey(loadConfig(apiConfigSchema, {}))).toBe(true);
-    expect(usesInsecureDevelopmentKey(loadConfig(dispatcherConfigSchema, { SECRET_ENCRYPTION_KEYS: `${key},${INSECURE_DEVELOPMENT_KEY}` }))).toBe(true);
-    expect(usesInsecureDevelopmentKey(loadConfig(dispatcherConfigSchema, { NODE_ENV: "production", SECRET_ENCRYPTION_KEYS: key }))).toBe(false);
+    expect(
+      usesInsecureDevelopmentKey(loadConfig(dispatcherConfigSchema, { SECRET_ENCRYPTION_KEYS: `${key},${INSECURE_DEVELOPMENT_KEY}` })),
+    ).toBe(true);
+    expect(usesInsecureDevelopmentKey(loadConfig(dispatcherConfigSchema, { NODE_ENV: "production", SECRET_ENCRYPTION_KEYS: key }))).toBe(
+      false,
+    );
   });
 });

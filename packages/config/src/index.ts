@@ -7,9 +7,7 @@ import { INSECURE_DEVELOPMENT_KEY, parseKeys } from "@mailhooks/secrets";
  * start-up by one zod schema. Nothing else in the code reads `process.env`.
  */
 
-const bool = z
-  .enum(["true", "false", "1", "0"], { message: "must be true or false" })
-  .transform((v) => v === "true" || v === "1");
+const bool = z.enum(["true", "false", "1", "0"], { message: "must be true or false" }).transform((v) => v === "true" || v === "1");
 
 const port = z.coerce.number().int().min(0).max(65535);
 
@@ -22,18 +20,19 @@ const retryDelays = z
   .refine((delays) => delays.every((d) => d > 0), "every delay must be positive");
 
 /** Comma-separated base64 32-byte keys; the list, each key checked. */
-const secretKeys = z
-  .string()
-  .transform((value, ctx) => {
-    const keys = value.split(",").map((k) => k.trim()).filter(Boolean);
-    try {
-      parseKeys(keys);
-    } catch (error) {
-      ctx.addIssue({ code: "custom", message: (error as Error).message });
-      return z.NEVER;
-    }
-    return keys;
-  });
+const secretKeys = z.string().transform((value, ctx) => {
+  const keys = value
+    .split(",")
+    .map((k) => k.trim())
+    .filter(Boolean);
+  try {
+    parseKeys(keys);
+  } catch (error) {
+    ctx.addIssue({ code: "custom", message: (error as Error).message });
+    return z.NEVER;
+  }
+  return keys;
+});
 
 /** One trusted proxy for TRUST_PROXY: an address, a CIDR range, or one of Express's names. */
 function isProxyAddress(entry: string): boolean {
@@ -57,7 +56,10 @@ const trustProxy = z.string().transform((value, ctx): false | number | string[] 
   const entries = v.split(",").map((e) => e.trim());
   const bad = entries.filter((e) => !isProxyAddress(e));
   if (bad.length === 0) return entries;
-  ctx.addIssue({ code: "custom", message: `must be true, false, a number of proxies, or comma-separated proxy addresses or CIDR ranges (not an address: ${bad.map((e) => JSON.stringify(e)).join(", ")})` });
+  ctx.addIssue({
+    code: "custom",
+    message: `must be true, false, a number of proxies, or comma-separated proxy addresses or CIDR ranges (not an address: ${bad.map((e) => JSON.stringify(e)).join(", ")})`,
+  });
   return z.NEVER;
 });
 
@@ -74,12 +76,18 @@ const shared = {
   /** Redis used by BullMQ (comma-separated nodes of a Redis Cluster with REDIS_CLUSTER). */
   REDIS_URL: z
     .string()
-    .refine((v) => v.split(",").every((node) => /^rediss?:\/\//.test(node.trim())), "must be a redis:// URL (or several, comma-separated, with REDIS_CLUSTER)")
+    .refine(
+      (v) => v.split(",").every((node) => /^rediss?:\/\//.test(node.trim())),
+      "must be a redis:// URL (or several, comma-separated, with REDIS_CLUSTER)",
+    )
     .default("redis://127.0.0.1:6379"),
   /** REDIS_URL is a Redis Cluster: keys are hash-tagged `{QUEUE_PREFIX}` so each queue keeps to one slot. */
   REDIS_CLUSTER: bool.default(false),
   /** BullMQ key prefix; lets several deployments or test runs share one Redis. */
-  QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_.-]+$/, "must be letters, digits, _ . or -").default("whk"),
+  QUEUE_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]+$/, "must be letters, digits, _ . or -")
+    .default("whk"),
   /** The three retry delays of the spec, in ms, each counted from the failed attempt's end. */
   DELIVERY_RETRY_DELAYS_MS: retryDelays.default([10_000, 60_000, 300_000]),
   /** How long a receiver has to answer 2xx, in ms. */
@@ -196,12 +204,16 @@ export function loadConfig<S extends z.ZodType>(schema: S, env: Record<string, s
   const shape = (schema as unknown as { shape?: Record<string, unknown> }).shape;
   if (result.success && shape && "SECRET_ENCRYPTION_KEYS" in shape && "NODE_ENV" in shape) {
     if (data.SECRET_ENCRYPTION_KEYS === undefined) {
-      if (data.NODE_ENV === "production") lines.push("SECRET_ENCRYPTION_KEYS: required when NODE_ENV=production (comma-separated base64 32-byte keys, e.g. `openssl rand -base64 32`)");
+      if (data.NODE_ENV === "production")
+        lines.push(
+          "SECRET_ENCRYPTION_KEYS: required when NODE_ENV=production (comma-separated base64 32-byte keys, e.g. `openssl rand -base64 32`)",
+        );
       else data.SECRET_ENCRYPTION_KEYS = [INSECURE_DEVELOPMENT_KEY];
     }
   }
   if (result.success && shape && "PORT" in shape && "ADMIN_PORT" in shape) {
-    if (data.PORT === data.ADMIN_PORT && data.PORT !== 0) lines.push(`ADMIN_PORT: must differ from PORT (both are ${String(data.PORT)}): the operators' listener never shares the public port`);
+    if (data.PORT === data.ADMIN_PORT && data.PORT !== 0)
+      lines.push(`ADMIN_PORT: must differ from PORT (both are ${String(data.PORT)}): the operators' listener never shares the public port`);
   }
   if (lines.length > 0) throw new ConfigError(`invalid configuration: ${lines.join("; ")}`);
   return data as z.infer<S>;

@@ -41,7 +41,12 @@ export interface PoolSettings {
 function poolConfig(databaseUrl: string, poolSize: number, settings: PoolSettings): pg.PoolConfig {
   const statementTimeoutMs = settings.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
   // Sent as a startup parameter of each connection: no extra round trip, and it survives a reconnect.
-  return { connectionString: databaseUrl, max: poolSize, ...POOL_OPTIONS, ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {}) };
+  return {
+    connectionString: databaseUrl,
+    max: poolSize,
+    ...POOL_OPTIONS,
+    ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {}),
+  };
 }
 
 /**

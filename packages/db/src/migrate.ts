@@ -51,7 +51,10 @@ export function migrationChecksum(script: string): string {
 /** Migration folder names, in the order they are applied. */
 export async function listMigrations(migrationsDir: string): Promise<string[]> {
   const entries = await readdir(migrationsDir, { withFileTypes: true });
-  return entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  return entries
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
 }
 
 /**

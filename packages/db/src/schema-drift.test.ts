@@ -263,7 +263,10 @@ function expectedFromPrisma(schemaText: string): SchemaShape {
   for (const index of datamodel.indexes) {
     const model = modelsByName.get(index.model)!;
     const table = tableOf(model);
-    const columns = columnsOf(model, index.fields.map((f) => f.name));
+    const columns = columnsOf(
+      model,
+      index.fields.map((f) => f.name),
+    );
     shape.indexes[index.dbName ?? defaultIndexName(table, columns, index.type)] = {
       table,
       columns,
@@ -419,15 +422,31 @@ function diffProperties(label: string, e: object, a: object): string[] {
 /** Every difference between the schema and the database, as readable lines; [] when none. */
 function diffSchema(expected: SchemaShape, actual: SchemaShape): string[] {
   const diffColumns = (table: string, e: Record<string, ColumnShape>, a: Record<string, ColumnShape>) =>
-    diffKeyed((column) => `column ${table}.${column}`, e, a, (column, ec, ac) => diffProperties(`column ${table}.${column}`, ec, ac));
+    diffKeyed(
+      (column) => `column ${table}.${column}`,
+      e,
+      a,
+      (column, ec, ac) => diffProperties(`column ${table}.${column}`, ec, ac),
+    );
   return [
     ...diffKeyed((name) => `table ${name}`, expected.tables, actual.tables, diffColumns),
-    ...diffKeyed((name) => `enum ${name}`, expected.enums, actual.enums, (name, e, a) =>
-      diffProperties(`enum ${name}`, { values: e }, { values: a }),
+    ...diffKeyed(
+      (name) => `enum ${name}`,
+      expected.enums,
+      actual.enums,
+      (name, e, a) => diffProperties(`enum ${name}`, { values: e }, { values: a }),
     ),
-    ...diffKeyed((name) => `index ${name}`, expected.indexes, actual.indexes, (name, e, a) => diffProperties(`index ${name}`, e, a)),
-    ...diffKeyed((name) => `foreign key ${name}`, expected.foreignKeys, actual.foreignKeys, (name, e, a) =>
-      diffProperties(`foreign key ${name}`, e, a),
+    ...diffKeyed(
+      (name) => `index ${name}`,
+      expected.indexes,
+      actual.indexes,
+      (name, e, a) => diffProperties(`index ${name}`, e, a),
+    ),
+    ...diffKeyed(
+      (name) => `foreign key ${name}`,
+      expected.foreignKeys,
+      actual.foreignKeys,
+      (name, e, a) => diffProperties(`foreign key ${name}`, e, a),
     ),
   ];
 }
@@ -518,7 +537,9 @@ describe("diffSchema catches drift", () => {
     const [name, index] = Object.entries(actual.indexes).find(([, i]) => i.descending.includes(true))!;
     index.descending = index.descending.map(() => false);
     expect(linesAddedBy(expectedFromPrisma(schemaText), actual)).toEqual([
-      expect.stringMatching(new RegExp(`^index ${name}: descending is \\[false(,false)*\\] in the migrations, \\[.*true.*\\] in schema\\.prisma$`)),
+      expect.stringMatching(
+        new RegExp(`^index ${name}: descending is \\[false(,false)*\\] in the migrations, \\[.*true.*\\] in schema\\.prisma$`),
+      ),
     ]);
   });
 

@@ -53,7 +53,14 @@ async function newAccount(): Promise<string> {
 
 async function newWebhook(accountId: string, path = "/hook"): Promise<{ id: string; url: string; testDeliveryId: string }> {
   const url = `https://receiver.example/${path.replace(/^\//, "")}`;
-  const made = await registerWebhook(pool, { accountId, queuePrefix: prefix, url, events: ["message.sent"], secret: "stored-secret", maxWebhooks: 100 });
+  const made = await registerWebhook(pool, {
+    accountId,
+    queuePrefix: prefix,
+    url,
+    events: ["message.sent"],
+    secret: "stored-secret",
+    maxWebhooks: 100,
+  });
   if (!made) throw new Error("account at its webhook limit");
   return { id: made.webhook.id, url, testDeliveryId: made.testDeliveryId };
 }
@@ -70,7 +77,9 @@ async function newEvent(accountId: string): Promise<{ eventId: string; destinati
     status: "sent",
   };
   const [accepted] = await acceptEvents(pool, accountId, prefix, [{ eventType: "message.sent", data, occurredAt: new Date() }]);
-  const { rows } = await pool.query<{ id: string; webhook_id: string }>("SELECT id, webhook_id FROM destinations WHERE event_id = $1", [accepted.id]);
+  const { rows } = await pool.query<{ id: string; webhook_id: string }>("SELECT id, webhook_id FROM destinations WHERE event_id = $1", [
+    accepted.id,
+  ]);
   return { eventId: accepted.id, destinations: new Map(rows.map((r) => [r.webhook_id, r.id])) };
 }
 
@@ -108,7 +117,9 @@ describe("destination attempts", () => {
       recordDestinationAttempt(pool, target, 0, { ...FAILED, responseStatus: 500 }, "retry"),
     ]);
     await recordDestinationAttempt(pool, target, 0, FAILED, "retry");
-    const { rows } = await pool.query("SELECT trigger::text AS trigger, attempt FROM deliveries WHERE destination_id = $1", [destinationId]);
+    const { rows } = await pool.query("SELECT trigger::text AS trigger, attempt FROM deliveries WHERE destination_id = $1", [
+      destinationId,
+    ]);
     expect(rows).toEqual([{ trigger: "initial", attempt: 0 }]);
     // Retry 1 is another attempt: a row of its own.
     await recordDestinationAttempt(pool, target, 1, FAILED, "retry");
@@ -134,9 +145,10 @@ describe("destination attempts", () => {
     expect(done.status).toBe("delivered");
     // What deliverDestination records for a recorded attempt (no new answer): the row stays the first one.
     await recordDestinationAttempt(pool, target, 1, { ok: true, responseStatus: null, error: null, durationMs: 0 }, "delivered");
-    const { rows } = await pool.query("SELECT attempt, response_status, response_body FROM deliveries WHERE destination_id = $1 ORDER BY attempt", [
-      destinationId,
-    ]);
+    const { rows } = await pool.query(
+      "SELECT attempt, response_status, response_body FROM deliveries WHERE destination_id = $1 ORDER BY attempt",
+      [destinationId],
+    );
     expect(rows).toEqual([
       { attempt: 0, response_status: 503, response_body: "down" },
       { attempt: 1, response_status: 200, response_body: "ok" },
@@ -151,7 +163,12 @@ describe("destination attempts", () => {
     const second = await newEvent(accountId);
     const targetOf = async (e: { destinations: Map<string, string> }) => (await loadDestination(pool, e.destinations.get(hook.id)!, 0))!;
     const streakOf = async () =>
-      (await pool.query<{ failing_events: number; failing_since: Date | null }>("SELECT failing_events, failing_since FROM webhooks WHERE id = $1", [hook.id])).rows[0];
+      (
+        await pool.query<{ failing_events: number; failing_since: Date | null }>(
+          "SELECT failing_events, failing_since FROM webhooks WHERE id = $1",
+          [hook.id],
+        )
+      ).rows[0];
 
     const a = await targetOf(first);
     const streak = await recordDestinationAttempt(pool, a, 0, FAILED, "retry");
@@ -177,20 +194,37 @@ describe("destination attempts", () => {
 });
 
 describe("replays", () => {
-  async function replayOf(target: Pick<DestinationTarget, "webhookId" | "destinationId" | "url">, accountId: string, eventId: string, url = target.url, hasTargetUrl = url !== target.url) {
+  async function replayOf(
+    target: Pick<DestinationTarget, "webhookId" | "destinationId" | "url">,
+    accountId: string,
+    eventId: string,
+    url = target.url,
+    hasTargetUrl = url !== target.url,
+  ) {
     const [accepted] = await acceptReplays(pool, {
       accountId,
       apiKeyId: "key_test",
       eventId,
       queuePrefix: prefix,
-      targets: [{ webhookId: target.webhookId, destinationId: target.destinationId, destinationUrl: url, toOwnUrl: url === target.url, hasTargetUrl }],
+      targets: [
+        {
+          webhookId: target.webhookId,
+          destinationId: target.destinationId,
+          destinationUrl: url,
+          toOwnUrl: url === target.url,
+          hasTargetUrl,
+        },
+      ],
     });
     return (await loadReplay(pool, accepted.replayId))!;
   }
 
   test("a replay job that runs twice, also at once, writes one delivery row and one audit entry; a success to the own URL delivers the destination", async () => {
     const { accountId, eventId, destinationId, target } = await oneDestination();
-    await recordDestinationAttempts(pool, [0, 1, 2, 3].map((attempt) => ({ target, attempt, result: FAILED, outcome: attempt === 3 ? "failed" : "retry" })));
+    await recordDestinationAttempts(
+      pool,
+      [0, 1, 2, 3].map((attempt) => ({ target, attempt, result: FAILED, outcome: attempt === 3 ? "failed" : "retry" })),
+    );
     expect((await eventRow(eventId)).status).toBe("failed");
 
     const replay = await replayOf(target, accountId, eventId);
@@ -200,7 +234,9 @@ describe("replays", () => {
     await recordReplayAttempt(pool, replay, FAILED);
     expect(await deliveryRows("replay_id", replay.replayId)).toBe(1);
     expect(await auditRows(replay.replayId)).toBe(1);
-    const { rows } = await pool.query("SELECT response_status, error, api_key_id FROM audit_entries WHERE replay_id = $1", [replay.replayId]);
+    const { rows } = await pool.query("SELECT response_status, error, api_key_id FROM audit_entries WHERE replay_id = $1", [
+      replay.replayId,
+    ]);
     expect(rows).toEqual([{ response_status: 200, error: null, api_key_id: "key_test" }]);
     expect((await loadReplay(pool, replay.replayId))!.status).toBe("delivered");
     expect((await loadDestination(pool, destinationId, 0))!.status).toBe("delivered");
@@ -229,7 +265,10 @@ describe("replays", () => {
       await cancelReplay(pool, atAttempt);
       expect((await loadReplay(pool, own.replayId))!.status).toBe("cancelled");
       expect(await deliveryRows("replay_id", own.replayId)).toBe(0);
-      const { rows } = await pool.query("SELECT destination_url, response_status, error, api_key_id FROM audit_entries WHERE replay_id = $1", [own.replayId]);
+      const { rows } = await pool.query(
+        "SELECT destination_url, response_status, error, api_key_id FROM audit_entries WHERE replay_id = $1",
+        [own.replayId],
+      );
       expect(rows).toEqual([{ destination_url: hook.url, response_status: null, error: "cancelled", api_key_id: "key_test" }]);
       // The destination keeps its own status.
       expect((await loadDestination(pool, destinationId, 0))!.status).toBe("delivered");
@@ -237,7 +276,9 @@ describe("replays", () => {
       await recordReplayAttempt(pool, override, OK);
       await cancelReplay(pool, override);
       expect((await loadReplay(pool, override.replayId))!.status).toBe("delivered");
-      expect((await pool.query("SELECT error FROM audit_entries WHERE replay_id = $1", [override.replayId])).rows).toEqual([{ error: null }]);
+      expect((await pool.query("SELECT error FROM audit_entries WHERE replay_id = $1", [override.replayId])).rows).toEqual([
+        { error: null },
+      ]);
     }
   });
 });
@@ -302,7 +343,10 @@ describe("status rules (CONTRACT.md section 5)", () => {
 
   test("delivered when every destination was delivered (ending in one batch), and with no destination at all", async () => {
     const { eventId, targets } = await fanOut(2);
-    await recordDestinationAttempts(pool, targets.map((target) => ({ target, attempt: 0, result: OK, outcome: "delivered" })));
+    await recordDestinationAttempts(
+      pool,
+      targets.map((target) => ({ target, attempt: 0, result: OK, outcome: "delivered" })),
+    );
     await expectStatus(eventId, "delivered");
     const lonely = await newEvent(await newAccount());
     expect(lonely.destinations.size).toBe(0);
@@ -318,7 +362,10 @@ describe("status rules (CONTRACT.md section 5)", () => {
     await cancelDestination(pool, targets[3].destinationId);
     await cancelDestination(pool, targets[3].destinationId);
     await expectStatus(eventId, "failed");
-    const { rows } = await pool.query("SELECT webhook_id, status::text AS status FROM destinations WHERE event_id = $1 ORDER BY webhook_id", [eventId]);
+    const { rows } = await pool.query(
+      "SELECT webhook_id, status::text AS status FROM destinations WHERE event_id = $1 ORDER BY webhook_id",
+      [eventId],
+    );
     expect(rows.map((r) => r.status)).toEqual(["delivered", "cancelled", "cancelled", "cancelled"]);
     // A cancelled destination stays as it is when a late attempt (in flight while it was
     // cancelled) fails; one that succeeded wins (issue 17 item 8): see the next test.
@@ -357,7 +404,15 @@ describe("status rules (CONTRACT.md section 5)", () => {
         apiKeyId: "key_test",
         eventId,
         queuePrefix: prefix,
-        targets: [{ webhookId: target.webhookId, destinationId: target.destinationId, destinationUrl: target.url, toOwnUrl: true, hasTargetUrl: false }],
+        targets: [
+          {
+            webhookId: target.webhookId,
+            destinationId: target.destinationId,
+            destinationUrl: target.url,
+            toOwnUrl: true,
+            hasTargetUrl: false,
+          },
+        ],
       });
       await recordReplayAttempt(pool, (await loadReplay(pool, accepted.replayId))!, OK);
     }
@@ -370,7 +425,10 @@ describe("work that cannot be carried out ends with a row that says why (CONTRAC
     const { accountId, hook, eventId, destinationId, target } = await oneDestination();
     await recordDestinationAttempt(pool, target, 0, FAILED, "retry");
     await Promise.all([failWithoutAttempt(pool, "delivery", destinationId), failWithoutAttempt(pool, "delivery", destinationId)]);
-    const rows = await pool.query("SELECT trigger::text, attempt, response_status, error FROM deliveries WHERE destination_id = $1 ORDER BY attempt", [destinationId]);
+    const rows = await pool.query(
+      "SELECT trigger::text, attempt, response_status, error FROM deliveries WHERE destination_id = $1 ORDER BY attempt",
+      [destinationId],
+    );
     expect(rows.rows).toEqual([
       { trigger: "initial", attempt: 0, response_status: 503, error: null },
       { trigger: "retry", attempt: 1, response_status: null, error: "internal_error" },
@@ -387,17 +445,24 @@ describe("work that cannot be carried out ends with a row that says why (CONTRAC
     await failWithoutAttempt(pool, "replay", accepted.replayId);
     await failWithoutAttempt(pool, "replay", accepted.replayId);
     expect((await loadReplay(pool, accepted.replayId))!.status).toBe("failed");
-    expect((await pool.query("SELECT trigger::text, url, error FROM deliveries WHERE replay_id = $1", [accepted.replayId])).rows).toEqual([{ trigger: "replay", url: hook.url, error: "internal_error" }]);
-    expect((await pool.query("SELECT destination_url, response_status, error, api_key_id FROM audit_entries WHERE replay_id = $1", [accepted.replayId])).rows).toEqual([
-      { destination_url: hook.url, response_status: null, error: "internal_error", api_key_id: "key_test" },
+    expect((await pool.query("SELECT trigger::text, url, error FROM deliveries WHERE replay_id = $1", [accepted.replayId])).rows).toEqual([
+      { trigger: "replay", url: hook.url, error: "internal_error" },
     ]);
+    expect(
+      (
+        await pool.query("SELECT destination_url, response_status, error, api_key_id FROM audit_entries WHERE replay_id = $1", [
+          accepted.replayId,
+        ])
+      ).rows,
+    ).toEqual([{ destination_url: hook.url, response_status: null, error: "internal_error", api_key_id: "key_test" }]);
 
     await failWithoutAttempt(pool, "test-delivery", hook.testDeliveryId);
     await failWithoutAttempt(pool, "test-delivery", hook.testDeliveryId);
     expect((await loadTestDelivery(pool, hook.testDeliveryId))!.status).toBe("failed");
-    expect((await pool.query("SELECT id, trigger::text, event_id, error FROM deliveries WHERE test_delivery_id = $1", [hook.testDeliveryId])).rows).toEqual([
-      { id: testDeliveryRowId(hook.testDeliveryId), trigger: "test", event_id: null, error: "internal_error" },
-    ]);
+    expect(
+      (await pool.query("SELECT id, trigger::text, event_id, error FROM deliveries WHERE test_delivery_id = $1", [hook.testDeliveryId]))
+        .rows,
+    ).toEqual([{ id: testDeliveryRowId(hook.testDeliveryId), trigger: "test", event_id: null, error: "internal_error" }]);
   });
 });
 
@@ -416,7 +481,9 @@ describe("one clock: rows are stamped by PostgreSQL when they are written (issue
     const client = await pool.connect();
     try {
       await client.query("BEGIN");
-      const { rows: [{ now }] } = await client.query<{ now: Date }>("SELECT now()::timestamptz(3) AS now");
+      const {
+        rows: [{ now }],
+      } = await client.query<{ now: Date }>("SELECT now()::timestamptz(3) AS now");
       // Written well after the transaction began: a stamp from any other clock would differ.
       await new Promise((r) => setTimeout(r, 50));
       await recordDestinationAttempt(client, target, 0, OK, "delivered");
@@ -440,9 +507,19 @@ describe("large payloads (issue 17 item 2)", () => {
     const accountId = await newAccount();
     // Multi-byte characters (one emoji is two UTF-16 units) on every slice boundary.
     const body = "é 🎉 line\n".repeat(Math.ceil((2.5 * PAYLOAD_READ_CHARS) / 10));
-    const data = { messageId: "<big@mail.example.com>", threadId: "thr_1", inboxId: "inbox_1", from: "alice@example.com", to: ["bob@example.org"], subject: "Big", body, headers: { messageId: "<big@mail.example.com>", inReplyTo: "", references: "" } };
+    const data = {
+      messageId: "<big@mail.example.com>",
+      threadId: "thr_1",
+      inboxId: "inbox_1",
+      from: "alice@example.com",
+      to: ["bob@example.org"],
+      subject: "Big",
+      body,
+      headers: { messageId: "<big@mail.example.com>", inReplyTo: "", references: "" },
+    };
     const [accepted] = await acceptEvents(pool, accountId, prefix, [{ eventType: "message.received", data, occurredAt: new Date() }]);
-    const stored = (await pool.query<{ payload: string }>("SELECT payload FROM event_payloads WHERE event_id = $1", [accepted.id])).rows[0].payload;
+    const stored = (await pool.query<{ payload: string }>("SELECT payload FROM event_payloads WHERE event_id = $1", [accepted.id])).rows[0]
+      .payload;
     const bytes = await loadPayload(pool, accepted.id);
     expect(bytes!.equals(Buffer.from(stored, "utf8"))).toBe(true);
     expect(bytes!.length).toBeGreaterThan(INLINE_PAYLOAD_BYTES);

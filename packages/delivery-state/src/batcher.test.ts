@@ -5,11 +5,14 @@ describe("createBatcher (natural batching)", () => {
     const runs: number[][] = [];
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    const batcher = createBatcher<number, number>(async (items) => {
-      runs.push(items);
-      if (runs.length === 1) await gate;
-      return items.map((i) => i * 2);
-    }, { maxBatch: 3, maxConcurrency: 1 });
+    const batcher = createBatcher<number, number>(
+      async (items) => {
+        runs.push(items);
+        if (runs.length === 1) await gate;
+        return items.map((i) => i * 2);
+      },
+      { maxBatch: 3, maxConcurrency: 1 },
+    );
     const first = batcher.submit(1);
     await new Promise((r) => setImmediate(r));
     const rest = [2, 3, 4, 5].map((i) => batcher.submit(i));
@@ -19,10 +22,13 @@ describe("createBatcher (natural batching)", () => {
   });
 
   test("a failing batch is run again item by item: only the bad item fails", async () => {
-    const batcher = createBatcher<number, number>(async (items) => {
-      if (items.includes(13)) throw new Error("bad item");
-      return items;
-    }, { maxBatch: 10, maxConcurrency: 1 });
+    const batcher = createBatcher<number, number>(
+      async (items) => {
+        if (items.includes(13)) throw new Error("bad item");
+        return items;
+      },
+      { maxBatch: 10, maxConcurrency: 1 },
+    );
     const results = await Promise.allSettled([1, 13, 2].map((i) => batcher.submit(i)));
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
   });

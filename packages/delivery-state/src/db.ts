@@ -12,7 +12,11 @@ export type Queryable = Pick<pg.Pool, "query"> | Pick<pg.PoolClient, "query">;
  * in some 10 ms each time; executed in about 1 ms with run-time pruning). The name must always
  * come with the same text.
  */
-export async function run<R extends pg.QueryResultRow = pg.QueryResultRow>(db: Queryable, query: Sql, name?: string): Promise<pg.QueryResult<R>> {
+export async function run<R extends pg.QueryResultRow = pg.QueryResultRow>(
+  db: Queryable,
+  query: Sql,
+  name?: string,
+): Promise<pg.QueryResult<R>> {
   if (name) return db.query<R>({ name, text: query.text, values: query.values });
   return db.query<R>(query.text, query.values);
 }
@@ -30,9 +34,15 @@ export type TransactionSettings = Partial<Record<"idle_in_transaction_session_ti
  * the same round trip.
  * @throws whatever `fn` or PostgreSQL threw
  */
-export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>, settings: TransactionSettings = {}): Promise<T> {
+export async function inTransaction<T>(
+  pool: pg.Pool,
+  fn: (client: pg.PoolClient) => Promise<T>,
+  settings: TransactionSettings = {},
+): Promise<T> {
   // No parameters in a multi-statement query: only whole numbers are written into it.
-  const begin = ["BEGIN", ...Object.entries(settings).map(([name, value]) => `SET LOCAL ${name} = ${Math.trunc(Number(value))}`)].join("; ");
+  const begin = ["BEGIN", ...Object.entries(settings).map(([name, value]) => `SET LOCAL ${name} = ${Math.trunc(Number(value))}`)].join(
+    "; ",
+  );
   for (let attempt = 1; ; attempt++) {
     const client = await pool.connect();
     let broken: Error | undefined;

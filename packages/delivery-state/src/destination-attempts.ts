@@ -2,7 +2,15 @@ import sql from "sql-template-tag";
 import { newId } from "@mailhooks/db";
 import { run, runStatement, type Queryable } from "./db.js";
 import { eventStatusSql, moveDestinationCte, type DestinationStatus } from "./status.js";
-import { PAYLOAD_COLUMNS, PAYLOAD_JOIN, SECRET_COLUMNS, secretsOf, type AttemptRecord, type PayloadRef, type StoredSecrets } from "./attempt-common.js";
+import {
+  PAYLOAD_COLUMNS,
+  PAYLOAD_JOIN,
+  SECRET_COLUMNS,
+  secretsOf,
+  type AttemptRecord,
+  type PayloadRef,
+  type StoredSecrets,
+} from "./attempt-common.js";
 
 /**
  * The attempts of destinations (event x webhook): what an attempt needs, read for many attempts
@@ -29,8 +37,13 @@ export interface DestinationTarget extends PayloadRef {
  * unknown destination. Results are in the order of `items`. Payloads over INLINE_PAYLOAD_BYTES
  * are left out (`payload` null, `payloadBytes` set): a batch never carries them.
  */
-export async function loadDestinations(db: Queryable, items: { destinationId: string; attempt: number }[]): Promise<(DestinationTarget | null)[]> {
-  const { rows } = await run<Omit<DestinationTarget, "secrets"> & { ord: string; secrets: never; recordedStatus: number | null; hasRecord: boolean }>(
+export async function loadDestinations(
+  db: Queryable,
+  items: { destinationId: string; attempt: number }[],
+): Promise<(DestinationTarget | null)[]> {
+  const { rows } = await run<
+    Omit<DestinationTarget, "secrets"> & { ord: string; secrets: never; recordedStatus: number | null; hasRecord: boolean }
+  >(
     db,
     sql`SELECT i.ord, d.id AS "destinationId", d.account_id AS "accountId", d.event_id AS "eventId", d.webhook_id AS "webhookId",
                d.status::text AS status, w.url, ${SECRET_COLUMNS}, (w.status = 'enabled' AND w.deleted_at IS NULL) AS "webhookEnabled",

@@ -50,7 +50,21 @@ function sent(inboxId = "inbox_1"): EventInput {
 
 /** This process's clock (Date only: timers and I/O keep running) set `offsetMs` away from the real time. */
 function skewClock(offsetMs: number): void {
-  jest.useFakeTimers({ now: Date.now() + offsetMs, doNotFake: ["nextTick", "setImmediate", "clearImmediate", "setTimeout", "clearTimeout", "setInterval", "clearInterval", "queueMicrotask", "hrtime", "performance"] });
+  jest.useFakeTimers({
+    now: Date.now() + offsetMs,
+    doNotFake: [
+      "nextTick",
+      "setImmediate",
+      "clearImmediate",
+      "setTimeout",
+      "clearTimeout",
+      "setInterval",
+      "clearInterval",
+      "queueMicrotask",
+      "hrtime",
+      "performance",
+    ],
+  });
 }
 
 const databaseNow = async () => (await pool.query<{ now: Date }>("SELECT now() AS now")).rows[0].now;
@@ -99,7 +113,9 @@ describe("one clock: the times ingest writes are PostgreSQL's", () => {
 
 describe("inbox_ids: a webhook's scope decides its destinations", () => {
   const destinationsOf = async (eventId: string) =>
-    (await pool.query<{ webhook_id: string }>("SELECT webhook_id FROM destinations WHERE event_id = $1 ORDER BY webhook_id", [eventId])).rows.map((r) => r.webhook_id);
+    (
+      await pool.query<{ webhook_id: string }>("SELECT webhook_id FROM destinations WHERE event_id = $1 ORDER BY webhook_id", [eventId])
+    ).rows.map((r) => r.webhook_id);
 
   test("a scoped webhook gets only its inboxes' events; an unscoped one gets every inbox's", async () => {
     const accountId = await newAccount();

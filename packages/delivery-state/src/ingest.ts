@@ -97,7 +97,9 @@ async function prepare(db: Queryable, requests: Request[]): Promise<Prepared[][]
         ORDER BY id`,
   );
   const subscribed = (hook: (typeof hooks)[number], accountId: string, input: EventInput) =>
-    hook.account_id === accountId && hook.events.includes(input.eventType) && (hook.inbox_ids === null || hook.inbox_ids.includes(input.data.inboxId));
+    hook.account_id === accountId &&
+    hook.events.includes(input.eventType) &&
+    (hook.inbox_ids === null || hook.inbox_ids.includes(input.data.inboxId));
   return requests.map(({ accountId, events, ids }) =>
     events.map((input, i) => ({
       id: ids[i],
@@ -157,7 +159,10 @@ export function createEventAcceptor(pool: pg.Pool, queuePrefix: string, options:
     async (requests) => {
       const prepared = await prepare(pool, requests);
       const all = prepared.flat();
-      const byId = await withPartitions(pool, async () => new Map((await stored(pool, all, await insert(pool, queuePrefix, all))).map((a) => [a.id, a])));
+      const byId = await withPartitions(
+        pool,
+        async () => new Map((await stored(pool, all, await insert(pool, queuePrefix, all))).map((a) => [a.id, a])),
+      );
       return prepared.map((events) => events.map((p) => byId.get(p.id)!));
     },
     // Requests, not events: a batch of 500 events is one request. A statement of some
@@ -182,7 +187,10 @@ export function createEventAcceptor(pool: pg.Pool, queuePrefix: string, options:
 async function stored(db: Queryable, prepared: Prepared[], created: Map<string, StoredRow>): Promise<AcceptedEvent[]> {
   const missing = prepared.filter((p) => !created.has(p.id)).map((p) => p.id);
   if (missing.length > 0) {
-    const { rows } = await run<StoredRow & { id: string }>(db, sql`SELECT id, status::text AS status, created_at FROM events WHERE id = ANY(${missing}::text[])`);
+    const { rows } = await run<StoredRow & { id: string }>(
+      db,
+      sql`SELECT id, status::text AS status, created_at FROM events WHERE id = ANY(${missing}::text[])`,
+    );
     for (const row of rows) created.set(row.id, row);
   }
   return prepared.map((p) => {
@@ -273,7 +281,17 @@ async function insert(db: Queryable, queuePrefix: string, prepared: Prepared[]):
 /** The events that `repeats`' idempotency keys were first used for, by key. @throws IdempotencyConflictError */
 async function earlierEvents(db: Queryable, accountId: string, repeats: Prepared[]): Promise<Map<string, AcceptedEvent>> {
   const keys = repeats.map((p) => p.input.idempotency!.key);
-  const { rows } = await run<{ key: string; request_hash: string; id: string; event_type: string; inbox_id: string; message_id: string; status: EventStatus; occurred_at: Date; created_at: Date }>(
+  const { rows } = await run<{
+    key: string;
+    request_hash: string;
+    id: string;
+    event_type: string;
+    inbox_id: string;
+    message_id: string;
+    status: EventStatus;
+    occurred_at: Date;
+    created_at: Date;
+  }>(
     db,
     sql`SELECT k.key, k.request_hash, e.id, e.event_type, e.inbox_id, e.message_id, e.status::text AS status, e.occurred_at, e.created_at
           FROM idempotency_keys k JOIN events e ON e.id = k.event_id

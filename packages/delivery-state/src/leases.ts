@@ -35,7 +35,13 @@ export interface Lease {
  * `afterWorkId` ("" for the start), in work id order: the lease keeper asks Redis whether their
  * jobs still live.
  */
-export async function leasesAfter(db: Queryable, queuePrefix: string, afterWorkId: string, olderThanMs: number, limit: number): Promise<Lease[]> {
+export async function leasesAfter(
+  db: Queryable,
+  queuePrefix: string,
+  afterWorkId: string,
+  olderThanMs: number,
+  limit: number,
+): Promise<Lease[]> {
   const { rows } = await run<Lease>(
     db,
     sql`SELECT work_id AS "workId", job_name AS "jobName" FROM webhook_leases

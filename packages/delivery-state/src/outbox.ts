@@ -54,7 +54,9 @@ export function enqueueCte(queuePrefix: string, entries: Sql): Sql {
 /** Inserts `entries` in one statement of its own (inside the caller's transaction). */
 export async function enqueue(db: Pick<pg.PoolClient, "query">, queuePrefix: string, entries: OutboxEntry[]): Promise<void> {
   if (entries.length === 0) return;
-  const rows = join(entries.map((e) => sql`(${e.jobName}, ${e.jobId}, ${JSON.stringify(e.data)}::jsonb, ${e.webhookId}::text, ${e.accountId}::text)`));
+  const rows = join(
+    entries.map((e) => sql`(${e.jobName}, ${e.jobId}, ${JSON.stringify(e.data)}::jsonb, ${e.webhookId}::text, ${e.accountId}::text)`),
+  );
   await run(db, sql`WITH ${enqueueCte(queuePrefix, sql`VALUES ${rows}`)} SELECT count(*) FROM ob`);
 }
 
@@ -185,13 +187,22 @@ export async function relayOutbox(
       // RETURNING has no order: jobs are added in turns (position), oldest first within a turn.
       rows.sort((a, b) => a.position - b.position || (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
       const rejected = await push(
-        rows.map((r) => ({ id: r.id, jobName: r.job_name, jobId: r.job_id, data: r.data, webhookId: r.webhook_id, accountId: r.account_id, position: r.position })),
+        rows.map((r) => ({
+          id: r.id,
+          jobName: r.job_name,
+          jobId: r.job_id,
+          data: r.data,
+          webhookId: r.webhook_id,
+          accountId: r.account_id,
+          position: r.position,
+        })),
       );
       for (const { row } of rejected) {
         // A row of no known job names no work this service could end.
         if (isWorkJobName(row.jobName)) await failWithoutAttempt(client, row.jobName, row.jobId);
       }
-      if (rejected.length > 0) await run(client, sql`DELETE FROM webhook_leases WHERE work_id = ANY(${rejected.map((r) => r.row.jobId)}::text[])`);
+      if (rejected.length > 0)
+        await run(client, sql`DELETE FROM webhook_leases WHERE work_id = ANY(${rejected.map((r) => r.row.jobId)}::text[])`);
       return { claimed: rows.length, rejected };
     },
     ms ? { idle_in_transaction_session_timeout: ms, statement_timeout: ms } : {},

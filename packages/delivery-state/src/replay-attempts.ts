@@ -2,7 +2,16 @@ import sql, { empty } from "sql-template-tag";
 import { newId } from "@mailhooks/db";
 import { run, runStatement, type Queryable } from "./db.js";
 import { moveDestinationCte } from "./status.js";
-import { clearStreakCte, PAYLOAD_COLUMNS, PAYLOAD_JOIN, SECRET_COLUMNS, secretsOf, type AttemptRecord, type PayloadRef, type StoredSecrets } from "./attempt-common.js";
+import {
+  clearStreakCte,
+  PAYLOAD_COLUMNS,
+  PAYLOAD_JOIN,
+  SECRET_COLUMNS,
+  secretsOf,
+  type AttemptRecord,
+  type PayloadRef,
+  type StoredSecrets,
+} from "./attempt-common.js";
 
 /**
  * The one attempt of a replay (CONTRACT.md section 7): read what it needs, and write its
@@ -60,7 +69,9 @@ export async function loadReplay(db: Queryable, replayId: string): Promise<Repla
  */
 export async function recordReplayAttempt(db: Queryable, target: ReplayAttemptTarget, result: AttemptRecord): Promise<void> {
   const own = result.ok && target.toOwnUrl;
-  const move = own ? sql`, ${moveDestinationCte(target.destinationId, "delivered", ["pending", "failed", "cancelled"])}, ${clearStreakCte(target.webhookId)}` : empty;
+  const move = own
+    ? sql`, ${moveDestinationCte(target.destinationId, "delivered", ["pending", "failed", "cancelled"])}, ${clearStreakCte(target.webhookId)}`
+    : empty;
   await runStatement(
     db,
     sql`WITH inserted AS (
@@ -102,7 +113,13 @@ export async function cancelReplay(db: Queryable, target: ReplayAttemptTarget): 
  * is `error` (and, with `withRow`, a delivery row saying the same), stamped now(). Nothing when
  * it is no longer pending.
  */
-export async function endReplayWithoutAttempt(db: Queryable, replayId: string, status: "cancelled" | "failed", error: string, withRow: boolean): Promise<void> {
+export async function endReplayWithoutAttempt(
+  db: Queryable,
+  replayId: string,
+  status: "cancelled" | "failed",
+  error: string,
+  withRow: boolean,
+): Promise<void> {
   const row = withRow
     ? sql`, dlv AS (
           INSERT INTO deliveries (id, account_id, event_id, webhook_id, destination_id, url, trigger, attempt, response_status,

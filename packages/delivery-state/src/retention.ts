@@ -33,7 +33,12 @@ export function payloadPurgeAt(createdAt: Date, retentionDays: number): Date {
  * with; behind other DDL of the table it waits at most 1 s (the function's lock_timeout).
  * @throws the PostgreSQL error lock_not_available (55P03) when that wait ran out: try again later
  */
-export async function ensurePayloadPartitions(db: Queryable, now = new Date(), daysAhead = PARTITION_DAYS_AHEAD, from = now): Promise<number> {
+export async function ensurePayloadPartitions(
+  db: Queryable,
+  now = new Date(),
+  daysAhead = PARTITION_DAYS_AHEAD,
+  from = now,
+): Promise<number> {
   const { rows } = await run<{ made: number }>(
     db,
     sql`SELECT ensure_event_payload_partitions(${isoDay(utcDay(from))}::date, ${isoDay(new Date(utcDay(now).getTime() + (daysAhead + 1) * DAY_MS))}::date) AS made`,
@@ -152,7 +157,10 @@ export async function purgeExpiredPayloads(
     client.on("error", onError);
     try {
       // For this session (the drops run outside a transaction block), until the RESET below.
-      await run(client, sql`SELECT set_config('lock_timeout', ${String(Math.max(1, Math.trunc(options.lockTimeoutMs ?? RETENTION_LOCK_TIMEOUT_MS)))}, false)`);
+      await run(
+        client,
+        sql`SELECT set_config('lock_timeout', ${String(Math.max(1, Math.trunc(options.lockTimeoutMs ?? RETENTION_LOCK_TIMEOUT_MS)))}, false)`,
+      );
       for (const table of expired) {
         try {
           await dropPayloadTable(client, table);
@@ -187,7 +195,8 @@ export async function purgeExpiredPayloads(
 async function dropPayloadTable(client: pg.PoolClient, table: PayloadTable): Promise<void> {
   // An identifier cannot be a parameter: the name goes into the text (see above).
   const name = raw(`"${table.name}"`);
-  if (table.attached) await run(client, sql`ALTER TABLE "event_payloads" DETACH PARTITION ${name} ${table.pending ? sql`FINALIZE` : sql`CONCURRENTLY`}`);
+  if (table.attached)
+    await run(client, sql`ALTER TABLE "event_payloads" DETACH PARTITION ${name} ${table.pending ? sql`FINALIZE` : sql`CONCURRENTLY`}`);
   await run(client, sql`DROP TABLE IF EXISTS ${name}`);
 }
 

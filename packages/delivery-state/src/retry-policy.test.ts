@@ -24,7 +24,12 @@ describe("decideAfterAttempt", () => {
   });
 
   it("numbers the retry with the attempt numbers of the deliveries log and dates it from the failed attempt's end", () => {
-    expect(decideAfterAttempt(spec, 0, "failed", endedAt)).toEqual({ next: "retry", attempt: 1, delayMs: 10_000, at: new Date("2026-01-01T00:00:10Z") });
+    expect(decideAfterAttempt(spec, 0, "failed", endedAt)).toEqual({
+      next: "retry",
+      attempt: 1,
+      delayMs: 10_000,
+      at: new Date("2026-01-01T00:00:10Z"),
+    });
   });
 
   it("delivers after a success, and fails an unretryable failure at once", () => {

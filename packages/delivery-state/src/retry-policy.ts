@@ -32,7 +32,12 @@ export type AfterAttempt =
  * `outcome`, on the schedule `retryDelaysMs`: `delivered` after a success; a retry while the
  * schedule has a delay for it; else `failed`.
  */
-export function decideAfterAttempt(retryDelaysMs: readonly number[], attempt: number, outcome: AttemptOutcome, endedAt: Date): AfterAttempt {
+export function decideAfterAttempt(
+  retryDelaysMs: readonly number[],
+  attempt: number,
+  outcome: AttemptOutcome,
+  endedAt: Date,
+): AfterAttempt {
   if (outcome === "succeeded") return { next: "delivered" };
   const delayMs = outcome === "failed" ? retryDelaysMs[attempt] : undefined;
   if (delayMs === undefined) return { next: "failed" };
@@ -46,7 +51,8 @@ export function decideAfterAttempt(retryDelaysMs: readonly number[], attempt: nu
  */
 export function attemptBudget(retryDelaysMs: readonly number[], firstAttempt: number): number {
   let attempts = 1;
-  for (let attempt = firstAttempt; decideAfterAttempt(retryDelaysMs, attempt, "failed", new Date(0)).next === "retry"; attempt++) attempts++;
+  for (let attempt = firstAttempt; decideAfterAttempt(retryDelaysMs, attempt, "failed", new Date(0)).next === "retry"; attempt++)
+    attempts++;
   return attempts;
 }
 

@@ -53,7 +53,11 @@ const isFailure = (status: string) => status === "failed" || status === "cancell
  * concurrent move waits, then re-checks its status); the event row is updated in place, so two
  * destinations of one event ending at once serialize on it and each sees the other's effect.
  */
-export function moveDestinationCte(destinationId: string, to: Exclude<DestinationStatus, "pending">, from: readonly DestinationStatus[]): Sql {
+export function moveDestinationCte(
+  destinationId: string,
+  to: Exclude<DestinationStatus, "pending">,
+  from: readonly DestinationStatus[],
+): Sql {
   const addFailed = isFailure(to) ? 1 : 0;
   const pending = sql`e.pending_destinations - (moved.was = 'pending')::int`;
   const failed = sql`e.failed_destinations - (moved.was IN ('failed', 'cancelled'))::int + ${addFailed}`;

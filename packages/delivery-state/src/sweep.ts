@@ -66,7 +66,12 @@ export async function pendingWorkAfter(
  * destination, the attempt to resume at and when it is due). Only rows still pending are
  * queued. Returns how many were.
  */
-export async function requeueWork(pool: pg.Pool, kind: WorkKind, queuePrefix: string, jobs: { id: string; data: Record<string, unknown> }[]): Promise<number> {
+export async function requeueWork(
+  pool: pg.Pool,
+  kind: WorkKind,
+  queuePrefix: string,
+  jobs: { id: string; data: Record<string, unknown> }[],
+): Promise<number> {
   if (jobs.length === 0) return 0;
   const { rows } = await run<{ n: number }>(
     pool,

@@ -64,7 +64,10 @@ export async function recordTestAttempt(db: Queryable, target: TestAttemptTarget
 
 /** Ends a test delivery whose webhook was disabled or deleted before it was sent. */
 export async function cancelTestDelivery(db: Queryable, testDeliveryId: string): Promise<void> {
-  await runStatement(db, sql`UPDATE test_deliveries SET status = 'cancelled', updated_at = now() WHERE id = ${testDeliveryId} AND status = 'pending'`);
+  await runStatement(
+    db,
+    sql`UPDATE test_deliveries SET status = 'cancelled', updated_at = now() WHERE id = ${testDeliveryId} AND status = 'pending'`,
+  );
 }
 
 /**

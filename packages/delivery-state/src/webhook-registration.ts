@@ -62,7 +62,10 @@ export class IdempotentWebhookDeletedError extends Error {
  *   with the same body: the first webhook (nothing stored); null when the account is at the limit
  * @throws IdempotencyConflictError (the key came with another body), IdempotentWebhookDeletedError
  */
-export async function registerWebhook(pool: pg.Pool, input: RegisterWebhookInput & { idempotency?: undefined }): Promise<RegisteredWebhook | null>;
+export async function registerWebhook(
+  pool: pg.Pool,
+  input: RegisterWebhookInput & { idempotency?: undefined },
+): Promise<RegisteredWebhook | null>;
 export async function registerWebhook(pool: pg.Pool, input: RegisterWebhookInput): Promise<RegisteredWebhook | RepeatedWebhook | null>;
 export async function registerWebhook(pool: pg.Pool, input: RegisterWebhookInput): Promise<RegisteredWebhook | RepeatedWebhook | null> {
   return inTransaction(pool, async (client) => {
@@ -111,7 +114,12 @@ export async function registerWebhook(pool: pg.Pool, input: RegisterWebhookInput
  * The webhook an Idempotency-Key made within the window, or null when the key is new (or expired).
  * @throws IdempotencyConflictError, IdempotentWebhookDeletedError
  */
-async function webhookOfKey(client: pg.PoolClient, accountId: string, idempotency: { key: string; requestHash: string }, now: Date): Promise<WebhookRow | null> {
+async function webhookOfKey(
+  client: pg.PoolClient,
+  accountId: string,
+  idempotency: { key: string; requestHash: string },
+  now: Date,
+): Promise<WebhookRow | null> {
   const { rows } = await run<{ request_hash: string; webhook_id: string }>(
     client,
     sql`SELECT request_hash, webhook_id FROM webhook_idempotency_keys
@@ -141,7 +149,14 @@ export interface TestDeliveryIds {
  * and is stored in `test_deliveries.delivery_id`, so that POST /v1/webhooks/{id}/test can answer
  * it at once.
  */
-async function addTestDelivery(client: pg.PoolClient, accountId: string, webhookId: string, queuePrefix: string, now: Date, eventType: string | null): Promise<TestDeliveryIds> {
+async function addTestDelivery(
+  client: pg.PoolClient,
+  accountId: string,
+  webhookId: string,
+  queuePrefix: string,
+  now: Date,
+  eventType: string | null,
+): Promise<TestDeliveryIds> {
   const id = newId("tst");
   const deliveryId = testDeliveryRowId(id);
   await run(
@@ -149,7 +164,9 @@ async function addTestDelivery(client: pg.PoolClient, accountId: string, webhook
     sql`INSERT INTO test_deliveries (id, account_id, webhook_id, queue_prefix, event_type, delivery_id, created_at, updated_at)
         VALUES (${id}, ${accountId}, ${webhookId}, ${queuePrefix}, ${eventType}, ${deliveryId}, ${now}, ${now})`,
   );
-  await enqueue(client, queuePrefix, [{ jobName: JOB_NAMES.testDelivery, jobId: id, data: workJobData(JOB_NAMES.testDelivery, id), webhookId, accountId }]);
+  await enqueue(client, queuePrefix, [
+    { jobName: JOB_NAMES.testDelivery, jobId: id, data: workJobData(JOB_NAMES.testDelivery, id), webhookId, accountId },
+  ]);
   return { testDeliveryId: id, deliveryId };
 }
 

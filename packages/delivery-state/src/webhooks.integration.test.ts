@@ -24,7 +24,14 @@ async function newAccount(): Promise<string> {
   return id;
 }
 
-const base = (accountId: string) => ({ accountId, queuePrefix: prefix, url: "https://receiver.example/h", events: ["message.sent"], secret: "stored-secret", maxWebhooks: 10 });
+const base = (accountId: string) => ({
+  accountId,
+  queuePrefix: prefix,
+  url: "https://receiver.example/h",
+  events: ["message.sent"],
+  secret: "stored-secret",
+  maxWebhooks: 10,
+});
 
 describe("webhooks' state", () => {
   test("options are stored at registration; a change keeps what it does not name and clears what it sets to null", async () => {
@@ -42,7 +49,10 @@ describe("webhooks' state", () => {
     const made = (await registerWebhook(pool, base(accountId)))!;
     expect(made.deliveryId).toMatch(/^dlv_/);
     const asked = (await requestTestDelivery(pool, accountId, made.webhook.id, prefix, "message.opened"))!;
-    const { rows } = await pool.query("SELECT id, event_type, delivery_id FROM test_deliveries WHERE webhook_id = $1 ORDER BY created_at, id", [made.webhook.id]);
+    const { rows } = await pool.query(
+      "SELECT id, event_type, delivery_id FROM test_deliveries WHERE webhook_id = $1 ORDER BY created_at, id",
+      [made.webhook.id],
+    );
     expect(rows).toEqual([
       { id: made.testDeliveryId, event_type: null, delivery_id: made.deliveryId },
       { id: asked.testDeliveryId, event_type: "message.opened", delivery_id: asked.deliveryId },
@@ -56,7 +66,9 @@ describe("webhooks' state", () => {
     const first = (await registerWebhook(pool, { ...base(accountId), idempotency }))!;
     const again = (await registerWebhook(pool, { ...base(accountId), idempotency }))!;
     expect(again).toEqual({ webhook: first.webhook, repeated: true });
-    await expect(registerWebhook(pool, { ...base(accountId), idempotency: { key: "k1", requestHash: "h2" } })).rejects.toThrow(IdempotencyConflictError);
+    await expect(registerWebhook(pool, { ...base(accountId), idempotency: { key: "k1", requestHash: "h2" } })).rejects.toThrow(
+      IdempotencyConflictError,
+    );
     const { rows } = await pool.query("SELECT count(*)::int AS n FROM test_deliveries WHERE account_id = $1", [accountId]);
     expect(rows[0].n).toBe(1);
   });
@@ -68,7 +80,9 @@ describe("webhooks' state", () => {
     // A stand-in for the keyring: values starting "old:" are moved to "new:".
     const moved = await reencryptSecrets(pool, (stored) => (stored.startsWith("old:") ? `new:${stored.slice(4)}` : null));
     expect(moved).toBeGreaterThanOrEqual(1);
-    const { rows } = await pool.query("SELECT id, secret, headers FROM webhooks WHERE id = ANY($1) ORDER BY id", [[made.webhook.id, other.webhook.id]]);
+    const { rows } = await pool.query("SELECT id, secret, headers FROM webhooks WHERE id = ANY($1) ORDER BY id", [
+      [made.webhook.id, other.webhook.id],
+    ]);
     expect(new Map(rows.map((r) => [r.id, [r.secret, r.headers]]))).toEqual(
       new Map([
         [made.webhook.id, ["new:secret", "new:headers"]],

@@ -53,7 +53,12 @@ export interface WebhookChange {
  * secret is kept.
  * @returns the changed webhook, or null when there is no such live webhook
  */
-export async function changeWebhook(pool: pg.Pool, accountId: string, webhookId: string, change: WebhookChange): Promise<WebhookRow | null> {
+export async function changeWebhook(
+  pool: pg.Pool,
+  accountId: string,
+  webhookId: string,
+  change: WebhookChange,
+): Promise<WebhookRow | null> {
   const reason = change.status === "disabled" ? sql`'manual'` : sql`NULL`;
   const statusChange =
     change.status === undefined
@@ -89,7 +94,13 @@ export async function changeWebhook(pool: pg.Pool, accountId: string, webhookId:
  * during the grace period of another replaces the pending secret and keeps the one that signs.
  * @returns when the new secret starts signing, or null when there is no such live webhook
  */
-export async function rotateSecret(pool: pg.Pool, accountId: string, webhookId: string, newSecret: string, graceSeconds: number): Promise<Date | null> {
+export async function rotateSecret(
+  pool: pg.Pool,
+  accountId: string,
+  webhookId: string,
+  newSecret: string,
+  graceSeconds: number,
+): Promise<Date | null> {
   const { rows } = await run<{ secret_activates_at: Date }>(
     pool,
     sql`UPDATE webhooks SET

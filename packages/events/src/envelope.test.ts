@@ -158,12 +158,20 @@ describe("the envelope's size (CONTRACT.md section 5: at most 10 MiB)", () => {
   })).value;
 
   it("jsonByteLength is the UTF-8 length of JSON.stringify, for any JSON value", () => {
-    fc.assert(fc.property(json, (value) => jsonByteLength(value) === Buffer.byteLength(JSON.stringify(value), "utf8")), { numRuns: 2000 });
+    fc.assert(
+      fc.property(json, (value) => jsonByteLength(value) === Buffer.byteLength(JSON.stringify(value), "utf8")),
+      { numRuns: 2000 },
+    );
   });
 
   it("envelopeByteLength is the length of the bytes buildEnvelope makes", () => {
     fc.assert(
-      fc.property(anyText, (body) => envelopeByteLength("message.received", OCCURRED_AT, received(body)) === Buffer.byteLength(buildEnvelope("message.received", OCCURRED_AT, received(body)))),
+      fc.property(
+        anyText,
+        (body) =>
+          envelopeByteLength("message.received", OCCURRED_AT, received(body)) ===
+          Buffer.byteLength(buildEnvelope("message.received", OCCURRED_AT, received(body))),
+      ),
     );
   });
 

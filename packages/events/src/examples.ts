@@ -32,7 +32,11 @@ export const EVENT_EXAMPLES: { [K in EventType]: EventData<K> } = {
     to: ["support@inbox.example.net"],
     subject: "Re: Your order has shipped",
     body: "Thanks, it arrived today.\n",
-    headers: { messageId: `<${common.messageId}>`, inReplyTo: "<0193a7c2-0000-7000-8000-000000000001@example.invalid>", references: "<0193a7c2-0000-7000-8000-000000000001@example.invalid>" },
+    headers: {
+      messageId: `<${common.messageId}>`,
+      inReplyTo: "<0193a7c2-0000-7000-8000-000000000001@example.invalid>",
+      references: "<0193a7c2-0000-7000-8000-000000000001@example.invalid>",
+    },
   },
   "message.bounced": {
     ...common,

@@ -2,7 +2,10 @@ import { isInfrastructureError, markInfrastructureError } from "./index.js";
 
 /** What Prisma 7 with @prisma/adapter-pg raises (as observed): a generic code, the adapter's cause in `meta`. */
 const prismaAdapterError = (cause: Record<string, unknown>, code = "P2010") =>
-  Object.assign(new Error("\nInvalid `prisma.$queryRaw()` invocation:\n\n\nRaw query failed."), { code, meta: { driverAdapterError: { name: "DriverAdapterError", cause } } });
+  Object.assign(new Error("\nInvalid `prisma.$queryRaw()` invocation:\n\n\nRaw query failed."), {
+    code,
+    meta: { driverAdapterError: { name: "DriverAdapterError", cause } },
+  });
 
 describe("isInfrastructureError (503 unavailable)", () => {
   test.each([
@@ -12,13 +15,25 @@ describe("isInfrastructureError (503 unavailable)", () => {
     ["a model query while the server is away", Object.assign(new Error("Can't reach database server"), { code: "P1001" })],
     // As @mailhooks/queue's connections deliver them (marked).
     ["Redis away (ioredis)", markInfrastructureError(new Error("Stream isn't writeable and enableOfflineQueue options is false"))],
-    ["a statement timeout through Prisma", prismaAdapterError({ kind: "postgres", code: "57014", originalCode: "57014", severity: "ERROR" })],
+    [
+      "a statement timeout through Prisma",
+      prismaAdapterError({ kind: "postgres", code: "57014", originalCode: "57014", severity: "ERROR" }),
+    ],
     ["Redis frozen (ioredis's commandTimeout)", markInfrastructureError(new Error("Command timed out"))],
-    ["a command that used up its retries (ioredis)", Object.assign(new Error("Reached the max retries per request limit (which is 1)."), { name: "MaxRetriesPerRequestError" })],
+    [
+      "a command that used up its retries (ioredis)",
+      Object.assign(new Error("Reached the max retries per request limit (which is 1)."), { name: "MaxRetriesPerRequestError" }),
+    ],
     // As @mailhooks/db's pool delivers them (marked).
-    ["a connection attempt that timed out (pg)", markInfrastructureError(new Error("Connection terminated due to connection timeout", { cause: new Error("lost") }))],
+    [
+      "a connection attempt that timed out (pg)",
+      markInfrastructureError(new Error("Connection terminated due to connection timeout", { cause: new Error("lost") })),
+    ],
     ["a full pool (pg-pool)", markInfrastructureError(new Error("timeout exceeded when trying to connect"))],
-    ["a mark in the cause chain", new Error("wrapped", { cause: markInfrastructureError(new Error("Connection terminated unexpectedly")) })],
+    [
+      "a mark in the cause chain",
+      new Error("wrapped", { cause: markInfrastructureError(new Error("Connection terminated unexpectedly")) }),
+    ],
     ["BullMQ's connection closed", Object.assign(new Error("Connection is closed."), { name: "ConnectionClosedError" })],
     ["a cause chain", Object.assign(new Error("wrapped"), { cause: Object.assign(new Error("x"), { code: "ECONNRESET" }) })],
   ])("%s", (_name, error) => {
@@ -35,13 +50,20 @@ describe("isInfrastructureError (503 unavailable)", () => {
   });
 
   test("nor are a library's exact words without the mark of the client that raised them", () => {
-    for (const message of ["Connection terminated unexpectedly", "timeout exceeded when trying to connect", "Command timed out", "Connection is closed."]) {
+    for (const message of [
+      "Connection terminated unexpectedly",
+      "timeout exceeded when trying to connect",
+      "Command timed out",
+      "Connection is closed.",
+    ]) {
       expect(isInfrastructureError(new Error(message))).toBe(false);
     }
   });
 
   test("a constraint through Prisma is not one", () => {
-    expect(isInfrastructureError(prismaAdapterError({ kind: "UniqueConstraintViolation", constraint: { fields: ["id"] } }, "P2002"))).toBe(false);
+    expect(isInfrastructureError(prismaAdapterError({ kind: "UniqueConstraintViolation", constraint: { fields: ["id"] } }, "P2002"))).toBe(
+      false,
+    );
   });
 });
 

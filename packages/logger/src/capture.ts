@@ -7,7 +7,10 @@ import { configureLogger, getLogger } from "./index.js";
  * kept off the console), and returns them: for tests that check what would have been logged.
  * The logger is left at `after` (level and format) when `fn` ends.
  */
-export async function captureLogs(fn: () => unknown, after: { level: string; format: "json" | "pretty" } = { level: "warn", format: "pretty" }): Promise<string> {
+export async function captureLogs(
+  fn: () => unknown,
+  after: { level: string; format: "json" | "pretty" } = { level: "warn", format: "pretty" },
+): Promise<string> {
   const lines: string[] = [];
   const transport = new winston.transports.Stream({
     stream: new Writable({

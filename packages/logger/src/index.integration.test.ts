@@ -9,7 +9,13 @@ const captured = (fn: () => unknown) => captureLogs(fn);
 describe("the logger keeps secrets out", () => {
   test("fields named like secrets are redacted, nested too, in arrays and in errors' texts", async () => {
     const text = await captured(() => {
-      getLogger("t").warn("nested", { request: { headers: { authorization: `Bearer ${KEY}` }, items: [{ secret: SECRET }], webhook: { url: "https://x", password: "p4ss" } } });
+      getLogger("t").warn("nested", {
+        request: {
+          headers: { authorization: `Bearer ${KEY}` },
+          items: [{ secret: SECRET }],
+          webhook: { url: "https://x", password: "p4ss" },
+        },
+      });
       getLogger("t").error("an error object", { error: new Error(`failed with key ${KEY}`) });
     });
     expect(text).toContain("https://x");
@@ -18,12 +24,16 @@ describe("the logger keeps secrets out", () => {
   });
 
   test("secrets in free text (messages, URLs, any string) are scrubbed", () => {
-    expect(scrubSecrets(`key=${KEY}&s=${SECRET}, Authorization: Basic dXNlcjpwYXNz`)).toBe("key=whk_0123456789ab_[redacted]&s=whsec_[redacted], Authorization: Basic [redacted]");
+    expect(scrubSecrets(`key=${KEY}&s=${SECRET}, Authorization: Basic dXNlcjpwYXNz`)).toBe(
+      "key=whk_0123456789ab_[redacted]&s=whsec_[redacted], Authorization: Basic [redacted]",
+    );
     expect(scrubSecrets("v1.0a1b2c3d.aXY.Y2lwaGVy.dGFn stored")).toBe("[redacted ciphertext] stored");
   });
 
   test("an error text loses the input it quotes: a real PostgreSQL error", async () => {
-    const client = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/webhooks_test" });
+    const client = new pg.Client({
+      connectionString: process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/webhooks_test",
+    });
     await client.connect();
     const body = "Dear customer, your order 4711 has shipped";
     let error: Error | undefined;
@@ -44,12 +54,16 @@ describe("the logger keeps secrets out", () => {
   test("request paths keep only the routes' words and our ids: tokens, keys and secrets in them are redacted", async () => {
     const token = "q1Zx-_3kLmN0pQrStUvWxYz0123456789abcdefGHIJ";
     expect(redactPath(`/dashboard/sign-in/${token}`)).toBe("/dashboard/sign-in/[redacted]");
-    expect(redactPath(`/v1/webhooks/wh_0123456789abcdef0123456789abcdef/secret/rotate`)).toBe("/v1/webhooks/wh_0123456789abcdef0123456789abcdef/secret/rotate");
+    expect(redactPath(`/v1/webhooks/wh_0123456789abcdef0123456789abcdef/secret/rotate`)).toBe(
+      "/v1/webhooks/wh_0123456789abcdef0123456789abcdef/secret/rotate",
+    );
     expect(redactPath(`/v1/webhooks/${encodeURIComponent(SECRET)}/secret?k=${KEY}`)).toBe("/v1/webhooks/[redacted]/secret");
     expect(redactPath(`/v1/inboxes/Dear%20customer/messages`)).toBe("/v1/inboxes/[redacted]/messages");
     expect(redactPath(redactPath(`/dashboard/sign-in/${token}`))).toBe("/dashboard/sign-in/[redacted]");
     // Whoever logs a `path` field gets it redacted.
-    const text = await captured(() => getLogger("t").warn("failed", { path: `/dashboard/sign-in/${token}`, nested: { path: `/v1/events/${token}` } }));
+    const text = await captured(() =>
+      getLogger("t").warn("failed", { path: `/dashboard/sign-in/${token}`, nested: { path: `/v1/events/${token}` } }),
+    );
     expect(text).not.toContain(token);
     expect(text).toContain("/dashboard/sign-in/[redacted]");
   });

@@ -11,7 +11,8 @@ import winston from "winston";
  * ids (see redactPath). Call `configureLogger` once at start-up, then `getLogger("module")`.
  */
 
-const REDACTED_KEYS = /^(authorization|cookie|set-cookie|secret|secrets|previous_?secret|password|passphrase|api_?key|key|token|payload|body|raw|data|headers)$/i;
+const REDACTED_KEYS =
+  /^(authorization|cookie|set-cookie|secret|secrets|previous_?secret|password|passphrase|api_?key|key|token|payload|body|raw|data|headers)$/i;
 /** Fields holding error texts, which may quote input. */
 const ERROR_TEXT_KEYS = /^(error|err|stack|reason|detail|cause)$/i;
 
@@ -33,7 +34,9 @@ export function scrubSecrets(text: string): string {
 
 /** An error text without secrets and without the quoted input it may carry. */
 export function scrubErrorText(text: string): string {
-  return scrubSecrets(text).replace(/"(?:[^"\\]|\\.)*"/g, '"[redacted]"').replace(/'(?:[^'\\]|\\.)*'/g, "'[redacted]'");
+  return scrubSecrets(text)
+    .replace(/"(?:[^"\\]|\\.)*"/g, '"[redacted]"')
+    .replace(/'(?:[^'\\]|\\.)*'/g, "'[redacted]'");
 }
 
 /** A path segment that can be logged: a route's own word (`webhooks`, `sign-in`, `v1`) or an id

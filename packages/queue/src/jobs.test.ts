@@ -25,15 +25,23 @@ describe("the job registry", () => {
   });
 
   test("a delivery job gets the schedule's budget from its first attempt, the schedule's backoff, and waits until notBefore", () => {
-    expect(prepareWorkJob(JOB_NAMES.delivery, { destinationId: "dst_1" }, budget, now).options).toEqual({ attempts: 4, backoff: { type: DELIVERY_BACKOFF_TYPE } });
+    expect(prepareWorkJob(JOB_NAMES.delivery, { destinationId: "dst_1" }, budget, now).options).toEqual({
+      attempts: 4,
+      backoff: { type: DELIVERY_BACKOFF_TYPE },
+    });
     const resumed = prepareWorkJob(JOB_NAMES.delivery, { destinationId: "dst_1", firstAttempt: 2, notBefore: now + 5_000 }, budget, now);
     expect(resumed.options).toEqual({ attempts: 2, backoff: { type: DELIVERY_BACKOFF_TYPE }, delay: 5_000 });
     expect(prepareWorkJob(JOB_NAMES.delivery, { destinationId: "dst_1", notBefore: now - 1 }, budget, now).options.delay).toBeUndefined();
   });
 
   test("replays and test deliveries get one attempt; unknown fields are dropped, wrong ones refused", () => {
-    expect(prepareWorkJob(JOB_NAMES.replay, { replayId: "rpl_1", postpones: 3 }, budget, now)).toEqual({ data: { replayId: "rpl_1" }, options: { attempts: 1 } });
-    expect(prepareWorkJob(JOB_NAMES.testDelivery, { testDeliveryId: "tst_1", webhookId: "wh_1", accountId: "acct_1" }, budget, now).options).toEqual({ attempts: 1 });
+    expect(prepareWorkJob(JOB_NAMES.replay, { replayId: "rpl_1", postpones: 3 }, budget, now)).toEqual({
+      data: { replayId: "rpl_1" },
+      options: { attempts: 1 },
+    });
+    expect(
+      prepareWorkJob(JOB_NAMES.testDelivery, { testDeliveryId: "tst_1", webhookId: "wh_1", accountId: "acct_1" }, budget, now).options,
+    ).toEqual({ attempts: 1 });
     expect(() => prepareWorkJob(JOB_NAMES.delivery, { destinationId: 42 }, budget, now)).toThrow(ZodError);
   });
 

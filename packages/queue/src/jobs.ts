@@ -44,7 +44,9 @@ export interface WorkJobDefinition<Name extends string = string, Data extends ob
 }
 
 /** A definition, its data's type inferred from its schema. */
-function defineWorkJob<const Name extends string, Data extends object>(definition: WorkJobDefinition<Name, Data>): WorkJobDefinition<Name, Data> {
+function defineWorkJob<const Name extends string, Data extends object>(
+  definition: WorkJobDefinition<Name, Data>,
+): WorkJobDefinition<Name, Data> {
   return definition;
 }
 
@@ -147,7 +149,12 @@ export function workIdOf(name: WorkJobName, data: unknown): string | null {
  * WorkJobDefinition.options).
  * @throws ZodError for data the job's schema refuses
  */
-export function prepareWorkJob<N extends WorkJobName>(name: N, data: unknown, budget: AttemptBudget, now: number): { data: WorkJobData<N>; options: WorkJobOptions } {
+export function prepareWorkJob<N extends WorkJobName>(
+  name: N,
+  data: unknown,
+  budget: AttemptBudget,
+  now: number,
+): { data: WorkJobData<N>; options: WorkJobOptions } {
   const definition: WorkJobDefinition<N, WorkJobData<N>> = WORK_JOBS[name];
   const parsed = definition.schema.parse(data);
   return { data: parsed, options: definition.options(parsed, budget, now) };

@@ -36,7 +36,11 @@ export class DeliveryQueue {
    * @param attemptBudget the attempts a job on the retry schedule gets, from the attempt it
    *   starts at: `attemptBudgetOf(DELIVERY_RETRY_DELAYS_MS)` of @mailhooks/delivery-state.
    */
-  constructor(connection: RedisClient, prefix: string, private readonly attemptBudget: AttemptBudget) {
+  constructor(
+    connection: RedisClient,
+    prefix: string,
+    private readonly attemptBudget: AttemptBudget,
+  ) {
     this.queue = new Queue(QUEUE_NAMES.deliveries, {
       connection,
       prefix,

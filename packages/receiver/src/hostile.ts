@@ -65,7 +65,11 @@ function stream(res: ServerResponse, total: number, count: (n: number) => void):
 }
 
 /** Writes `bytes` one at a time every `everyMs` to `target`, until it closes. */
-function trickle(target: { write: (b: string) => unknown; destroyed: boolean; once: (e: "close", f: () => void) => unknown }, bytes: string, everyMs: number): void {
+function trickle(
+  target: { write: (b: string) => unknown; destroyed: boolean; once: (e: "close", f: () => void) => unknown },
+  bytes: string,
+  everyMs: number,
+): void {
   let i = 0;
   const timer = setInterval(() => {
     if (target.destroyed) return clearInterval(timer);
@@ -102,11 +106,14 @@ export async function startHostileReceiver(certificate: { cert: string; key: str
         res.flushHeaders();
         return trickle(res, "trickle ", 1_000);
       case "late": {
-        const timer = setTimeout(() => {
-          res.writeHead(200, { "content-type": "text/plain" });
-          res.flushHeaders();
-          trickle(res, "late ", 1_000);
-        }, Number(urlPath.split("/")[2]));
+        const timer = setTimeout(
+          () => {
+            res.writeHead(200, { "content-type": "text/plain" });
+            res.flushHeaders();
+            trickle(res, "late ", 1_000);
+          },
+          Number(urlPath.split("/")[2]),
+        );
         res.once("close", () => clearTimeout(timer));
         return;
       }

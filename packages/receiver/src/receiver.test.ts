@@ -55,7 +55,12 @@ const goodSignature = signPayload(SECRET, "1795341600", BODY);
 describe("reference receiver", () => {
   it("accepts a correctly signed body and reads its messageId", async () => {
     expect(await post("/hooks/ok", BODY, goodSignature)).toBe(200);
-    expect(receiver.arrivals.at(-1)).toMatchObject({ path: "/hooks/ok", verified: true, event: "message.sent", messageId: "<m1@example.com>" });
+    expect(receiver.arrivals.at(-1)).toMatchObject({
+      path: "/hooks/ok",
+      verified: true,
+      event: "message.sent",
+      messageId: "<m1@example.com>",
+    });
   });
 
   it("answers 401 to a bad signature without parsing the body", async () => {

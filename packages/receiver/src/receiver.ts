@@ -87,7 +87,11 @@ function readBody(req: import("node:http").IncomingMessage): Promise<Buffer> {
  * with fixed timestamps, and what the demo reports is whether every signature verified.
  * `verified` is true when the signature matched (also for a body that is then no envelope).
  */
-function check(secret: string | string[], headers: import("node:http").IncomingHttpHeaders, raw: Buffer): { verified: boolean; envelope?: WebhookEnvelope } {
+function check(
+  secret: string | string[],
+  headers: import("node:http").IncomingHttpHeaders,
+  raw: Buffer,
+): { verified: boolean; envelope?: WebhookEnvelope } {
   try {
     return { verified: true, envelope: verify(secret, headers, raw, { toleranceSeconds: Infinity }) };
   } catch (error) {
@@ -112,7 +116,18 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
     const { verified, envelope } = secret !== undefined && req.method === "POST" ? check(secret, req.headers, raw) : { verified: false };
     const eventIdHeader = req.headers[EVENT_ID_HEADER.toLowerCase()];
     const eventId = typeof eventIdHeader === "string" ? eventIdHeader : undefined;
-    const arrival: Arrival = { path, body: raw.toString("utf8"), timestamp, signature, verified, duplicate: false, status: 200, receivedAt: Date.now(), headers: req.headers, eventId };
+    const arrival: Arrival = {
+      path,
+      body: raw.toString("utf8"),
+      timestamp,
+      signature,
+      verified,
+      duplicate: false,
+      status: 200,
+      receivedAt: Date.now(),
+      headers: req.headers,
+      eventId,
+    };
     let dedupKey: string | undefined;
     if (envelope && options.dedupeBy === "event-id") {
       arrival.event = envelope.event;
@@ -139,7 +154,7 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
     }
     const nth = (countByPath.get(path) ?? 0) + 1;
     countByPath.set(path, nth);
-    const reply: Reply = verified && arrival.status === 200 ? options.behavior?.(arrival, nth) ?? {} : { status: arrival.status };
+    const reply: Reply = verified && arrival.status === 200 ? (options.behavior?.(arrival, nth) ?? {}) : { status: arrival.status };
     arrival.status = reply.status ?? 200;
     // Only an accepted delivery is processed: the retry that follows a failure answer is no duplicate.
     if (dedupKey && arrival.status >= 200 && arrival.status < 300) seen.add(dedupKey);
@@ -150,7 +165,11 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
     res.writeHead(arrival.status, { "content-type": "application/json", ...reply.headers });
     res.end(JSON.stringify({ received: verified }));
   };
-  const listener = await listenHttps(options, (req, res) => void answer(req, res), { port: options.port, host: options.host, keepAliveTimeoutMs: 60_000 });
+  const listener = await listenHttps(options, (req, res) => void answer(req, res), {
+    port: options.port,
+    host: options.host,
+    keepAliveTimeoutMs: 60_000,
+  });
 
   return {
     port: listener.port,

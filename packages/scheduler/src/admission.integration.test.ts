@@ -102,8 +102,12 @@ describe("admission", () => {
 
   test("each dispatcher counts its own slots; a job asking again replaces its own entry; slow marks are shared", async () => {
     const other = createAdmissionControl({ redis, keyPrefix: prefix, localConcurrency: 2, slowAttemptMs: 1_000 });
-    expect(await other.admit({ jobId: "d0", webhookId: "wh_d", accountId: "acct_1", holds: 0, rateLimit: null })).toEqual({ admitted: true });
-    expect(await other.admit({ jobId: "d0", webhookId: "wh_d", accountId: "acct_1", holds: 0, rateLimit: null })).toEqual({ admitted: true });
+    expect(await other.admit({ jobId: "d0", webhookId: "wh_d", accountId: "acct_1", holds: 0, rateLimit: null })).toEqual({
+      admitted: true,
+    });
+    expect(await other.admit({ jobId: "d0", webhookId: "wh_d", accountId: "acct_1", holds: 0, rateLimit: null })).toEqual({
+      admitted: true,
+    });
     expect((await other.state()).running).toBe(1);
     expect((await admission.state()).running).toBe(0);
     await other.release({ jobId: "d0", webhookId: "wh_d", accountId: "acct_1", durationMs: 5_000 });

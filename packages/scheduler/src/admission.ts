@@ -264,7 +264,13 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
       forget(input.jobId);
       const slow = isSlow(input.webhookId, now);
       if (!hasShare(input.webhookId, input.accountId, now, slow)) {
-        if (input.rateLimit) await redis.schedulerForfeitTurn(k(`turn:${input.jobId}`), k("reserved"), k(`webhooks:rate-waiting:${input.webhookId}`), input.jobId);
+        if (input.rateLimit)
+          await redis.schedulerForfeitTurn(
+            k(`turn:${input.jobId}`),
+            k("reserved"),
+            k(`webhooks:rate-waiting:${input.webhookId}`),
+            input.jobId,
+          );
         if (slow) {
           // Asked again: it goes to the end of its webhook's line.
           unhold(input.webhookId, input.jobId);
@@ -278,7 +284,13 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
         return { admitted: false, reason: "share", retryAt: now + holdDelayMs(input.holds, slow) };
       }
       if (input.rateLimit) {
-        const [turn, , at] = await redis.schedulerRateTurn(...turnKeys(input.webhookId, input.jobId), Date.now(), input.jobId, input.webhookId, rateIntervalMs(input.rateLimit));
+        const [turn, , at] = await redis.schedulerRateTurn(
+          ...turnKeys(input.webhookId, input.jobId),
+          Date.now(),
+          input.jobId,
+          input.webhookId,
+          rateIntervalMs(input.rateLimit),
+        );
         if (turn !== 1) return { admitted: false, reason: "rate_limit", retryAt: Number(at) };
       }
       unhold(input.webhookId, input.jobId);
@@ -334,7 +346,8 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
       const now = Date.now();
       for (const [webhookId, until] of slowUntil) if (until <= now) slowUntil.delete(webhookId);
       const marks = await redis.zrangebyscore(k("slow"), now, "+inf", "WITHSCORES", "LIMIT", 0, MAX_MARKS);
-      for (let i = 0; i < marks.length; i += 2) if ((slowUntil.get(marks[i]) ?? 0) < Number(marks[i + 1])) markSlow(marks[i], Number(marks[i + 1]));
+      for (let i = 0; i < marks.length; i += 2)
+        if ((slowUntil.get(marks[i]) ?? 0) < Number(marks[i + 1])) markSlow(marks[i], Number(marks[i + 1]));
       // Marks cleared elsewhere (a quick attempt on another dispatcher) are kept here until they
       // end or a quick attempt here clears them: a webhook is then treated as slow a little longer.
       await redis.zremrangebyscore(k("slow"), "-inf", now);
@@ -351,7 +364,14 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
         const limit = await currentLimit(webhookId);
         const interval = limit ? rateIntervalMs(limit) : 0;
         if (intervals[i] !== null && Math.abs(Number(intervals[i]) - interval) < 1e-6) continue;
-        const jobs = await redis.schedulerLift(k(`rate:${webhookId}`), k(`webhooks:rate-waiting:${webhookId}`), k("rate-limited"), k("webhooks:rate-interval"), webhookId, k("turn:"));
+        const jobs = await redis.schedulerLift(
+          k(`rate:${webhookId}`),
+          k(`webhooks:rate-waiting:${webhookId}`),
+          k("rate-limited"),
+          k("webhooks:rate-interval"),
+          webhookId,
+          k("turn:"),
+        );
         for (const jobId of jobs) await options.promote?.(jobId).catch(() => undefined);
         lifted++;
       }

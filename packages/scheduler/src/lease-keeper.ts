@@ -46,7 +46,11 @@ export async function keepLeases(options: Omit<LeaseKeeperOptions, "intervalMs">
       const [timestamp, finishedOn] = fields as (string | null)[];
       return timestamp === null || finishedOn !== null;
     });
-    dropped += await dropLeases(options.pool, gone.map((l) => l.workId), graceMs);
+    dropped += await dropLeases(
+      options.pool,
+      gone.map((l) => l.workId),
+      graceMs,
+    );
     if (leases.length < batchSize) return dropped;
     after = leases[leases.length - 1].workId;
   }

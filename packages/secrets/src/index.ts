@@ -67,7 +67,13 @@ export function createKeyring(keys: readonly Buffer[]): Keyring {
       // The key id is authenticated too: a ciphertext moved under another id fails.
       cipher.setAAD(Buffer.from(primaryKeyId, "utf8"));
       const ciphertext = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()]);
-      return [VERSION, primaryKeyId, iv.toString("base64url"), ciphertext.toString("base64url"), cipher.getAuthTag().toString("base64url")].join(".");
+      return [
+        VERSION,
+        primaryKeyId,
+        iv.toString("base64url"),
+        ciphertext.toString("base64url"),
+        cipher.getAuthTag().toString("base64url"),
+      ].join(".");
     },
     decrypt(stored) {
       if (!stored.startsWith(`${VERSION}.`)) return stored;

@@ -58,7 +58,8 @@ interface Vector {
   tolerance_seconds: number;
   expected: { ok: true } | { ok: false; error: string };
 }
-const vectors = (JSON.parse(readFileSync(new URL("../../verify/test-vectors.json", import.meta.url), "utf8")) as { vectors: Vector[] }).vectors;
+const vectors = (JSON.parse(readFileSync(new URL("../../verify/test-vectors.json", import.meta.url), "utf8")) as { vectors: Vector[] })
+  .vectors;
 const header = (v: Vector, name: string) => Object.entries(v.headers).find(([k]) => k.toLowerCase() === name.toLowerCase())?.[1];
 // invalid_payload is refused after the signature matched: the body was signed correctly.
 const correctlySigned = (v: Vector) => v.expected.ok || v.expected.error === "invalid_payload";

@@ -37,11 +37,7 @@ export const DEFAULT_TOLERANCE_SECONDS = 300;
  *   `event` (string), `timestamp` (number) and `data` (object).
  */
 export type WebhookVerificationErrorCode =
-  | "missing_header"
-  | "invalid_timestamp"
-  | "timestamp_out_of_tolerance"
-  | "invalid_signature"
-  | "invalid_payload";
+  "missing_header" | "invalid_timestamp" | "timestamp_out_of_tolerance" | "invalid_signature" | "invalid_payload";
 
 /** Every code, in the order the checks run. */
 export const ERROR_CODES: readonly WebhookVerificationErrorCode[] = [
@@ -74,7 +70,6 @@ export function isWebhookVerificationError(error: unknown): error is WebhookVeri
     ERROR_CODES.includes((error as { code?: unknown }).code as WebhookVerificationErrorCode)
   );
 }
-
 
 /** A fetch `Headers` (or anything with a case-insensitive `get`). */
 export interface HeadersLike {
@@ -141,11 +136,12 @@ export function bodyBytes(rawBody: unknown): Uint8Array {
   if (typeof rawBody === "string") return encoder.encode(rawBody);
   if (ArrayBuffer.isView(rawBody)) return new Uint8Array(rawBody.buffer, rawBody.byteOffset, rawBody.byteLength);
   if (isArrayBuffer(rawBody)) return new Uint8Array(rawBody);
-  const what = rawBody === null ? "null" : rawBody === undefined ? "undefined" : `a parsed ${Array.isArray(rawBody) ? "array" : typeof rawBody}`;
+  const what =
+    rawBody === null ? "null" : rawBody === undefined ? "undefined" : `a parsed ${Array.isArray(rawBody) ? "array" : typeof rawBody}`;
   throw new TypeError(
     `verify() needs the raw request body (Buffer, Uint8Array, ArrayBuffer or string) exactly as received, but got ${what}. ` +
       "The signature covers the bytes sent; a body parsed as JSON (express.json(), a framework's default JSON parser) " +
-      "cannot be serialized back into them. Read the body raw, e.g. express.raw({ type: \"application/json\" }), " +
+      'cannot be serialized back into them. Read the body raw, e.g. express.raw({ type: "application/json" }), ' +
       "then parse it, or use one of the adapters (@mailhooks/verify/express, /fastify, /hono, /next).",
   );
 }
@@ -214,7 +210,10 @@ export function checkRequest(
   const age = now - Number(timestamp);
   if (Math.abs(age) > tolerance) {
     const where = age > 0 ? `${age} s in the past` : `${-age} s in the future`;
-    throw new WebhookVerificationError("timestamp_out_of_tolerance", `${TIMESTAMP_HEADER} is ${where}, beyond the tolerance of ${tolerance} s`);
+    throw new WebhookVerificationError(
+      "timestamp_out_of_tolerance",
+      `${TIMESTAMP_HEADER} is ${where}, beyond the tolerance of ${tolerance} s`,
+    );
   }
   const match = SIGNATURE_FORMAT.exec(signatureHeader);
   if (!match) {
@@ -226,7 +225,10 @@ export function checkRequest(
 /** The `invalid_signature` error for a well-formed signature that none of `count` secrets produced. */
 export function signatureMismatch(count: number): WebhookVerificationError {
   const which = count === 1 ? "the secret" : `any of the ${count} secrets`;
-  return new WebhookVerificationError("invalid_signature", `${SIGNATURE_HEADER} does not match ${which} (wrong secret, or the body or timestamp changed)`);
+  return new WebhookVerificationError(
+    "invalid_signature",
+    `${SIGNATURE_HEADER} does not match ${which} (wrong secret, or the body or timestamp changed)`,
+  );
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -245,7 +247,10 @@ export function parseEnvelope(body: Uint8Array): WebhookEnvelope {
     throw new WebhookVerificationError("invalid_payload", "the signature is valid but the body is not UTF-8 JSON");
   }
   if (!isPlainObject(parsed) || typeof parsed.event !== "string" || typeof parsed.timestamp !== "number" || !isPlainObject(parsed.data)) {
-    throw new WebhookVerificationError("invalid_payload", 'the signature is valid but the body is not an envelope {"event","timestamp","data"}');
+    throw new WebhookVerificationError(
+      "invalid_payload",
+      'the signature is valid but the body is not an envelope {"event","timestamp","data"}',
+    );
   }
   return parsed as unknown as WebhookEnvelope;
 }

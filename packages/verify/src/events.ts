@@ -10,7 +10,14 @@
  */
 
 /** The six email event kinds, in the specification's order. */
-export const EMAIL_EVENT_TYPES = ["message.sent", "message.delivered", "message.opened", "message.clicked", "message.received", "message.bounced"] as const;
+export const EMAIL_EVENT_TYPES = [
+  "message.sent",
+  "message.delivered",
+  "message.opened",
+  "message.clicked",
+  "message.received",
+  "message.bounced",
+] as const;
 
 /** One of the six email event kinds a webhook subscribes to. */
 export type EmailEventType = (typeof EMAIL_EVENT_TYPES)[number];

@@ -18,15 +18,11 @@ beforeAll(async () => {
   // The webhook routes live in their own scope, with the plugin; the rest of the app is untouched.
   await app.register(async (hooks) => {
     await hooks.register(verifyWebhook, { secret: [SECRET, "whsec_next"], bodyLimit: 64 * 1024 });
-    hooks.post(
-      "/webhooks",
-      { schema: { body: { type: "object", required: ["event", "timestamp", "data"] } } },
-      async (request) => {
-        const { webhook } = request as typeof request & { webhook: unknown };
-        handled.push(webhook);
-        return { webhook, body: request.body };
-      },
-    );
+    hooks.post("/webhooks", { schema: { body: { type: "object", required: ["event", "timestamp", "data"] } } }, async (request) => {
+      const { webhook } = request as typeof request & { webhook: unknown };
+      handled.push(webhook);
+      return { webhook, body: request.body };
+    });
   });
   app.post("/other", async (request) => ({ parsed: request.body }));
   base = await app.listen({ port: 0, host: "127.0.0.1" });
@@ -56,18 +52,29 @@ describe("@mailhooks/verify/fastify", () => {
     const bare = await send({ method: "POST", url: "/webhooks", headers: { "content-type": "application/json" }, payload: body });
     expect(bare.json().error.code).toBe("missing_header");
     const unkeyed = withoutEventId(signedRequest(SECRET, ENVELOPE));
-    expect((await send({ method: "POST", url: "/webhooks", headers: unkeyed.headers, payload: unkeyed.body })).json().error.code).toBe("missing_header");
+    expect((await send({ method: "POST", url: "/webhooks", headers: unkeyed.headers, payload: unkeyed.body })).json().error.code).toBe(
+      "missing_header",
+    );
     expect(handled).toEqual([]);
   });
 
   it("checks the exact bytes: a correctly signed body that is not UTF-8 is invalid_payload, not a signature error", async () => {
-    const bytes = Buffer.concat([Buffer.from('{"event":"message.sent","timestamp":1,"data":{"subject":"Caf'), Buffer.from([0xe9]), Buffer.from('"}}')]);
+    const bytes = Buffer.concat([
+      Buffer.from('{"event":"message.sent","timestamp":1,"data":{"subject":"Caf'),
+      Buffer.from([0xe9]),
+      Buffer.from('"}}'),
+    ]);
     const timestamp = String(Math.floor(Date.now() / 1000));
     const { signPayload } = await import("@mailhooks/signing");
     const res = await send({
       method: "POST",
       url: "/webhooks",
-      headers: { "content-type": "application/json", "x-service-timestamp": timestamp, "x-service-signature": signPayload(SECRET, timestamp, bytes), "x-service-event-id": WEBHOOK.id },
+      headers: {
+        "content-type": "application/json",
+        "x-service-timestamp": timestamp,
+        "x-service-signature": signPayload(SECRET, timestamp, bytes),
+        "x-service-event-id": WEBHOOK.id,
+      },
       payload: bytes,
     });
     expect(res.statusCode).toBe(401);

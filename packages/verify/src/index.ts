@@ -1,5 +1,14 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
-import { checkRequest, parseEnvelope, signatureMismatch, withEventId, type HeadersInput, type RawBody, type SignedRequest, type VerifyOptions } from "./core.js";
+import {
+  checkRequest,
+  parseEnvelope,
+  signatureMismatch,
+  withEventId,
+  type HeadersInput,
+  type RawBody,
+  type SignedRequest,
+  type VerifyOptions,
+} from "./core.js";
 import type { WebhookEnvelope, WebhookEvent } from "./events.js";
 
 /**
@@ -14,7 +23,13 @@ import type { WebhookEnvelope, WebhookEvent } from "./events.js";
 export * from "./shared-exports.js";
 
 /** The checks before the MAC, then the MAC against every secret; throws on a mismatch. */
-function checkSignature(secret: string | readonly string[], headers: HeadersInput, rawBody: RawBody, options: VerifyOptions, needsEventId: boolean): SignedRequest {
+function checkSignature(
+  secret: string | readonly string[],
+  headers: HeadersInput,
+  rawBody: RawBody,
+  options: VerifyOptions,
+  needsEventId: boolean,
+): SignedRequest {
   const request = checkRequest(secret, headers, rawBody, options, needsEventId);
   const received = Buffer.from(request.signatureHex, "hex");
   let matched = false;
@@ -42,7 +57,12 @@ function checkSignature(secret: string | readonly string[], headers: HeadersInpu
  * TypeError for wrong arguments, e.g. a body that was already parsed into an object.
  * To de-duplicate, use `verifyEvent`, which also returns the event id.
  */
-export function verify(secret: string | readonly string[], headers: HeadersInput, rawBody: RawBody, options: VerifyOptions = {}): WebhookEnvelope {
+export function verify(
+  secret: string | readonly string[],
+  headers: HeadersInput,
+  rawBody: RawBody,
+  options: VerifyOptions = {},
+): WebhookEnvelope {
   return parseEnvelope(checkSignature(secret, headers, rawBody, options, false).body);
 }
 
@@ -52,7 +72,12 @@ export function verify(secret: string | readonly string[], headers: HeadersInput
  * the event. Process each `id` once: deliveries are at least once. Same arguments and errors as
  * `verify`; a request without X-Service-Event-Id is refused with `missing_header`.
  */
-export function verifyEvent(secret: string | readonly string[], headers: HeadersInput, rawBody: RawBody, options: VerifyOptions = {}): WebhookEvent {
+export function verifyEvent(
+  secret: string | readonly string[],
+  headers: HeadersInput,
+  rawBody: RawBody,
+  options: VerifyOptions = {},
+): WebhookEvent {
   const request = checkSignature(secret, headers, rawBody, options, true);
   return withEventId(parseEnvelope(request.body), request.eventId);
 }

@@ -23,7 +23,13 @@ describe("@mailhooks/verify/next", () => {
       return new Response(null, { status: 204 });
     });
     const { body, headers } = signedRequest(SECRET, ENVELOPE);
-    const res = await guarded(new Request("https://receiver.example.com/api/webhooks", { method: "POST", headers: { ...headers, "X-Service-Signature": headers["X-Service-Signature"].toUpperCase().replace("SHA256", "sha256") }, body }));
+    const res = await guarded(
+      new Request("https://receiver.example.com/api/webhooks", {
+        method: "POST",
+        headers: { ...headers, "X-Service-Signature": headers["X-Service-Signature"].toUpperCase().replace("SHA256", "sha256") },
+        body,
+      }),
+    );
     expect(res.status).toBe(401);
     expect(await res.json()).toEqual({ error: { code: "invalid_signature", message: expect.any(String) } });
     expect(called).toBe(false);

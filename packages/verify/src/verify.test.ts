@@ -1,6 +1,15 @@
 import { createHmac } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { verify, verifyEvent, WebhookVerificationError, isWebhookVerificationError, EVENT_ID_HEADER, type HeadersInput, type RawBody, type VerifyOptions } from "./index.js";
+import {
+  verify,
+  verifyEvent,
+  WebhookVerificationError,
+  isWebhookVerificationError,
+  EVENT_ID_HEADER,
+  type HeadersInput,
+  type RawBody,
+  type VerifyOptions,
+} from "./index.js";
 import * as web from "./web.js";
 import { bodyOf, loadVectors, VECTORS_PATH, type TestVector, type VectorOutcome } from "../scripts/vectors.js";
 import { buildVectorFile } from "../scripts/make-vectors.js";
@@ -39,8 +48,25 @@ describe("test-vectors.json", () => {
 
   it("covers every error code and the cases the receivers get wrong", () => {
     const codes = new Set(vectors.map((v) => (v.expected.ok ? "ok" : v.expected.error)));
-    expect([...codes].sort()).toEqual(["invalid_payload", "invalid_signature", "invalid_timestamp", "missing_header", "ok", "timestamp_out_of_tolerance"]);
-    for (const name of ["valid", "tampered_body", "wrong_secret", "expired", "future", "uppercase_hex", "non_utf8_body", "valid_crlf_bytes_between_tokens", "rotation_signed_with_old"]) {
+    expect([...codes].sort()).toEqual([
+      "invalid_payload",
+      "invalid_signature",
+      "invalid_timestamp",
+      "missing_header",
+      "ok",
+      "timestamp_out_of_tolerance",
+    ]);
+    for (const name of [
+      "valid",
+      "tampered_body",
+      "wrong_secret",
+      "expired",
+      "future",
+      "uppercase_hex",
+      "non_utf8_body",
+      "valid_crlf_bytes_between_tokens",
+      "rotation_signed_with_old",
+    ]) {
       expect(vectors.map((v) => v.name)).toContain(name);
     }
   });
@@ -71,19 +97,25 @@ describe.each([
   ["node:crypto", (s: string[], h: HeadersInput, b: RawBody, o: VerifyOptions) => verifyEvent(s, h, b, o)],
   ["Web Crypto", (s: string[], h: HeadersInput, b: RawBody, o: VerifyOptions) => web.verifyEvent(s, h, b, o)],
 ] as const)("verifyEvent on %s", (_variant, run) => {
-  it.each(vectors.map((v) => [v.name, v] as const))("vector %s: the vector's outcome, with X-Service-Event-Id as `id`", async (_name, vector) => {
-    for (const { headers, body, shape } of shapesOf(vector)) {
-      let got: unknown;
-      try {
-        const { id, ...envelope } = await run(vector.secrets, headers, body, optionsOf(vector));
-        got = { ok: true, envelope, id };
-      } catch (error) {
-        if (!isWebhookVerificationError(error)) throw error;
-        got = { ok: false, error: error.code };
+  it.each(vectors.map((v) => [v.name, v] as const))(
+    "vector %s: the vector's outcome, with X-Service-Event-Id as `id`",
+    async (_name, vector) => {
+      for (const { headers, body, shape } of shapesOf(vector)) {
+        let got: unknown;
+        try {
+          const { id, ...envelope } = await run(vector.secrets, headers, body, optionsOf(vector));
+          got = { ok: true, envelope, id };
+        } catch (error) {
+          if (!isWebhookVerificationError(error)) throw error;
+          got = { ok: false, error: error.code };
+        }
+        expect({ shape, got }).toEqual({
+          shape,
+          got: vector.expected.ok ? { ...vector.expected, id: eventIdOf(vector) } : vector.expected,
+        });
       }
-      expect({ shape, got }).toEqual({ shape, got: vector.expected.ok ? { ...vector.expected, id: eventIdOf(vector) } : vector.expected });
-    }
-  });
+    },
+  );
 
   it("refuses a request without X-Service-Event-Id (absent or empty) with missing_header, before any other check", async () => {
     const valid = vectors.find((v) => v.name === "valid")!;
@@ -98,7 +130,9 @@ describe.each([
       }
     }
     // verify itself does not need it.
-    expect(verify(valid.secrets, headers(valid), bodyOf(valid), optionsOf(valid))).toEqual((valid.expected as { envelope: unknown }).envelope);
+    expect(verify(valid.secrets, headers(valid), bodyOf(valid), optionsOf(valid))).toEqual(
+      (valid.expected as { envelope: unknown }).envelope,
+    );
     function headers(vector: TestVector) {
       return Object.fromEntries(Object.entries(vector.headers).filter(([name]) => name !== EVENT_ID_HEADER));
     }
@@ -126,7 +160,9 @@ describe("verify's arguments", () => {
 
   it("refuses a negative or non-numeric tolerance, and a `now` that is not a time", () => {
     expect(() => verify(vector.secrets, vector.headers, body, { ...options, toleranceSeconds: -1 })).toThrow(TypeError);
-    expect(() => verify(vector.secrets, vector.headers, body, { ...options, toleranceSeconds: "300" as unknown as number })).toThrow(TypeError);
+    expect(() => verify(vector.secrets, vector.headers, body, { ...options, toleranceSeconds: "300" as unknown as number })).toThrow(
+      TypeError,
+    );
     expect(() => verify(vector.secrets, vector.headers, body, { now: Number.NaN })).toThrow(TypeError);
   });
 
@@ -141,15 +177,29 @@ describe("verify's arguments", () => {
   });
 
   it("turns the window off with toleranceSeconds: Infinity", () => {
-    expect(verify(vector.secrets, vector.headers, body, { now: vector.now + 10 * 365 * 86400, toleranceSeconds: Infinity }).event).toBe("message.sent");
+    expect(verify(vector.secrets, vector.headers, body, { now: vector.now + 10 * 365 * 86400, toleranceSeconds: Infinity }).event).toBe(
+      "message.sent",
+    );
   });
 
   it("joins a header given as an array, as Node does with repeated headers, which then fails the format", () => {
     const signature = vector.headers["X-Service-Signature"];
-    expect(verify(vector.secrets, { "x-service-timestamp": [vector.headers["X-Service-Timestamp"]], "x-service-signature": [signature] }, body, options).event).toBe("message.sent");
-    expect(() => verify(vector.secrets, { "x-service-timestamp": vector.headers["X-Service-Timestamp"], "x-service-signature": [signature, signature] }, body, options)).toThrow(
-      expect.objectContaining({ code: "invalid_signature" }),
-    );
+    expect(
+      verify(
+        vector.secrets,
+        { "x-service-timestamp": [vector.headers["X-Service-Timestamp"]], "x-service-signature": [signature] },
+        body,
+        options,
+      ).event,
+    ).toBe("message.sent");
+    expect(() =>
+      verify(
+        vector.secrets,
+        { "x-service-timestamp": vector.headers["X-Service-Timestamp"], "x-service-signature": [signature, signature] },
+        body,
+        options,
+      ),
+    ).toThrow(expect.objectContaining({ code: "invalid_signature" }));
   });
 });
 
@@ -164,8 +214,14 @@ describe("WebhookVerificationError", () => {
     }
     expect(thrown).toBeInstanceOf(WebhookVerificationError);
     expect(thrown).toBeInstanceOf(web.WebhookVerificationError);
-    expect(thrown).toMatchObject({ name: "WebhookVerificationError", code: "invalid_signature", message: expect.stringContaining("X-Service-Signature") });
-    await expect(web.verify(vector.secrets, vector.headers, bodyOf(vector), optionsOf(vector))).rejects.toBeInstanceOf(WebhookVerificationError);
+    expect(thrown).toMatchObject({
+      name: "WebhookVerificationError",
+      code: "invalid_signature",
+      message: expect.stringContaining("X-Service-Signature"),
+    });
+    await expect(web.verify(vector.secrets, vector.headers, bodyOf(vector), optionsOf(vector))).rejects.toBeInstanceOf(
+      WebhookVerificationError,
+    );
   });
 
   it("is recognised by isWebhookVerificationError without instanceof (ESM and CJS copies)", () => {

@@ -1,4 +1,13 @@
-import { checkRequest, parseEnvelope, signatureMismatch, withEventId, type HeadersInput, type RawBody, type SignedRequest, type VerifyOptions } from "./core.js";
+import {
+  checkRequest,
+  parseEnvelope,
+  signatureMismatch,
+  withEventId,
+  type HeadersInput,
+  type RawBody,
+  type SignedRequest,
+  type VerifyOptions,
+} from "./core.js";
 import type { WebhookEnvelope, WebhookEvent } from "./events.js";
 
 /**
@@ -29,7 +38,13 @@ function signedMessage(timestamp: string, body: Uint8Array) {
 }
 
 /** The checks before the MAC, then the MAC against every secret; rejects on a mismatch. */
-async function checkSignature(secret: string | readonly string[], headers: HeadersInput, rawBody: RawBody, options: VerifyOptions, needsEventId: boolean): Promise<SignedRequest> {
+async function checkSignature(
+  secret: string | readonly string[],
+  headers: HeadersInput,
+  rawBody: RawBody,
+  options: VerifyOptions,
+  needsEventId: boolean,
+): Promise<SignedRequest> {
   const request = checkRequest(secret, headers, rawBody, options, needsEventId);
   const message = signedMessage(request.timestamp, request.body);
   const signature = hexBytes(request.signatureHex);
@@ -50,7 +65,12 @@ async function checkSignature(secret: string | readonly string[], headers: Heade
  * invalid_timestamp, timestamp_out_of_tolerance, invalid_signature, invalid_payload) or
  * TypeError for wrong arguments.
  */
-export async function verify(secret: string | readonly string[], headers: HeadersInput, rawBody: RawBody, options: VerifyOptions = {}): Promise<WebhookEnvelope> {
+export async function verify(
+  secret: string | readonly string[],
+  headers: HeadersInput,
+  rawBody: RawBody,
+  options: VerifyOptions = {},
+): Promise<WebhookEnvelope> {
   return parseEnvelope((await checkSignature(secret, headers, rawBody, options, false)).body);
 }
 
@@ -59,7 +79,12 @@ export async function verify(secret: string | readonly string[], headers: Header
  * `X-Service-Event-Id` header (CONTRACT.md section 6), the key to process each event once. A
  * request without that header is refused with `missing_header`.
  */
-export async function verifyEvent(secret: string | readonly string[], headers: HeadersInput, rawBody: RawBody, options: VerifyOptions = {}): Promise<WebhookEvent> {
+export async function verifyEvent(
+  secret: string | readonly string[],
+  headers: HeadersInput,
+  rawBody: RawBody,
+  options: VerifyOptions = {},
+): Promise<WebhookEvent> {
   const request = await checkSignature(secret, headers, rawBody, options, true);
   return withEventId(parseEnvelope(request.body), request.eventId);
 }

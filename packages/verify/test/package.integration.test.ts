@@ -70,7 +70,10 @@ beforeAll(async () => {
   scratch = await mkdtemp(path.join(os.tmpdir(), "mailhooks-verify-pack-"));
   // npm pack runs the package's prepack script: the ESM and CJS builds.
   await run("npm", ["pack", "--pack-destination", scratch], { cwd: packageDir, env });
-  tarball = path.join(scratch, (await readdir(scratch)).find((f) => f.endsWith(".tgz"))!);
+  tarball = path.join(
+    scratch,
+    (await readdir(scratch)).find((f) => f.endsWith(".tgz"))!,
+  );
   const app = path.join(scratch, "app");
   await run("mkdir", [app]);
   await writeFile(path.join(app, "package.json"), JSON.stringify({ name: "scratch-app", private: true }));

@@ -28,7 +28,16 @@ export const SECRET = "whsec_adapter_test_5d1f";
 export const ENVELOPE = {
   event: "message.delivered",
   timestamp: 1795341600,
-  data: { messageId: "<m1@example.com>", threadId: "thr_1", inboxId: "inb_1", from: "alice@example.com", to: ["bob@example.com"], subject: "Hello", status: "delivered", deliveredAt: "2026-11-22T10:00:05Z" },
+  data: {
+    messageId: "<m1@example.com>",
+    threadId: "thr_1",
+    inboxId: "inb_1",
+    from: "alice@example.com",
+    to: ["bob@example.com"],
+    subject: "Hello",
+    status: "delivered",
+    deliveredAt: "2026-11-22T10:00:05Z",
+  },
 };
 /** What the adapters hand over for ENVELOPE sent as EVENT_ID: the event id, then the envelope. */
 export const WEBHOOK = { id: EVENT_ID, ...ENVELOPE };

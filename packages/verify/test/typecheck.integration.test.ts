@@ -14,7 +14,9 @@ const tsc = path.resolve(packageDir, "../../node_modules/.bin/tsc");
 
 describe("types", () => {
   it.concurrent.each(["tsconfig.web-check.json", "tsconfig.typecheck.json"])("%s compiles without errors", async (config) => {
-    const result = await run(tsc, ["-p", config], { cwd: packageDir, env: { ...process.env, NODE_OPTIONS: "" } }).catch((error: { stdout: string }) => ({ stdout: error.stdout, failed: true }));
+    const result = await run(tsc, ["-p", config], { cwd: packageDir, env: { ...process.env, NODE_OPTIONS: "" } }).catch(
+      (error: { stdout: string }) => ({ stdout: error.stdout, failed: true }),
+    );
     expect(result.stdout).toBe("");
   });
 });

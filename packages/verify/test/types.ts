@@ -42,7 +42,9 @@ export function common(webhook: WebhookEnvelope): string | undefined {
   const messageId: string | undefined = webhook.data.messageId;
   // @ts-expect-error webhook.test has no subject
   void webhook.data.subject;
-  return webhook.event === "webhook.test" ? messageId : `${webhook.data.subject} from ${webhook.data.from} to ${webhook.data.to.join(", ")}`;
+  return webhook.event === "webhook.test"
+    ? messageId
+    : `${webhook.data.subject} from ${webhook.data.from} to ${webhook.data.to.join(", ")}`;
 }
 
 export async function ids(): Promise<string[]> {

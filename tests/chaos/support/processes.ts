@@ -149,10 +149,12 @@ export async function removeMaintenanceQueue(prefix: string, redisUrl = testRedi
  * queue before its Redis connection) and the stack last. Each may be absent: a beforeAll that
  * failed half-way leaves some unset.
  */
-export async function endChaosFile(stack: { prefix: string; close: () => Promise<void> } | undefined, ...closers: (() => Promise<unknown> | undefined)[]): Promise<void> {
+export async function endChaosFile(
+  stack: { prefix: string; close: () => Promise<void> } | undefined,
+  ...closers: (() => Promise<unknown> | undefined)[]
+): Promise<void> {
   await killAll();
   if (stack) await removeMaintenanceQueue(stack.prefix);
   for (const close of closers) await close();
   await stack?.close();
 }
-

@@ -23,7 +23,8 @@ export async function startThrowawayCluster(primaries = 3): Promise<ThrowawayClu
     await Promise.all(nodes.map((node) => node.destroy()));
   };
   try {
-    for (let i = 0; i < primaries; i++) nodes.push(await startRedisServer({ args: ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"] }));
+    for (let i = 0; i < primaries; i++)
+      nodes.push(await startRedisServer({ args: ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"] }));
     const ports = nodes.map((node) => node.port);
     await run("redis-cli", ["--cluster", "create", ...ports.map((p) => `127.0.0.1:${p}`), "--cluster-replicas", "0", "--cluster-yes"]);
     await waitFor(async () => {

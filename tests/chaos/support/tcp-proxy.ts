@@ -89,7 +89,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       let reply = Buffer.alloc(0);
       upstream.on("data", (data: Buffer) => {
         reply = Buffer.concat([reply, data]);
-        for (let at = 0; at + 5 <= reply.length; ) {
+        for (let at = 0; at + 5 <= reply.length;) {
           const end = at + 1 + reply.readInt32BE(at + 1);
           if (end > reply.length) break;
           if (reply[at] === 0x5a) {

@@ -32,7 +32,16 @@ export function sameOriginOnly(deps: ApiDeps): RequestHandler {
     const origin = req.get("origin");
     const ownOrigins = new Set([new URL(publicBaseUrl(req, deps.config)).origin, `${req.protocol}://${req.get("host")}`]);
     if ((site && site !== "same-origin" && site !== "none") || (origin && !ownOrigins.has(origin))) {
-      render(res, "error", { title: "Refused", heading: "This request came from another site", message: "The dashboard only accepts forms sent from its own pages. Go back to the dashboard and try again from there." }, 403);
+      render(
+        res,
+        "error",
+        {
+          title: "Refused",
+          heading: "This request came from another site",
+          message: "The dashboard only accepts forms sent from its own pages. Go back to the dashboard and try again from there.",
+        },
+        403,
+      );
       return;
     }
     next();
@@ -46,7 +55,17 @@ export function requireCsrfToken(): RequestHandler {
     const expected = req.dashboard?.csrfToken ?? "";
     const given = req.get("x-csrf-token") ?? (req.body as Record<string, unknown> | undefined)?._csrf;
     if (!sameToken(given, expected)) {
-      render(res, "error", { title: "Refused", heading: "This form has expired", message: "The form was not sent by a page of this session (it may be from before you signed in again). Reload the page and try again." }, 403);
+      render(
+        res,
+        "error",
+        {
+          title: "Refused",
+          heading: "This form has expired",
+          message:
+            "The form was not sent by a page of this session (it may be from before you signed in again). Reload the page and try again.",
+        },
+        403,
+      );
       return;
     }
     next();

@@ -66,7 +66,10 @@ export function filterFields(source: unknown, names: readonly string[]): Record<
 }
 
 /** Parses `input` with `schema`: the data, or the problems in the routes' words. */
-export function tryParse<S extends z.ZodType>(schema: S, input: unknown): { data: z.infer<S>; errors: null } | { data: null; errors: ErrorDetail[] } {
+export function tryParse<S extends z.ZodType>(
+  schema: S,
+  input: unknown,
+): { data: z.infer<S>; errors: null } | { data: null; errors: ErrorDetail[] } {
   const result = schema.safeParse(input);
   if (result.success) return { data: result.data, errors: null };
   return { data: null, errors: validationError(result.error).details ?? [] };

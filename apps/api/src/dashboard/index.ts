@@ -65,7 +65,14 @@ export function dashboardRouter(deps: ApiDeps, failures: FailureLimiter | null):
 
   router.use(requireSession(deps, lookups));
   // The same Redis keys as the API's limit (app.ts): one allowance per account for both.
-  router.use(rateLimitPerAccount(deps.redis, redisKeyPrefix(deps.config.QUEUE_PREFIX, deps.config.REDIS_CLUSTER), deps.config.RATE_LIMIT_PER_MINUTE, deps.config.RATE_LIMIT_REDIS_TIMEOUT_MS));
+  router.use(
+    rateLimitPerAccount(
+      deps.redis,
+      redisKeyPrefix(deps.config.QUEUE_PREFIX, deps.config.REDIS_CLUSTER),
+      deps.config.RATE_LIMIT_PER_MINUTE,
+      deps.config.RATE_LIMIT_REDIS_TIMEOUT_MS,
+    ),
+  );
   router.use(protectStateChanges(deps));
 
   router.get("/", (_req, res) => res.redirect(303, "/dashboard/webhooks"));

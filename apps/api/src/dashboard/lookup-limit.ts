@@ -19,7 +19,13 @@ export interface TokenLookups {
    * says whether the answer gives the place back. `remember`: a valid token skips the limit for
    * a while afterwards (sessions; a sign-in link works once anyway).
    */
-  run<T>(req: Request, token: string, lookup: () => Promise<T>, valid: (value: T) => boolean, remember?: boolean): Promise<{ retryAfter: number } | { value: T }>;
+  run<T>(
+    req: Request,
+    token: string,
+    lookup: () => Promise<T>,
+    valid: (value: T) => boolean,
+    remember?: boolean,
+  ): Promise<{ retryAfter: number } | { value: T }>;
 }
 
 /** How long a valid session skips the limit after its last successful lookup. */

@@ -7,7 +7,11 @@ describe("dashboard presentation", () => {
   const h = present(now);
 
   test("times: ISO 8601 UTC to the second, with a relative hint in the past or the future", () => {
-    expect(h.time("2026-11-23T11:59:58.400Z")).toEqual({ iso: "2026-11-23T11:59:58Z", full: "2026-11-23T11:59:58.400Z", relative: "just now" });
+    expect(h.time("2026-11-23T11:59:58.400Z")).toEqual({
+      iso: "2026-11-23T11:59:58Z",
+      full: "2026-11-23T11:59:58.400Z",
+      relative: "just now",
+    });
     expect(h.time("2026-11-23T11:59:30Z")!.relative).toBe("30 s ago");
     expect(h.time("2026-11-23T11:45:00Z")!.relative).toBe("15 min ago");
     expect(h.time("2026-11-23T09:00:00Z")!.relative).toBe("3 h ago");
@@ -40,6 +44,12 @@ describe("dashboard presentation", () => {
     expect(asUtc("2026-11-23T10:00")).toBe("2026-11-23T10:00:00Z");
     expect(asUtc("2026-11-23T10:00:30")).toBe("2026-11-23T10:00:30Z");
     expect(asUtc("2026-11-23T10:00:00+02:00")).toBe("2026-11-23T10:00:00+02:00");
-    expect(byField([{ path: "events.0", message: "must be one of" }, { path: "url", message: "bad" }, { path: "", message: "whole form" }])).toEqual({ events: "must be one of", url: "bad", form: "whole form" });
+    expect(
+      byField([
+        { path: "events.0", message: "must be one of" },
+        { path: "url", message: "bad" },
+        { path: "", message: "whole form" },
+      ]),
+    ).toEqual({ events: "must be one of", url: "bad", form: "whole form" });
   });
 });

@@ -17,7 +17,13 @@ function relative(ms: number): string {
   const s = Math.round(Math.abs(ms) / 1000);
   if (s < 5) return "just now";
   const [value, unit] =
-    s < 60 ? [s, "s"] : s < 3_600 ? [Math.round(s / 60), "min"] : s < 86_400 ? [Math.round(s / 3_600), "h"] : [Math.round(s / 86_400), s < 2 * 86_400 ? "day" : "days"];
+    s < 60
+      ? [s, "s"]
+      : s < 3_600
+        ? [Math.round(s / 60), "min"]
+        : s < 86_400
+          ? [Math.round(s / 3_600), "h"]
+          : [Math.round(s / 86_400), s < 2 * 86_400 ? "day" : "days"];
   return future ? `in ${value} ${unit}` : `${value} ${unit} ago`;
 }
 

@@ -28,7 +28,8 @@ const WORDS: Record<ErrorReason, Words> = {
   route_not_found: NOT_FOUND_WORDS,
   path_not_decodable: NOT_FOUND_WORDS,
   no_destination: "This event went to no webhook: there is no webhook to replay it to, nor a secret to sign a replay with.",
-  several_destinations: "This event went to several webhooks: under Webhook, choose the one whose secret signs the replay to the override URL.",
+  several_destinations:
+    "This event went to several webhooks: under Webhook, choose the one whose secret signs the replay to the override URL.",
   webhook_not_a_destination: "The chosen webhook did not receive this event: choose one of the webhooks it went to.",
   destinations_disabled: "Every webhook that received this event is disabled: enable one under Webhooks, or replay to an override URL.",
   webhook_disabled: "The webhook is disabled: enable it to send it a test event.",

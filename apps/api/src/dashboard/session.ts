@@ -43,9 +43,14 @@ export function setSessionCookie(req: Request, res: Response, deps: ApiDeps, tok
 
 export function clearSessionCookie(req: Request, res: Response, deps: ApiDeps): void {
   // Replaces the renewal requireSession may have set on this response.
-  const others = ([] as string[]).concat((res.getHeader("Set-Cookie") as string[] | string | undefined) ?? []).filter((c) => !c.startsWith(`${SESSION_COOKIE}=`));
+  const others = ([] as string[])
+    .concat((res.getHeader("Set-Cookie") as string[] | string | undefined) ?? [])
+    .filter((c) => !c.startsWith(`${SESSION_COOKIE}=`));
   res.setHeader("Set-Cookie", others);
-  res.append("Set-Cookie", serialize(SESSION_COOKIE, "", { httpOnly: true, sameSite: "strict", secure: isHttps(req, deps.config), path: "/dashboard", maxAge: 0 }));
+  res.append(
+    "Set-Cookie",
+    serialize(SESSION_COOKIE, "", { httpOnly: true, sameSite: "strict", secure: isHttps(req, deps.config), path: "/dashboard", maxAge: 0 }),
+  );
 }
 
 /**
@@ -60,7 +65,13 @@ export function requireSession(deps: ApiDeps, lookups: TokenLookups): RequestHan
     let principal: DashboardPrincipal | null = null;
     if (token) {
       // An invalid cookie meets the limiter of requests without valid credentials before PostgreSQL.
-      const found = await lookups.run(req, token, () => authenticateSession(deps.prisma, token), (p) => p !== null, true);
+      const found = await lookups.run(
+        req,
+        token,
+        () => authenticateSession(deps.prisma, token),
+        (p) => p !== null,
+        true,
+      );
       if ("retryAfter" in found) return tooManyAttempts(res, found.retryAfter);
       principal = found.value;
     }

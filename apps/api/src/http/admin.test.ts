@@ -12,7 +12,11 @@ describe("basicAuth on the admin listener", () => {
   const LIMIT = 3;
 
   /** Calls the middleware as a request from `address` with wrong credentials; its status. */
-  async function attempt(handler: ReturnType<typeof basicAuth>, address: string, authorization = `Basic ${Buffer.from("ops:wrong").toString("base64")}`): Promise<number> {
+  async function attempt(
+    handler: ReturnType<typeof basicAuth>,
+    address: string,
+    authorization = `Basic ${Buffer.from("ops:wrong").toString("base64")}`,
+  ): Promise<number> {
     let status = 0;
     const res = {
       setHeader: () => res,
@@ -23,7 +27,11 @@ describe("basicAuth on the admin listener", () => {
       json: () => res,
     };
     let passed = false;
-    await handler({ ip: address, headers: { authorization }, socket: {} } as unknown as Request, res as unknown as Response, () => (passed = true));
+    await handler(
+      { ip: address, headers: { authorization }, socket: {} } as unknown as Request,
+      res as unknown as Response,
+      () => (passed = true),
+    );
     return passed ? 200 : status;
   }
 

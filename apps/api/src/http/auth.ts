@@ -19,8 +19,13 @@ declare module "express-serve-static-core" {
  * Retry-After before any key is looked up, so a flood of invented keys costs no PostgreSQL query. The client address
  * is Express's `req.ip`, which believes X-Forwarded-For only as TRUST_PROXY says, IPv6 counted per /64.
  */
-export function requireApiKey(options: { keys: KeyAuthenticator; failures: FailureLimiter | null; recordUsage: (keyId: string) => void }): RequestHandler {
-  const unauthorized = (reason: ErrorReason<"unauthorized">, message: string) => new AppError("unauthorized", reason, message, { headers: { "WWW-Authenticate": "Bearer" } });
+export function requireApiKey(options: {
+  keys: KeyAuthenticator;
+  failures: FailureLimiter | null;
+  recordUsage: (keyId: string) => void;
+}): RequestHandler {
+  const unauthorized = (reason: ErrorReason<"unauthorized">, message: string) =>
+    new AppError("unauthorized", reason, message, { headers: { "WWW-Authenticate": "Bearer" } });
   return async (req, _res, next) => {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "");
     const presented = match?.[1];
@@ -35,10 +40,18 @@ export function requireApiKey(options: { keys: KeyAuthenticator; failures: Failu
       const known = presented !== undefined && (options.keys.knownValid(presented) || options.keys.plausible(presented));
       const wait = options.failures && !known ? await options.failures.reserve(address) : 0;
       if (wait > 0) {
-        throw new AppError("rate_limited", "unauthenticated_rate_limit", `too many requests without a valid API key from this address; retry in ${wait} s`, { headers: { "Retry-After": String(wait) } });
+        throw new AppError(
+          "rate_limited",
+          "unauthenticated_rate_limit",
+          `too many requests without a valid API key from this address; retry in ${wait} s`,
+          { headers: { "Retry-After": String(wait) } },
+        );
       }
       principal = (presented ? await options.keys.authenticate(presented) : null) ?? undefined;
-      if (!principal) throw presented ? unauthorized("api_key_invalid", "unknown or revoked API key") : unauthorized("api_key_missing", "missing or malformed Authorization: Bearer <API_KEY> header");
+      if (!principal)
+        throw presented
+          ? unauthorized("api_key_invalid", "unknown or revoked API key")
+          : unauthorized("api_key_missing", "missing or malformed Authorization: Bearer <API_KEY> header");
       if (!known) await options.failures?.release(address);
     }
     options.recordUsage(principal.apiKeyId);

@@ -30,7 +30,8 @@ export function protoKeyPath(value: unknown): string | null {
     const [node, path] = queue[i];
     if (node === null || typeof node !== "object") continue;
     if (!Array.isArray(node) && Object.prototype.hasOwnProperty.call(node, "__proto__")) return path ? `${path}.__proto__` : "__proto__";
-    for (const [key, child] of Object.entries(node)) if (child !== null && typeof child === "object") queue.push([child, path ? `${path}.${key}` : key]);
+    for (const [key, child] of Object.entries(node))
+      if (child !== null && typeof child === "object") queue.push([child, path ? `${path}.${key}` : key]);
   }
   return null;
 }
@@ -101,9 +102,14 @@ export function requireJson(options: { optional?: boolean } = {}): RequestHandle
   const check: RequestHandler = (req, _res, next) => {
     if (!hasBody(req)) {
       if (options.optional) return next();
-      return next(new AppError("validation_error", "invalid_input", "a JSON request body is required", { details: [{ path: "", message: "required" }] }));
+      return next(
+        new AppError("validation_error", "invalid_input", "a JSON request body is required", {
+          details: [{ path: "", message: "required" }],
+        }),
+      );
     }
-    if (!req.is("application/json")) return next(new AppError("unsupported_media_type", "content_type_not_json", "Content-Type must be application/json"));
+    if (!req.is("application/json"))
+      return next(new AppError("unsupported_media_type", "content_type_not_json", "Content-Type must be application/json"));
     next();
   };
   const parse: RequestHandler = (req, res, next) => (hasBody(req) ? withIdleTimeout(parser)(req, res, next) : next());
@@ -118,7 +124,8 @@ export function requireJson(options: { optional?: boolean } = {}): RequestHandle
 /** Requires `message/rfc822` and reads the raw message into `req.body` as a Buffer. */
 export function requireRawMessage(): RequestHandler[] {
   const check: RequestHandler = (req, _res, next) => {
-    if (!req.is("message/rfc822")) return next(new AppError("unsupported_media_type", "content_type_not_message", "Content-Type must be message/rfc822"));
+    if (!req.is("message/rfc822"))
+      return next(new AppError("unsupported_media_type", "content_type_not_message", "Content-Type must be message/rfc822"));
     next();
   };
   return [check, withIdleTimeout(express.raw({ type: () => true, limit: MESSAGE_LIMIT_BYTES }))];

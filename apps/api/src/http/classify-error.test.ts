@@ -21,13 +21,35 @@ describe("classifyError", () => {
 
   test.each([
     ["a path that is not percent-encoding", new URIError("URI malformed"), "not_found", "path_not_decodable"],
-    ["a file path send refuses (403)", Object.assign(new Error("Forbidden"), { status: 403, expose: true }), "not_found", "resource_not_found"],
-    ["a 413 of another parser", Object.assign(new Error("too many parameters"), { status: 413, expose: true }), "payload_too_large", "body_too_large"],
-    ["a body that cannot be decompressed", Object.assign(new Error("incorrect header check"), { status: 400, expose: true }), "invalid_json", "body_unreadable"],
-    ["a NUL refused by PostgreSQL", Object.assign(new Error("invalid byte sequence"), { code: "22021" }), "validation_error", "unstorable_value"],
+    [
+      "a file path send refuses (403)",
+      Object.assign(new Error("Forbidden"), { status: 403, expose: true }),
+      "not_found",
+      "resource_not_found",
+    ],
+    [
+      "a 413 of another parser",
+      Object.assign(new Error("too many parameters"), { status: 413, expose: true }),
+      "payload_too_large",
+      "body_too_large",
+    ],
+    [
+      "a body that cannot be decompressed",
+      Object.assign(new Error("incorrect header check"), { status: 400, expose: true }),
+      "invalid_json",
+      "body_unreadable",
+    ],
+    [
+      "a NUL refused by PostgreSQL",
+      Object.assign(new Error("invalid byte sequence"), { code: "22021" }),
+      "validation_error",
+      "unstorable_value",
+    ],
     [
       "a date out of range, through Prisma's adapter",
-      Object.assign(new Error("Invalid prisma.event.create() invocation"), { meta: { driverAdapterError: { cause: { kind: "postgres", originalCode: "22008" } } } }),
+      Object.assign(new Error("Invalid prisma.event.create() invocation"), {
+        meta: { driverAdapterError: { cause: { kind: "postgres", originalCode: "22008" } } },
+      }),
       "validation_error",
       "unstorable_value",
     ],

@@ -58,7 +58,8 @@ function fromBodyParser(error: { type?: unknown }): AppError | null {
  * - any other 4xx of that kind keeps its meaning where the contract has a code for it.
  */
 function fromClientError(error: { status?: unknown; statusCode?: unknown; expose?: unknown }): AppError | null {
-  if (error instanceof URIError) return new AppError("not_found", "path_not_decodable", "no such resource: the path is not valid percent-encoding");
+  if (error instanceof URIError)
+    return new AppError("not_found", "path_not_decodable", "no such resource: the path is not valid percent-encoding");
   const status = typeof error.status === "number" ? error.status : typeof error.statusCode === "number" ? error.statusCode : undefined;
   if (status === undefined || status < 400 || status >= 500 || error.expose !== true) return null;
   switch (status) {
@@ -85,7 +86,8 @@ const INPUT_SQLSTATES = new Set(["22021", "22P05", "22008", "22003", "54000"]);
 /** True when `error` (or its cause chain) is PostgreSQL refusing input, from pg or through Prisma's adapter. */
 function isDatabaseInputError(error: unknown): boolean {
   for (let e: unknown = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    const adapter = (e as { meta?: { driverAdapterError?: { cause?: { code?: unknown; originalCode?: unknown } } } }).meta?.driverAdapterError?.cause;
+    const adapter = (e as { meta?: { driverAdapterError?: { cause?: { code?: unknown; originalCode?: unknown } } } }).meta
+      ?.driverAdapterError?.cause;
     for (const code of [adapter?.code, adapter?.originalCode, (e as { code?: unknown }).code]) {
       if (typeof code === "string" && INPUT_SQLSTATES.has(code)) return true;
     }
@@ -105,7 +107,10 @@ export function classifyError(error: unknown): ClassifiedError {
     return { kind: "client", error: new AppError("validation_error", "unstorable_value", message) };
   }
   if (isInfrastructureError(error)) {
-    return { kind: "infrastructure", error: new AppError("unavailable", "dependency_unavailable", "a backing service is unavailable; retry later") };
+    return {
+      kind: "infrastructure",
+      error: new AppError("unavailable", "dependency_unavailable", "a backing service is unavailable; retry later"),
+    };
   }
   const errorId = randomUUID();
   return { kind: "unknown", error: new AppError("internal_error", "unexpected", `internal error ${errorId}`), errorId };

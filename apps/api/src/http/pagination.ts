@@ -78,12 +78,10 @@ export function toPage<R extends { id: string }, T>(rows: R[], limit: number, ti
  * An ISO 8601 timestamp (any offset) of the years 0001 to 9999: what PostgreSQL and the
  * driver can both represent (year 0000 parses in JavaScript but PostgreSQL has no year 0).
  */
-export const isoTimestamp = z.iso
-  .datetime({ offset: true, message: "must be an ISO 8601 timestamp" })
-  .refine((value) => {
-    const year = new Date(value).getUTCFullYear();
-    return year >= 1 && year <= 9999;
-  }, "must be a time of the years 0001 to 9999");
+export const isoTimestamp = z.iso.datetime({ offset: true, message: "must be an ISO 8601 timestamp" }).refine((value) => {
+  const year = new Date(value).getUTCFullYear();
+  return year >= 1 && year <= 9999;
+}, "must be a time of the years 0001 to 9999");
 
 /** Optional ISO 8601 bounds of a list: `since` inclusive, `until` exclusive. */
 export const timeWindowShape = {

@@ -26,11 +26,18 @@ export function rateLimitPerAccount(redis: RedisClient, prefix: string, perMinut
     // lets the request through rather than refusing work PostgreSQL could accept.
     passOnStoreError: true,
     keyGenerator: (req) => req.principal?.accountId ?? "anonymous",
-    store: new RedisOrMemoryStore(new RedisStore({ prefix: `${prefix}:ratelimit:`, sendCommand: scriptsByText(redis) }), redisOrMemory(redis, { timeoutMs: redisTimeoutMs })),
+    store: new RedisOrMemoryStore(
+      new RedisStore({ prefix: `${prefix}:ratelimit:`, sendCommand: scriptsByText(redis) }),
+      redisOrMemory(redis, { timeoutMs: redisTimeoutMs }),
+    ),
     handler: (req, _res, next) => {
       const resetTime = (req as { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;
       const retryAfter = resetTime ? Math.max(1, Math.ceil((resetTime.getTime() - Date.now()) / 1000)) : 60;
-      next(new AppError("rate_limited", "account_rate_limit", `too many requests for this account; retry in ${retryAfter} s`, { headers: { "Retry-After": String(retryAfter) } }));
+      next(
+        new AppError("rate_limited", "account_rate_limit", `too many requests for this account; retry in ${retryAfter} s`, {
+          headers: { "Retry-After": String(retryAfter) },
+        }),
+      );
     },
   });
 }
@@ -65,24 +72,36 @@ class RedisOrMemoryStore implements Store {
    */
   async increment(key: string): Promise<IncrementResponse> {
     const local = await this.memory.increment(key);
-    const shared = await this.where.run(() => this.shared.increment(key), () => undefined);
+    const shared = await this.where.run(
+      () => this.shared.increment(key),
+      () => undefined,
+    );
     return shared && shared.totalHits >= local.totalHits ? shared : local;
   }
 
   async get(key: string): Promise<ClientRateLimitInfo | undefined> {
     const local = await this.memory.get(key);
-    const shared = await this.where.run(() => this.shared.get(key), () => undefined);
+    const shared = await this.where.run(
+      () => this.shared.get(key),
+      () => undefined,
+    );
     return shared && shared.totalHits >= (local?.totalHits ?? 0) ? shared : local;
   }
 
   async decrement(key: string): Promise<void> {
     await this.memory.decrement(key);
-    await this.where.run(() => this.shared.decrement(key), () => undefined);
+    await this.where.run(
+      () => this.shared.decrement(key),
+      () => undefined,
+    );
   }
 
   async resetKey(key: string): Promise<void> {
     await this.memory.resetKey(key);
-    await this.where.run(() => this.shared.resetKey(key), () => undefined);
+    await this.where.run(
+      () => this.shared.resetKey(key),
+      () => undefined,
+    );
   }
 
   shutdown(): void {
@@ -104,11 +123,14 @@ function scriptsByText(redis: RedisClient) {
   return (command: string, ...args: string[]): Promise<RedisReply> => {
     const name = command.toUpperCase();
     if (name === "SCRIPT" && args[0]?.toUpperCase() === "LOAD") {
-      const sha = createHash("sha1").update(args[1] ?? "", "utf8").digest("hex");
+      const sha = createHash("sha1")
+        .update(args[1] ?? "", "utf8")
+        .digest("hex");
       scripts.set(sha, args[1] ?? "");
       return Promise.resolve(sha);
     }
-    if (name === "EVALSHA" && scripts.has(args[0])) return redis.call("EVAL", scripts.get(args[0])!, ...args.slice(1)) as Promise<RedisReply>;
+    if (name === "EVALSHA" && scripts.has(args[0]))
+      return redis.call("EVAL", scripts.get(args[0])!, ...args.slice(1)) as Promise<RedisReply>;
     return redis.call(command, ...args) as Promise<RedisReply>;
   };
 }

@@ -44,7 +44,10 @@ export function redisOrMemory(redis: RedisClient | undefined, options: RedisOrMe
     let timer: NodeJS.Timeout | undefined;
     // The command's own later rejection (ioredis's timeout) must not be unhandled.
     promise.catch(() => undefined);
-    return Promise.race([promise, new Promise<typeof TIMED_OUT>((resolve) => (timer = setTimeout(() => resolve(TIMED_OUT), options.timeoutMs)))]).finally(() => clearTimeout(timer));
+    return Promise.race([
+      promise,
+      new Promise<typeof TIMED_OUT>((resolve) => (timer = setTimeout(() => resolve(TIMED_OUT), options.timeoutMs))),
+    ]).finally(() => clearTimeout(timer));
   };
 
   return {

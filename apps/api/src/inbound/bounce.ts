@@ -1,6 +1,18 @@
 import type { Attachment, HeaderLines, ParsedMail } from "mailparser";
 import type { BouncedData } from "@mailhooks/events";
-import { FIELD_NAME, firstAddress, generateMessageId, hasHeaderFields, messageIdsIn, parseMail, rawHeader, readThreadHeaders, threadRoot, unique, type ThreadHeaders } from "./mail.js";
+import {
+  FIELD_NAME,
+  firstAddress,
+  generateMessageId,
+  hasHeaderFields,
+  messageIdsIn,
+  parseMail,
+  rawHeader,
+  readThreadHeaders,
+  threadRoot,
+  unique,
+  type ThreadHeaders,
+} from "./mail.js";
 
 /**
  * Delivery status notifications (RFC 3464) posted as raw messages: the data of the
@@ -31,12 +43,7 @@ interface OriginalMessage {
 }
 
 const DELIVERY_STATUS_TYPES = new Set(["message/delivery-status", "message/global-delivery-status"]);
-const ORIGINAL_MESSAGE_TYPES = new Set([
-  "message/rfc822",
-  "text/rfc822-headers",
-  "message/global",
-  "message/global-headers",
-]);
+const ORIGINAL_MESSAGE_TYPES = new Set(["message/rfc822", "text/rfc822-headers", "message/global", "message/global-headers"]);
 const STATUS_CODE = /^[245]\.\d{1,3}\.\d{1,3}/;
 const BOUNCE_MESSAGE_FALLBACK_LENGTH = 1000;
 

@@ -2,7 +2,8 @@ import { HTML_TO_TEXT_MAX_CHARS, MessageTooLargeError } from "./mail.js";
 import { parseRawMessage } from "./parse-message.js";
 
 const NOW = new Date("2026-12-01T08:00:00.000Z");
-const htmlOnly = (chars: number) => Buffer.from(`From: a@example.com\r\nContent-Type: text/html\r\n\r\n${"<b>x</b>".repeat(Math.ceil(chars / 8))}`, "latin1");
+const htmlOnly = (chars: number) =>
+  Buffer.from(`From: a@example.com\r\nContent-Type: text/html\r\n\r\n${"<b>x</b>".repeat(Math.ceil(chars / 8))}`, "latin1");
 
 describe("HTML rendered to text has a bounded size (issue 17 item 1)", () => {
   test("HTML over HTML_TO_TEXT_MAX_CHARS is refused with MessageTooLargeError, never cut", async () => {

@@ -38,7 +38,12 @@ export const FIELD_NAME = /^[\x21-\x39\x3b-\x7e]+$/;
 
 // keepDeliveryStatus: otherwise mailparser appends the delivery-status fields to `text` instead of
 // exposing them as an attachment.
-const PARSER_OPTIONS = { keepDeliveryStatus: true, skipTextToHtml: true, skipImageLinks: true, maxHtmlLengthToParse: HTML_TO_TEXT_MAX_CHARS } as const;
+const PARSER_OPTIONS = {
+  keepDeliveryStatus: true,
+  skipTextToHtml: true,
+  skipImageLinks: true,
+  maxHtmlLengthToParse: HTML_TO_TEXT_MAX_CHARS,
+} as const;
 
 /** Parses a message (or a header block) with mailparser. @throws UnparseableMessageError, MessageTooLargeError */
 export async function parseMail(raw: Buffer): Promise<ParsedMail> {
@@ -92,7 +97,10 @@ export function rawHeader(lines: HeaderLines, key: string): string | undefined {
   if (!header) return undefined;
   const line = Buffer.from(header.line, "latin1").toString("utf8");
   const value = line.slice(line.indexOf(":") + 1);
-  return value.replace(/\r?\n(?=[ \t])/g, "").replace(/\s+/g, " ").trim();
+  return value
+    .replace(/\r?\n(?=[ \t])/g, "")
+    .replace(/\s+/g, " ")
+    .trim();
 }
 
 /** Bare addresses of an address header, groups flattened, unparsable entries dropped. */

@@ -112,7 +112,7 @@ describe("parseRawMessage: received messages", () => {
   test("To groups are flattened, display names dropped", async () => {
     const parsed = await parseRawMessage(
       message([
-        "From: \"Dee, D.\" <Dee.D@Example.com>",
+        'From: "Dee, D." <Dee.D@Example.com>',
         "To: Team: one@example.com, Two <two@example.com>;, three@example.com",
         "Message-ID: <g@x>",
         "",
@@ -258,9 +258,7 @@ describe("parseRawMessage: delivery status notifications", () => {
       "Content-Type: message/delivery-status",
       "",
       ...opts.status,
-      ...(opts.original
-        ? ["", "--r1", "Content-Type: text/rfc822-headers", "", ...opts.original]
-        : []),
+      ...(opts.original ? ["", "--r1", "Content-Type: text/rfc822-headers", "", ...opts.original] : []),
       "",
       "--r1--",
     ]);

@@ -2,7 +2,18 @@ import { createHash } from "node:crypto";
 import type { ParsedMail } from "mailparser";
 import type { ReceivedData } from "@mailhooks/events";
 import { isDeliveryReport, parseBounce, type ParsedBounce } from "./bounce.js";
-import { addressesOf, firstAddress, generateMessageId, hasHeaderFields, messageIdsIn, parseMail, readThreadHeaders, threadRoot, unique, UnparseableMessageError } from "./mail.js";
+import {
+  addressesOf,
+  firstAddress,
+  generateMessageId,
+  hasHeaderFields,
+  messageIdsIn,
+  parseMail,
+  readThreadHeaders,
+  threadRoot,
+  unique,
+  UnparseableMessageError,
+} from "./mail.js";
 
 export { MessageTooLargeError, UnparseableMessageError } from "./mail.js";
 

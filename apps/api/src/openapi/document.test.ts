@@ -46,7 +46,10 @@ describe("the OpenAPI document", () => {
         const op = item[method];
         if (!op || !p.startsWith("/v1/")) continue;
         // Every /v1 operation documents the answers any of them can give.
-        expect([`${method} ${p}`, Object.keys(op.responses ?? {})]).toEqual([`${method} ${p}`, expect.arrayContaining(["401", "429", "500", "503"])]);
+        expect([`${method} ${p}`, Object.keys(op.responses ?? {})]).toEqual([
+          `${method} ${p}`,
+          expect.arrayContaining(["401", "429", "500", "503"]),
+        ]);
       }
     }
     const webhook = doc.components?.schemas?.Webhook as { required: string[] };

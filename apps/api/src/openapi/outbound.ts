@@ -16,14 +16,15 @@ const signedHeaders = z.object({
   [SIGNATURE_HEADER]: z
     .string()
     .regex(/^sha256=[0-9a-f]{64}$/)
-    .meta({ description: "`sha256=` and the lowercase hex HMAC-SHA256, keyed with the webhook secret's UTF-8 bytes, of `<X-Service-Timestamp>.<body>`; verify it in constant time before processing" }),
-  [EVENT_ID_HEADER]: z
-    .string()
     .meta({
       description:
-        "the event's `event_id`: the same on every retry and replay of one event, so de-duplicate on it (`data.messageId` is shared by every event of one message); a test request carries its delivery row's `id`",
-      example: "evt_019a2b3c4d5e7f00a1b2c3d4e5f60718",
+        "`sha256=` and the lowercase hex HMAC-SHA256, keyed with the webhook secret's UTF-8 bytes, of `<X-Service-Timestamp>.<body>`; verify it in constant time before processing",
     }),
+  [EVENT_ID_HEADER]: z.string().meta({
+    description:
+      "the event's `event_id`: the same on every retry and replay of one event, so de-duplicate on it (`data.messageId` is shared by every event of one message); a test request carries its delivery row's `id`",
+    example: "evt_019a2b3c4d5e7f00a1b2c3d4e5f60718",
+  }),
 });
 
 /** Said of every request: the webhook's own headers come along. */
@@ -35,7 +36,10 @@ const exampleEnvelope = (kind: EventType) => ({ event: kind, timestamp: 17953416
 
 const responses = {
   "2XX": { description: "received; any 2xx within DELIVERY_TIMEOUT_MS (30 s) is a success" },
-  default: { description: "anything else (3xx included: redirects are never followed), or no answer in time, fails: retried after 10 s, 60 s and 300 s (replays and the test event are one attempt)" },
+  default: {
+    description:
+      "anything else (3xx included: redirects are never followed), or no answer in time, fails: retried after 10 s, 60 s and 300 s (replays and the test event are one attempt)",
+  },
 };
 
 export const outboundWebhooks: ZodOpenApiPathsObject = Object.fromEntries<ZodOpenApiPathItemObject>([

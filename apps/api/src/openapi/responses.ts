@@ -21,12 +21,20 @@ const ERRORS: Record<ErrorStatus, { id: string; code: string; description: strin
     description: "missing, unknown or revoked API key",
     headers: z.object({ "WWW-Authenticate": z.literal("Bearer") }),
   },
-  404: { id: "NotFound", code: "not_found", description: "no such resource for this account (another account's resources answer 404 too), or no such route" },
+  404: {
+    id: "NotFound",
+    code: "not_found",
+    description: "no such resource for this account (another account's resources answer 404 too), or no such route",
+  },
   409: { id: "Conflict", code: "conflict", description: "the request cannot apply to the resource's state" },
   410: { id: "PayloadExpired", code: "payload_expired", description: "the event's payload is past retention" },
   413: { id: "PayloadTooLarge", code: "payload_too_large", description: "JSON body over 256 KiB, raw message over 10 MiB" },
   415: { id: "UnsupportedMediaType", code: "unsupported_media_type", description: "wrong Content-Type" },
-  422: { id: "ValidationError", code: "validation_error", description: "well-formed but invalid input; `details` names each offending field" },
+  422: {
+    id: "ValidationError",
+    code: "validation_error",
+    description: "well-formed but invalid input; `details` names each offending field",
+  },
   429: {
     id: "RateLimited",
     code: "rate_limited",

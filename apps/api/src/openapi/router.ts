@@ -79,4 +79,3 @@ export function openApiRouter(options: { swaggerUiDir?: string } = {}): Router {
   }
   return router;
 }
-

@@ -7,7 +7,16 @@ import { principalOf } from "../http/auth.js";
 import { requireJson } from "../http/body.js";
 import { hasNoNul, NO_NUL_MESSAGE, parseOrThrow } from "../http/validate.js";
 import { isoTimestamp, paginationShape, timeWindowShape } from "../http/pagination.js";
-import { eventDetailJson, hashBody, acceptEvent, acceptEvents, listEvents, readEventDetail, type IdempotencyInput, type NewEvent } from "../services/events.js";
+import {
+  eventDetailJson,
+  hashBody,
+  acceptEvent,
+  acceptEvents,
+  listEvents,
+  readEventDetail,
+  type IdempotencyInput,
+  type NewEvent,
+} from "../services/events.js";
 import { replayRequestSchema, requestReplay } from "../services/replays.js";
 import { resourceId } from "./webhooks.js";
 
@@ -22,7 +31,10 @@ export const BATCH_MAX_EVENTS = 500;
 
 export const batchItemSchema = eventEnvelopeSchema.extend({ idempotency_key: z.string().optional() });
 export const batchSchema = z.strictObject({
-  events: z.array(z.unknown(), { message: "must be an array of events" }).min(1, "must hold at least one event").max(BATCH_MAX_EVENTS, `must hold at most ${BATCH_MAX_EVENTS} events`),
+  events: z
+    .array(z.unknown(), { message: "must be an array of events" })
+    .min(1, "must hold at least one event")
+    .max(BATCH_MAX_EVENTS, `must hold at most ${BATCH_MAX_EVENTS} events`),
 });
 
 export const listQuery = z.strictObject({
@@ -33,10 +45,17 @@ export const listQuery = z.strictObject({
   ...paginationShape,
 });
 
-export const idempotencyKey = z.string().min(1).max(255).regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces");
+export const idempotencyKey = z
+  .string()
+  .min(1)
+  .max(255)
+  .regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces");
 
 /** Reads the Idempotency-Key header, if any. @throws AppError validation_error */
-export function idempotencyFrom(req: { header(name: string): string | undefined; rawBody?: Buffer }, body: Buffer | undefined): IdempotencyInput | undefined {
+export function idempotencyFrom(
+  req: { header(name: string): string | undefined; rawBody?: Buffer },
+  body: Buffer | undefined,
+): IdempotencyInput | undefined {
   const key = req.header("idempotency-key");
   if (key === undefined) return undefined;
   return { key: parseOrThrow(idempotencyKey, key, "header.Idempotency-Key"), requestHash: hashBody(body ?? Buffer.alloc(0)) };
@@ -73,7 +92,11 @@ export function parseEventData(eventType: EventType, data: unknown): NewEvent["d
 export function assertEnvelopeFits(eventType: EventType, occurredAt: Date, data: Record<string, unknown>): void {
   const bytes = envelopeByteLength(eventType, occurredAt, data);
   if (bytes > ENVELOPE_MAX_BYTES) {
-    throw new AppError("payload_too_large", "envelope_too_large", `the event's envelope would take ${bytes} bytes, over the limit of ${ENVELOPE_MAX_BYTES} bytes (10 MiB); nothing was stored`);
+    throw new AppError(
+      "payload_too_large",
+      "envelope_too_large",
+      `the event's envelope would take ${bytes} bytes, over the limit of ${ENVELOPE_MAX_BYTES} bytes (10 MiB); nothing was stored`,
+    );
   }
 }
 
@@ -96,7 +119,10 @@ function parseBatchItems(items: unknown[]): Parameters<typeof acceptEvents>[2] {
       let idempotency: IdempotencyInput | undefined;
       if (input.idempotency_key !== undefined) {
         const key = parseOrThrow(idempotencyKey, input.idempotency_key, `events.${index}.idempotency_key`);
-        if (seen.has(key)) throw new AppError("validation_error", "invalid_input", "duplicate idempotency_key", { details: [{ path: `events.${index}.idempotency_key`, message: "is used by an earlier item of this batch" }] });
+        if (seen.has(key))
+          throw new AppError("validation_error", "invalid_input", "duplicate idempotency_key", {
+            details: [{ path: `events.${index}.idempotency_key`, message: "is used by an earlier item of this batch" }],
+          });
         seen.add(key);
         idempotency = { key, requestHash: hashBody(JSON.stringify(item)) };
       }
@@ -119,7 +145,9 @@ function withPrefix<T>(parse: () => T, prefix: string): T {
     return parse();
   } catch (error) {
     if (isAppError(error, "validation_error") && error.details) {
-      throw new AppError("validation_error", error.reason, error.message, { details: error.details.map((d) => ({ path: `${prefix}.${d.path}`, message: d.message })) });
+      throw new AppError("validation_error", error.reason, error.message, {
+        details: error.details.map((d) => ({ path: `${prefix}.${d.path}`, message: d.message })),
+      });
     }
     throw error;
   }
@@ -131,7 +159,9 @@ export function eventsRouter(deps: ApiDeps): Router {
 
   router.post("/", ...requireJson(), async (req, res) => {
     if (req.body === null || typeof req.body !== "object" || Array.isArray(req.body)) {
-      throw new AppError("validation_error", "invalid_input", "body must be a JSON object", { details: [{ path: "", message: "must be an object" }] });
+      throw new AppError("validation_error", "invalid_input", "body must be a JSON object", {
+        details: [{ path: "", message: "must be an object" }],
+      });
     }
     const input = parseOrThrow(eventEnvelopeSchema, req.body);
     const occurredAt = input.occurred_at ? new Date(input.occurred_at) : new Date();

@@ -18,18 +18,32 @@ const withTimeout = <T>(promise: Promise<T>, ms: number) =>
  */
 export function healthRouter(deps: ApiDeps): Router {
   const router = Router();
-  const warnings = usesInsecureDevelopmentKey(deps.config) ? { warnings: [{ code: "insecure_development_key", message: INSECURE_DEVELOPMENT_KEY_WARNING }] } : {};
+  const warnings = usesInsecureDevelopmentKey(deps.config)
+    ? { warnings: [{ code: "insecure_development_key", message: INSECURE_DEVELOPMENT_KEY_WARNING }] }
+    : {};
   router.get("/healthz", (_req, res) => {
     res.json({ status: "ok" });
   });
   router.get("/readyz", async (_req, res) => {
-    const [postgres, redis] = await Promise.allSettled([withTimeout(deps.pool.query("SELECT 1"), 2_000), withTimeout(deps.redis.ping(), 2_000)]);
-    const checks = { postgres: postgres.status === "fulfilled" ? "ok" : "unavailable", redis: redis.status === "fulfilled" ? "ok" : "unavailable" };
+    const [postgres, redis] = await Promise.allSettled([
+      withTimeout(deps.pool.query("SELECT 1"), 2_000),
+      withTimeout(deps.redis.ping(), 2_000),
+    ]);
+    const checks = {
+      postgres: postgres.status === "fulfilled" ? "ok" : "unavailable",
+      redis: redis.status === "fulfilled" ? "ok" : "unavailable",
+    };
     if (checks.postgres === "ok") {
       res.json({ status: "ready", checks, ...warnings });
       return;
     }
-    res.status(503).json({ error: { code: "unavailable", message: "PostgreSQL is unreachable", details: [{ path: "postgres", message: "unreachable" }] }, checks, ...warnings });
+    res
+      .status(503)
+      .json({
+        error: { code: "unavailable", message: "PostgreSQL is unreachable", details: [{ path: "postgres", message: "unreachable" }] },
+        checks,
+        ...warnings,
+      });
   });
   return router;
 }

@@ -5,12 +5,21 @@ import { AppError } from "../errors.js";
 import { principalOf } from "../http/auth.js";
 import { MESSAGE_LIMIT_BYTES, requireRawMessage } from "../http/body.js";
 import { hasNoNul, parseOrThrow } from "../http/validate.js";
-import { createParseBudget, defaultParseBudgetOptions, ParseBudgetExhaustedError, type ParseBudgetOptions } from "../inbound/parse-budget.js";
+import {
+  createParseBudget,
+  defaultParseBudgetOptions,
+  ParseBudgetExhaustedError,
+  type ParseBudgetOptions,
+} from "../inbound/parse-budget.js";
 import { deriveThreadId, MessageTooLargeError, parseRawMessage, UnparseableMessageError } from "../inbound/parse-message.js";
 import { acceptEvent, resolveThreadId } from "../services/events.js";
 import { assertEnvelopeFits, idempotencyFrom, parseEventData } from "./events.js";
 
-export const inboxId = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces");
+export const inboxId = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces");
 
 /**
  * POST /v1/inboxes/{inbox_id}/messages (CONTRACT.md section 5): a raw RFC 5322 message becomes a
@@ -44,16 +53,25 @@ export function inboundRouter(deps: ApiDeps, budgetOptions: ParseBudgetOptions =
 }
 
 /** Parses `raw` and accepts its event. @throws AppError validation_error, payload_too_large, conflict */
-async function acceptMessage(deps: ApiDeps, accountId: string, inbox: string, raw: Buffer, idempotency: ReturnType<typeof idempotencyFrom>) {
+async function acceptMessage(
+  deps: ApiDeps,
+  accountId: string,
+  inbox: string,
+  raw: Buffer,
+  idempotency: ReturnType<typeof idempotencyFrom>,
+) {
   const now = new Date();
   let parsed;
   try {
     parsed = await parseRawMessage(raw, inbox, now);
   } catch (error) {
     if (error instanceof UnparseableMessageError) {
-      throw new AppError("validation_error", "unparseable_message", `not an RFC 5322 message: ${error.message}`, { details: [{ path: "body", message: error.message }] });
+      throw new AppError("validation_error", "unparseable_message", `not an RFC 5322 message: ${error.message}`, {
+        details: [{ path: "body", message: error.message }],
+      });
     }
-    if (error instanceof MessageTooLargeError) throw new AppError("payload_too_large", "message_too_large", `message too large to accept: ${error.message}`);
+    if (error instanceof MessageTooLargeError)
+      throw new AppError("payload_too_large", "message_too_large", `message too large to accept: ${error.message}`);
     throw error;
   }
   // An id with a NUL character was never stored (see parseEventData), and PostgreSQL could not even compare it.

@@ -8,7 +8,9 @@ import { z } from "zod";
  */
 
 /** A time as `Date.toISOString()` writes it, e.g. `2026-11-22T10:00:00.000Z`. */
-export const timestamp = z.iso.datetime({ offset: false }).meta({ id: "Timestamp", description: "ISO 8601 UTC timestamp", example: "2026-11-22T10:00:00.000Z" });
+export const timestamp = z.iso
+  .datetime({ offset: false })
+  .meta({ id: "Timestamp", description: "ISO 8601 UTC timestamp", example: "2026-11-22T10:00:00.000Z" });
 
 /** An id of `prefix` followed by a UUIDv7 in lowercase hex without dashes (it sorts by creation). */
 export const prefixedId = (prefix: string, description: string) =>

@@ -12,14 +12,14 @@ export const deliverySchema = z
     trigger: z.enum(["initial", "retry", "replay", "test"]),
     attempt: z.number().int().min(0).meta({ description: "0 for the initial attempt, n for retry n; 0 for replays and tests" }),
     response_status: z.number().int().nullable().meta({ description: "the status received (3xx included), else null" }),
-    error: z
+    error: z.string().nullable().meta({
+      description:
+        "null when a response was received, else timeout, connection_error, tls_error, dns_error, blocked_destination, insecure_url, payload_expired, or internal_error (work the service itself could not carry out)",
+    }),
+    response_body: z
       .string()
       .nullable()
-      .meta({
-        description:
-          "null when a response was received, else timeout, connection_error, tls_error, dns_error, blocked_destination, insecure_url, payload_expired, or internal_error (work the service itself could not carry out)",
-      }),
-    response_body: z.string().nullable().meta({ description: "at most the first 4096 bytes of the receiver's answer as text (invalid UTF-8 replaced), or null" }),
+      .meta({ description: "at most the first 4096 bytes of the receiver's answer as text (invalid UTF-8 replaced), or null" }),
     duration_ms: z.number().int().min(0),
     created_at: timestamp,
   })

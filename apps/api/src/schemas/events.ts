@@ -8,7 +8,10 @@ import { webhookId } from "./webhooks.js";
 export const eventId = prefixedId("evt", "event id; used in the replay path");
 export const eventStatus = z
   .enum(["pending", "delivered", "failed"])
-  .meta({ description: "pending while any destination is pending, else failed if any failed or was cancelled, else delivered (also with no destination)" });
+  .meta({
+    description:
+      "pending while any destination is pending, else failed if any failed or was cancelled, else delivered (also with no destination)",
+  });
 
 /** The answer to POST /v1/events, to each item of a batch, and to POST /v1/inboxes/{inbox_id}/messages. */
 export const eventSummarySchema = z
@@ -23,13 +26,17 @@ export const eventSummarySchema = z
   .meta({ id: "EventSummary" });
 export type EventSummary = z.infer<typeof eventSummarySchema>;
 
-export const eventBatchSchema = z.object({ data: z.array(eventSummarySchema).meta({ description: "one summary per item, in request order" }) }).meta({ id: "EventBatchResult" });
+export const eventBatchSchema = z
+  .object({ data: z.array(eventSummarySchema).meta({ description: "one summary per item, in request order" }) })
+  .meta({ id: "EventBatchResult" });
 
 /** An item of GET /v1/events. */
 export const eventListItemSchema = eventSummarySchema
   .extend({
     message_id: z.string().meta({ description: "`data.messageId`" }),
-    payload_retained: z.boolean().meta({ description: "false once the payload is past EVENT_RETENTION_DAYS: it can no longer be replayed" }),
+    payload_retained: z
+      .boolean()
+      .meta({ description: "false once the payload is past EVENT_RETENTION_DAYS: it can no longer be replayed" }),
   })
   .meta({ id: "EventListItem" });
 export type EventListItem = z.infer<typeof eventListItemSchema>;
@@ -57,7 +64,10 @@ const ENVELOPE_NAMES: Record<EventType, string> = {
 export const eventKindName = (kind: EventType) => ENVELOPE_NAMES[kind];
 
 /** The envelope of each kind, e.g. `MessageSentEnvelope`. */
-export const envelopeSchemas = Object.fromEntries(EVENT_TYPES.map((kind) => [kind, envelopeOf(kind, ENVELOPE_NAMES[kind])])) as Record<EventType, ReturnType<typeof envelopeOf>>;
+export const envelopeSchemas = Object.fromEntries(EVENT_TYPES.map((kind) => [kind, envelopeOf(kind, ENVELOPE_NAMES[kind])])) as Record<
+  EventType,
+  ReturnType<typeof envelopeOf>
+>;
 
 /** The test event's envelope (CONTRACT.md section 6): sent once when a webhook is created. */
 export const testEnvelopeSchema = z
@@ -69,14 +79,22 @@ export const testEnvelopeSchema = z
   .meta({ id: "TestEventEnvelope" });
 
 export const envelopeSchema = z
-  .discriminatedUnion("event", EVENT_TYPES.map((kind) => envelopeSchemas[kind]) as unknown as [ReturnType<typeof envelopeOf>, ...ReturnType<typeof envelopeOf>[]])
-  .meta({ id: "Envelope", description: "the envelope whose compact JSON serialization (keys in this order) is the exact body signed and sent" });
+  .discriminatedUnion(
+    "event",
+    EVENT_TYPES.map((kind) => envelopeSchemas[kind]) as unknown as [ReturnType<typeof envelopeOf>, ...ReturnType<typeof envelopeOf>[]],
+  )
+  .meta({
+    id: "Envelope",
+    description: "the envelope whose compact JSON serialization (keys in this order) is the exact body signed and sent",
+  });
 
 export const destinationSchema = z
   .object({
     webhook_id: webhookId,
     url: z.string().meta({ description: "the webhook's current URL" }),
-    status: z.enum(["pending", "delivered", "failed", "cancelled"]).meta({ description: "cancelled: the webhook was disabled or deleted before it was delivered" }),
+    status: z
+      .enum(["pending", "delivered", "failed", "cancelled"])
+      .meta({ description: "cancelled: the webhook was disabled or deleted before it was delivered" }),
     attempts: z.number().int().min(0).meta({ description: "every delivery row of this destination, replays included" }),
   })
   .meta({ id: "Destination" });

@@ -30,13 +30,18 @@ export async function listAuditEntries(deps: ApiDeps, accountId: string, filter:
     orderBy: newestFirst("replayedAt"),
     take: filter.limit + 1,
   });
-  return toPage(rows, filter.limit, (r) => r.replayedAt, (r) => ({
-    id: r.id,
-    event_id: r.eventId,
-    replayed_at: r.replayedAt.toISOString(),
-    destination_url: r.destinationUrl,
-    response_status: r.responseStatus,
-    error: r.error,
-    api_key_id: r.apiKeyId,
-  }));
+  return toPage(
+    rows,
+    filter.limit,
+    (r) => r.replayedAt,
+    (r) => ({
+      id: r.id,
+      event_id: r.eventId,
+      replayed_at: r.replayedAt.toISOString(),
+      destination_url: r.destinationUrl,
+      response_status: r.responseStatus,
+      error: r.error,
+      api_key_id: r.apiKeyId,
+    }),
+  );
 }

@@ -67,7 +67,9 @@ export interface PayloadExpiry {
 
 /** The PayloadExpiry of an event created at `createdAt` whose payload is (`retained`) or is not kept any more. */
 export function payloadExpiry(deps: Pick<ApiDeps, "config">, createdAt: Date, retained: boolean): PayloadExpiry {
-  return retained ? { at: payloadPurgeAt(createdAt, deps.config.EVENT_RETENTION_DAYS).toISOString(), purged: false } : { at: null, purged: true };
+  return retained
+    ? { at: payloadPurgeAt(createdAt, deps.config.EVENT_RETENTION_DAYS).toISOString(), purged: false }
+    : { at: null, purged: true };
 }
 
 const isOk = (status: number | null) => status !== null && status >= 200 && status < 300;
@@ -91,7 +93,12 @@ export interface TimelineOptions {
  * total include every attempt that led to the status the event was read with.
  * @throws AppError not_found
  */
-export async function eventTimeline(deps: ApiDeps, accountId: string, eventId: string, options: TimelineOptions = {}): Promise<EventTimeline> {
+export async function eventTimeline(
+  deps: ApiDeps,
+  accountId: string,
+  eventId: string,
+  options: TimelineOptions = {},
+): Promise<EventTimeline> {
   const shown = options.shown ?? TIMELINE_ATTEMPTS;
   const event = await deps.prisma.event.findFirst({ where: { id: eventId, accountId }, select: { id: true } });
   if (!event) throw notFound("event");
@@ -129,7 +136,12 @@ export async function eventTimeline(deps: ApiDeps, accountId: string, eventId: s
     const last = lastTry.get(destination.id);
     if (!last) continue;
     // The dispatcher's own decision after that attempt: a retry is due its delay after the attempt's end.
-    const next = decideAfterAttempt(deps.config.DELIVERY_RETRY_DELAYS_MS, last.attempt, isOk(last.response_status) ? "succeeded" : "failed", last.created_at);
+    const next = decideAfterAttempt(
+      deps.config.DELIVERY_RETRY_DELAYS_MS,
+      last.attempt,
+      isOk(last.response_status) ? "succeeded" : "failed",
+      last.created_at,
+    );
     if (next.next === "retry") scheduled.push({ webhook_id: destination.webhookId, retry: next.attempt, due_at: next.at.toISOString() });
   }
   return {
@@ -148,7 +160,12 @@ export async function eventTimeline(deps: ApiDeps, accountId: string, eventId: s
     })),
     // Rows written after the count may be among those shown: never fewer than shown.
     attempts_total: Math.max(total.rows[0]?.n ?? 0, newest.rows.length),
-    pending_replays: replays.map((r) => ({ replay_id: r.id, webhook_id: r.webhookId, destination_url: r.destinationUrl, requested_at: r.createdAt.toISOString() })),
+    pending_replays: replays.map((r) => ({
+      replay_id: r.id,
+      webhook_id: r.webhookId,
+      destination_url: r.destinationUrl,
+      requested_at: r.createdAt.toISOString(),
+    })),
     scheduled_retries: scheduled,
   };
 }

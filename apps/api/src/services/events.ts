@@ -55,7 +55,11 @@ function toSummary(row: Pick<EventRow, "id" | "eventType" | "inboxId" | "status"
  * returns the first event (`created: false`) and delivers nothing again.
  * @throws AppError conflict when a key was used with another body (nothing is stored)
  */
-export async function acceptEvents(deps: ApiDeps, accountId: string, events: EventInput[]): Promise<{ event: EventSummary; created: boolean }[]> {
+export async function acceptEvents(
+  deps: ApiDeps,
+  accountId: string,
+  events: EventInput[],
+): Promise<{ event: EventSummary; created: boolean }[]> {
   let accepted: AcceptedEvent[];
   try {
     accepted = await deps.acceptor.accept(accountId, events);
@@ -67,7 +71,12 @@ export async function acceptEvents(deps: ApiDeps, accountId: string, events: Eve
 }
 
 /** One event; see acceptEvents. */
-export async function acceptEvent(deps: ApiDeps, accountId: string, event: NewEvent, idem?: IdempotencyInput): Promise<{ event: EventSummary; created: boolean }> {
+export async function acceptEvent(
+  deps: ApiDeps,
+  accountId: string,
+  event: NewEvent,
+  idem?: IdempotencyInput,
+): Promise<{ event: EventSummary; created: boolean }> {
   const [result] = await acceptEvents(deps, accountId, [{ ...event, ...(idem ? { idempotency: idem } : {}) }]);
   return result;
 }
@@ -109,7 +118,12 @@ export interface StoredEventDetail {
  * not read (`payload` is null) and `payload_retained` comes from the retention horizon, as in
  * the list. @throws AppError not_found
  */
-export async function readEventDetail(deps: ApiDeps, accountId: string, eventId: string, options: { payload?: boolean } = {}): Promise<StoredEventDetail> {
+export async function readEventDetail(
+  deps: ApiDeps,
+  accountId: string,
+  eventId: string,
+  options: { payload?: boolean } = {},
+): Promise<StoredEventDetail> {
   const row = await readEvent(deps.prisma, accountId, eventId);
   if (!row) throw notFound("event");
   const withPayload = options.payload ?? true;
@@ -153,7 +167,13 @@ export function eventDetailJson({ event, payload }: StoredEventDetail): string {
  * The thread a received message belongs to: the thread of any earlier message of the inbox it
  * refers to, else `fallback` (derived from the thread's root Message-ID).
  */
-export async function resolveThreadId(prisma: PrismaClient, accountId: string, inboxId: string, referencedIds: string[], fallback: string): Promise<string> {
+export async function resolveThreadId(
+  prisma: PrismaClient,
+  accountId: string,
+  inboxId: string,
+  referencedIds: string[],
+  fallback: string,
+): Promise<string> {
   if (referencedIds.length === 0) return fallback;
   const rows = await prisma.$queryRaw<{ thread_id: string }[]>`
     SELECT thread_id FROM events
@@ -192,14 +212,19 @@ export async function listEvents(deps: ApiDeps, accountId: string, filter: Event
     take: filter.limit + 1,
     select: { id: true, eventType: true, inboxId: true, messageId: true, status: true, occurredAt: true, createdAt: true },
   });
-  return toPage(rows, filter.limit, (r) => r.createdAt, (r) => ({
-    event_id: r.id,
-    event_type: kindOf(r.eventType),
-    inbox_id: r.inboxId,
-    message_id: r.messageId,
-    status: statusOf(r.status),
-    occurred_at: r.occurredAt.toISOString(),
-    created_at: r.createdAt.toISOString(),
-    payload_retained: r.createdAt >= horizon,
-  }));
+  return toPage(
+    rows,
+    filter.limit,
+    (r) => r.createdAt,
+    (r) => ({
+      event_id: r.id,
+      event_type: kindOf(r.eventType),
+      inbox_id: r.inboxId,
+      message_id: r.messageId,
+      status: statusOf(r.status),
+      occurred_at: r.occurredAt.toISOString(),
+      created_at: r.createdAt.toISOString(),
+      payload_retained: r.createdAt >= horizon,
+    }),
+  );
 }

@@ -40,9 +40,13 @@ interface DestinationRow {
  */
 export async function requestReplay(deps: ApiDeps, principal: Principal, eventId: string, input: ReplayRequest): Promise<ReplayAccepted> {
   if (input.target_url !== undefined) assertDeliverableUrl(deps, input.target_url, "target_url");
-  const event = await deps.prisma.event.findFirst({ where: { id: eventId, accountId: principal.accountId }, select: { id: true, createdAt: true } });
+  const event = await deps.prisma.event.findFirst({
+    where: { id: eventId, accountId: principal.accountId },
+    select: { id: true, createdAt: true },
+  });
   if (!event) throw notFound("event");
-  if ((await readPayload(deps, event)) === null) throw new AppError("payload_expired", "payload_purged", "the event's payload is past retention and can no longer be replayed");
+  if ((await readPayload(deps, event)) === null)
+    throw new AppError("payload_expired", "payload_purged", "the event's payload is past retention and can no longer be replayed");
 
   // CONTRACT.md section 7: to a target_url, a disabled or deleted webhook's secret still signs;
   // without one, only enabled webhooks get a replay.
@@ -53,15 +57,21 @@ export async function requestReplay(deps: ApiDeps, principal: Principal, eventId
      ORDER BY d.id`;
   if (input.webhook_id !== undefined) {
     destinations = destinations.filter((d) => d.webhook_id === input.webhook_id);
-    if (destinations.length === 0) throw new AppError("conflict", "webhook_not_a_destination", `webhook ${input.webhook_id} is not a destination of this event`);
+    if (destinations.length === 0)
+      throw new AppError("conflict", "webhook_not_a_destination", `webhook ${input.webhook_id} is not a destination of this event`);
   }
   if (destinations.length === 0) throw new AppError("conflict", "no_destination", "the event has no destination to replay to");
   if (input.target_url !== undefined && destinations.length > 1) {
-    throw new AppError("conflict", "several_destinations", "the event has several destinations: name the one whose secret signs the replay with webhook_id");
+    throw new AppError(
+      "conflict",
+      "several_destinations",
+      "the event has several destinations: name the one whose secret signs the replay with webhook_id",
+    );
   }
   if (input.target_url === undefined) {
     destinations = destinations.filter((d) => d.enabled);
-    if (destinations.length === 0) throw new AppError("conflict", "destinations_disabled", "the event's webhooks are disabled: enable one, or replay to a target_url");
+    if (destinations.length === 0)
+      throw new AppError("conflict", "destinations_disabled", "the event's webhooks are disabled: enable one, or replay to a target_url");
   }
 
   const replays = await acceptReplays(deps.pool, {
@@ -71,8 +81,17 @@ export async function requestReplay(deps: ApiDeps, principal: Principal, eventId
     queuePrefix: deps.config.QUEUE_PREFIX,
     targets: destinations.map((d) => {
       const destinationUrl = input.target_url ?? d.url;
-      return { webhookId: d.webhook_id, destinationId: d.id, destinationUrl, toOwnUrl: destinationUrl === d.url, hasTargetUrl: input.target_url !== undefined };
+      return {
+        webhookId: d.webhook_id,
+        destinationId: d.id,
+        destinationUrl,
+        toOwnUrl: destinationUrl === d.url,
+        hasTargetUrl: input.target_url !== undefined,
+      };
     }),
   });
-  return { event_id: eventId, replays: replays.map((r) => ({ replay_id: r.replayId, webhook_id: r.webhookId, destination_url: r.destinationUrl })) };
+  return {
+    event_id: eventId,
+    replays: replays.map((r) => ({ replay_id: r.replayId, webhook_id: r.webhookId, destination_url: r.destinationUrl })),
+  };
 }

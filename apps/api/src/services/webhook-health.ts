@@ -31,10 +31,14 @@ const ok = (status: number | null) => status !== null && status >= 200 && status
 
 /** Health of each of the account's `webhookIds` (ids of other accounts get an empty health). */
 export async function webhookHealth(deps: ApiDeps, accountId: string, webhookIds: string[]): Promise<Map<string, WebhookHealth>> {
-  const health = new Map<string, WebhookHealth>(webhookIds.map((id) => [id, { last_outcome: null, last_24h: { attempts: 0, succeeded: 0 } }]));
+  const health = new Map<string, WebhookHealth>(
+    webhookIds.map((id) => [id, { last_outcome: null, last_24h: { attempts: 0, succeeded: 0 } }]),
+  );
   if (webhookIds.length === 0) return health;
   const [last, counts] = await Promise.all([
-    deps.prisma.$queryRaw<{ webhook_id: string; created_at: Date; trigger: string; response_status: number | null; error: string | null }[]>`
+    deps.prisma.$queryRaw<
+      { webhook_id: string; created_at: Date; trigger: string; response_status: number | null; error: string | null }[]
+    >`
       SELECT w.id AS webhook_id, d.created_at, d.trigger::text AS trigger, d.response_status, d.error
         FROM unnest(${webhookIds}::text[]) AS w(id)
         JOIN LATERAL (SELECT created_at, trigger, response_status, error FROM deliveries
@@ -74,7 +78,16 @@ export interface TestDeliveryOutcome {
 export async function latestTestDelivery(deps: ApiDeps, accountId: string, webhookId: string): Promise<TestDeliveryOutcome | null> {
   await findWebhook(deps, accountId, webhookId);
   const rows = await deps.prisma.$queryRaw<
-    { id: string; event_type: string | null; status: string; created_at: Date; attempted_at: Date | null; response_status: number | null; error: string | null; duration_ms: number | null }[]
+    {
+      id: string;
+      event_type: string | null;
+      status: string;
+      created_at: Date;
+      attempted_at: Date | null;
+      response_status: number | null;
+      error: string | null;
+      duration_ms: number | null;
+    }[]
   >`
     SELECT t.id, t.event_type, t.status::text AS status, t.created_at, d.created_at AS attempted_at, d.response_status, d.error, d.duration_ms
       FROM test_deliveries t LEFT JOIN deliveries d ON d.test_delivery_id = t.id

@@ -26,7 +26,11 @@ export const rateLimitSchema = z
 export const MAX_INBOX_IDS = 100;
 
 /** An inbox id as events carry it (`inbox_id`, `data.inboxId`). */
-const inboxId = z.string({ message: "must be a string" }).min(1, "must not be empty").max(200, "must be at most 200 characters").refine(hasNoNul, NO_NUL_MESSAGE);
+const inboxId = z
+  .string({ message: "must be a string" })
+  .min(1, "must not be empty")
+  .max(200, "must be at most 200 characters")
+  .refine(hasNoNul, NO_NUL_MESSAGE);
 
 /** `inbox_ids`: null (every inbox of the account) or 1..100 inbox ids; repeats are ignored. */
 export const inboxIdsSchema = z
@@ -78,7 +82,8 @@ export const webhookHeadersSchema = z
       value !== null && typeof value === "object" && Object.hasOwn(value, "__proto__")
         ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k === "__proto__" ? "__proto__ " : k, v]))
         : value,
-    z.record(z.string(), z.string({ message: "must be a string" }), { message: "must be an object of header names to values" })
+    z
+      .record(z.string(), z.string({ message: "must be a string" }), { message: "must be an object of header names to values" })
       .superRefine((headers, ctx) => {
         const names = Object.keys(headers);
         if (names.length > MAX_HEADERS) ctx.addIssue({ code: "custom", message: `must have at most ${MAX_HEADERS} headers` });
@@ -89,14 +94,21 @@ export const webhookHeadersSchema = z
           total += name.length + value.length;
           const nameProblem = headerNameProblem(name);
           if (nameProblem) ctx.addIssue({ code: "custom", path: [name], message: `header name ${nameProblem}` });
-          else if (seen.has(name.toLowerCase())) ctx.addIssue({ code: "custom", path: [name], message: "header name is given twice (names are case-insensitive)" });
+          else if (seen.has(name.toLowerCase()))
+            ctx.addIssue({ code: "custom", path: [name], message: "header name is given twice (names are case-insensitive)" });
           seen.add(name.toLowerCase());
-          if (value.length > MAX_HEADER_VALUE_LENGTH) ctx.addIssue({ code: "custom", path: [name], message: `header value must be at most ${MAX_HEADER_VALUE_LENGTH} characters` });
+          if (value.length > MAX_HEADER_VALUE_LENGTH)
+            ctx.addIssue({ code: "custom", path: [name], message: `header value must be at most ${MAX_HEADER_VALUE_LENGTH} characters` });
           else if (!HEADER_VALUE.test(value)) {
-            ctx.addIssue({ code: "custom", path: [name], message: "header value must be visible ASCII characters (inner spaces allowed), not empty" });
+            ctx.addIssue({
+              code: "custom",
+              path: [name],
+              message: "header value must be visible ASCII characters (inner spaces allowed), not empty",
+            });
           }
         }
-        if (total > MAX_HEADERS_TOTAL_LENGTH) ctx.addIssue({ code: "custom", message: `names and values must be at most ${MAX_HEADERS_TOTAL_LENGTH} characters in all` });
+        if (total > MAX_HEADERS_TOTAL_LENGTH)
+          ctx.addIssue({ code: "custom", message: `names and values must be at most ${MAX_HEADERS_TOTAL_LENGTH} characters in all` });
       }),
   )
   .meta({
@@ -145,7 +157,11 @@ export const isVisibleText = (text: string) => !INVISIBLE.test(text);
  * A set of headers after an edit in the dashboard: `current` without the names in `remove`,
  * then `add` (a name given again, in any case, replaces the value it had).
  */
-export function editedHeaders(current: Record<string, string>, remove: readonly string[], add: Record<string, string>): Record<string, string> {
+export function editedHeaders(
+  current: Record<string, string>,
+  remove: readonly string[],
+  add: Record<string, string>,
+): Record<string, string> {
   const dropped = new Set([...remove, ...Object.keys(add)].map((name) => name.toLowerCase()));
   const kept = Object.entries(current).filter(([name]) => !dropped.has(name.toLowerCase()));
   return Object.fromEntries([...kept, ...Object.entries(add)]);

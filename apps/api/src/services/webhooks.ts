@@ -17,7 +17,15 @@ import type { ApiDeps } from "../deps.js";
 import { AppError, invalidInput, notFound } from "../errors.js";
 import { afterCursor, newestFirst, toPage, type Cursor, type Page } from "../http/pagination.js";
 import type { RotatedSecretView, WebhookView, WebhookWithSecretView } from "../schemas/webhooks.js";
-import { decryptHeaders, encryptHeaders, inboxIdsSchema, isVisibleText, maskedHeaders, rateLimitSchema, webhookHeadersSchema } from "./webhook-options.js";
+import {
+  decryptHeaders,
+  encryptHeaders,
+  inboxIdsSchema,
+  isVisibleText,
+  maskedHeaders,
+  rateLimitSchema,
+  webhookHeadersSchema,
+} from "./webhook-options.js";
 
 /** Webhook registration (spec "Webhook registration"; CONTRACT.md section 4). */
 
@@ -31,7 +39,10 @@ export const httpsUrl = z
   .refine((value) => !/[\u0000-\u001f\u007f]/.test(value), "must not contain control characters")
   // Shown in the dashboard as it is: a bidi override or an invisible character would make it
   // read as another URL (issue 17).
-  .refine(isVisibleText, "must not contain invisible characters (bidirectional controls, zero-width, control or other invisible characters)")
+  .refine(
+    isVisibleText,
+    "must not contain invisible characters (bidirectional controls, zero-width, control or other invisible characters)",
+  )
   .refine((value) => {
     try {
       const url = new URL(value);
@@ -48,7 +59,11 @@ export const httpsUrl = z
       return true;
     }
   }, "must not carry credentials")
-  .meta({ format: "uri", description: "an absolute https:// URL without credentials, at most 2048 characters", example: "https://example.com/hooks/email" });
+  .meta({
+    format: "uri",
+    description: "an absolute https:// URL without credentials, at most 2048 characters",
+    example: "https://example.com/hooks/email",
+  });
 
 export const webhookEvents = z
   .array(z.enum(EVENT_TYPES, { message: `must be one of ${EVENT_TYPES.join(", ")}` }), { message: "must be an array of event types" })
@@ -73,7 +88,17 @@ const pendingActivation = (at: Date | null) => (at && at.getTime() > Date.now() 
 
 type WebhookRecord = Pick<
   Webhook,
-  "id" | "url" | "events" | "status" | "disabledReason" | "secretActivatesAt" | "rateLimit" | "inboxIds" | "headers" | "createdAt" | "updatedAt"
+  | "id"
+  | "url"
+  | "events"
+  | "status"
+  | "disabledReason"
+  | "secretActivatesAt"
+  | "rateLimit"
+  | "inboxIds"
+  | "headers"
+  | "createdAt"
+  | "updatedAt"
 >;
 
 /**
@@ -177,7 +202,11 @@ export async function createWebhook(
     throw error;
   }
   if (!registered) {
-    throw new AppError("conflict", "webhook_limit_reached", `the account already has the maximum of ${deps.config.MAX_WEBHOOKS_PER_ACCOUNT} webhooks; delete one first`);
+    throw new AppError(
+      "conflict",
+      "webhook_limit_reached",
+      `the account already has the maximum of ${deps.config.MAX_WEBHOOKS_PER_ACCOUNT} webhooks; delete one first`,
+    );
   }
   const view = rowView(registered.webhook, deps.keyring);
   if (registered.repeated) return { webhook: { ...view, secret: deps.keyring.decrypt(registered.webhook.secret) }, created: false };
@@ -218,7 +247,10 @@ export const rotateSecretSchema = z.strictObject({
     .min(0, `must be from 0 to ${MAX_GRACE_SECONDS}`)
     .max(MAX_GRACE_SECONDS, `must be from 0 to ${MAX_GRACE_SECONDS}`)
     .optional()
-    .meta({ description: "seconds during which the previous secret goes on signing (default 86400, one day; 0 switches at once)", example: 3600 }),
+    .meta({
+      description: "seconds during which the previous secret goes on signing (default 86400, one day; 0 switches at once)",
+      example: 3600,
+    }),
 });
 
 /**
@@ -227,7 +259,12 @@ export const rotateSecretSchema = z.strictObject({
  * receiver can install the new one first. The wire format stays one `sha256=` signature.
  * @throws AppError not_found
  */
-export async function rotateWebhookSecret(deps: ApiDeps, accountId: string, webhookId: string, graceSeconds: number = DEFAULT_GRACE_SECONDS): Promise<RotatedSecretView> {
+export async function rotateWebhookSecret(
+  deps: ApiDeps,
+  accountId: string,
+  webhookId: string,
+  graceSeconds: number = DEFAULT_GRACE_SECONDS,
+): Promise<RotatedSecretView> {
   const secret = generateSecret();
   const activatesAt = await rotateSecret(deps.pool, accountId, webhookId, deps.keyring.encrypt(secret), graceSeconds);
   if (!activatesAt) throw notFound("webhook");
@@ -252,7 +289,12 @@ export async function listWebhooks(deps: ApiDeps, accountId: string, page: { lim
     orderBy: newestFirst("createdAt"),
     take: page.limit + 1,
   });
-  return toPage(rows, page.limit, (w) => w.createdAt, (w) => toWebhookView(w, deps.keyring));
+  return toPage(
+    rows,
+    page.limit,
+    (w) => w.createdAt,
+    (w) => toWebhookView(w, deps.keyring),
+  );
 }
 
 /**

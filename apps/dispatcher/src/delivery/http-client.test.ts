@@ -92,7 +92,8 @@ describe("a receiver's answer is judged on its status line", () => {
     const connectionsBefore = receiver.connections();
     const first = await send(receiver.url("/ok"));
     const second = await send(receiver.url("/ok"));
-    for (const result of [first, second]) expect(result).toMatchObject({ ok: true, responseStatus: 200, error: null, responseBody: '{"received":true}' });
+    for (const result of [first, second])
+      expect(result).toMatchObject({ ok: true, responseStatus: 200, error: null, responseBody: '{"received":true}' });
     expect(receiver.connections() - connectionsBefore).toBe(1);
     expect(receiver.openConnections()).toBe(1);
   });
@@ -113,7 +114,11 @@ describe("a receiver's answer is judged on its status line", () => {
   });
 
   it("a body that is not UTF-8 is kept with its invalid sequences replaced", async () => {
-    expect(await send(receiver.url("/invalid-utf8"))).toMatchObject({ ok: true, responseStatus: 200, responseBody: "hi\uFFFD\uFFFD\uFFFD(ok" });
+    expect(await send(receiver.url("/invalid-utf8"))).toMatchObject({
+      ok: true,
+      responseStatus: 200,
+      responseBody: "hi\uFFFD\uFFFD\uFFFD(ok",
+    });
   });
 });
 
@@ -136,7 +141,6 @@ describe("a receiver cannot hold an attempt past the deadline", () => {
     expect(result.durationMs).toBeGreaterThanOrEqual(DEADLINE_MS - 50);
     expect(result.durationMs).toBeLessThan(DEADLINE_MS + SLACK_MS);
   });
-
 });
 
 describe("headers too large to read", () => {
@@ -157,7 +161,8 @@ describe("headers too large to read", () => {
 
   it("the keep-alive connection still serves ordinary answers after a huge header elsewhere", async () => {
     await send(receiver.url("/huge-header/2"));
-    for (let i = 0; i < 3; i++) expect(await send(receiver.url("/ok"))).toMatchObject({ ok: true, responseStatus: 200, responseBody: '{"received":true}' });
+    for (let i = 0; i < 3; i++)
+      expect(await send(receiver.url("/ok"))).toMatchObject({ ok: true, responseStatus: 200, responseBody: '{"received":true}' });
   });
 });
 

@@ -94,7 +94,11 @@ export interface ReceiverAnswer {
  * got's error (TimeoutError, RequestError with the socket's code) when no status line was
  * received.
  */
-export function postForAnswer(client: Got, url: string, request: { body: string | Buffer | Readable; headers: Record<string, string> }): Promise<ReceiverAnswer> {
+export function postForAnswer(
+  client: Got,
+  url: string,
+  request: { body: string | Buffer | Readable; headers: Record<string, string> },
+): Promise<ReceiverAnswer> {
   return new Promise((resolve, reject) => {
     const stream = client.stream.post(url, { body: request.body, headers: request.headers });
     const excerpt = Buffer.allocUnsafe(RESPONSE_BODY_LIMIT_BYTES);

@@ -6,7 +6,12 @@ import { createPayloadCache } from "./payload-cache.js";
  * which reads are under way.
  */
 const KIB = 1024;
-const ref = (eventId: string, payloadBytes: number | null, payload: string | null = null) => ({ eventId, eventCreatedAt: new Date(0), payloadBytes, payload });
+const ref = (eventId: string, payloadBytes: number | null, payload: string | null = null) => ({
+  eventId,
+  eventCreatedAt: new Date(0),
+  payloadBytes,
+  payload,
+});
 
 function loader() {
   const reads: string[] = [];

@@ -44,7 +44,10 @@ interface Entry {
 }
 
 /** A PayloadCache reading payloads with `load` (loadPayload of @mailhooks/delivery-state). */
-export function createPayloadCache(load: (eventId: string) => Promise<Buffer | string | null>, budgetBytes = defaultPayloadBudgetBytes()): PayloadCache {
+export function createPayloadCache(
+  load: (eventId: string) => Promise<Buffer | string | null>,
+  budgetBytes = defaultPayloadBudgetBytes(),
+): PayloadCache {
   // Map order is recency: an entry is moved to the end each time it is held.
   const entries = new Map<string, Entry>();
   const waiters: { bytes: number; wake: () => void }[] = [];
@@ -118,7 +121,11 @@ export function createPayloadCache(load: (eventId: string) => Promise<Buffer | s
           return hold(ref.eventId, readMeanwhile);
         }
       }
-      const entry: Entry = { bytes, holders: 0, body: load(ref.eventId).then((bytes) => (typeof bytes === "string" ? Buffer.from(bytes, "utf8") : bytes)) };
+      const entry: Entry = {
+        bytes,
+        holders: 0,
+        body: load(ref.eventId).then((bytes) => (typeof bytes === "string" ? Buffer.from(bytes, "utf8") : bytes)),
+      };
       entries.set(ref.eventId, entry);
       return hold(ref.eventId, entry);
     },

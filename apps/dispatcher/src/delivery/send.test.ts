@@ -11,7 +11,9 @@ interface Received {
 }
 
 /** A real HTTPS receiver on loopback that records each request and answers `status`. */
-async function recordingReceiver(status: number): Promise<{ url: (p: string) => string; received: Received[]; close: () => Promise<void> }> {
+async function recordingReceiver(
+  status: number,
+): Promise<{ url: (p: string) => string; received: Received[]; close: () => Promise<void> }> {
   const received: Received[] = [];
   const listener = await listenHttps(testCertificate(), (req, res) => {
     const chunks: Buffer[] = [];
@@ -60,7 +62,9 @@ describe("classifyError", () => {
   ])("%s -> %s", (code, expected) => {
     expect(classifyError(errorWithCode(code))).toBe(expected);
     // got wraps the socket's error: the original code may only be on `cause`.
-    expect(classifyError(Object.assign(new Error("wrapped"), { code: "ERR_GOT_REQUEST_ERROR", cause: errorWithCode(code) }))).toBe(expected);
+    expect(classifyError(Object.assign(new Error("wrapped"), { code: "ERR_GOT_REQUEST_ERROR", cause: errorWithCode(code) }))).toBe(
+      expected,
+    );
   });
 
   it("maps got's TimeoutError by name", () => {
@@ -71,9 +75,18 @@ describe("classifyError", () => {
 });
 
 describe("sendSigned", () => {
-  it.each(["http://example.com/hook", "ftp://example.com/hook", "not a url"])("refuses %p as insecure_url without a request", async (url) => {
-    expect(await sendSigned(noRequestClient, input(url))).toEqual({ ok: false, responseStatus: null, error: "insecure_url", responseBody: null, durationMs: 0 });
-  });
+  it.each(["http://example.com/hook", "ftp://example.com/hook", "not a url"])(
+    "refuses %p as insecure_url without a request",
+    async (url) => {
+      expect(await sendSigned(noRequestClient, input(url))).toEqual({
+        ok: false,
+        responseStatus: null,
+        error: "insecure_url",
+        responseBody: null,
+        durationMs: 0,
+      });
+    },
+  );
 
   it.each(["https://127.0.0.1/hook", "https://[::1]:8443/hook", "https://169.254.169.254/latest", "https://[::ffff:10.0.0.1]/"])(
     "refuses the non-public IP literal %p without a request",
@@ -110,11 +123,21 @@ describe("sendSigned", () => {
     const { client, agent } = createHttpClient({ timeoutMs: 5_000, allowPrivateTargets: true });
     try {
       const own = { authorization: "Bearer gateway-token", "x-tenant": "t1", "content-type": "text/plain" };
-      const result = await sendSigned(client, { ...input(receiver.url("/hook"), true), body: Buffer.from(BODY), eventId: "evt_0123", headers: own });
+      const result = await sendSigned(client, {
+        ...input(receiver.url("/hook"), true),
+        body: Buffer.from(BODY),
+        eventId: "evt_0123",
+        headers: own,
+      });
       expect(result.ok).toBe(true);
       const { body, headers } = receiver.received[0];
       expect(body).toBe(BODY);
-      expect([headers["x-service-event-id"], headers.authorization, headers["x-tenant"], headers["content-type"]]).toEqual(["evt_0123", "Bearer gateway-token", "t1", "application/json"]);
+      expect([headers["x-service-event-id"], headers.authorization, headers["x-tenant"], headers["content-type"]]).toEqual([
+        "evt_0123",
+        "Bearer gateway-token",
+        "t1",
+        "application/json",
+      ]);
       expect(verify("whsec_test", headers, body)).toEqual(JSON.parse(BODY));
     } finally {
       agent.destroy();
@@ -130,7 +153,11 @@ describe("sendSigned", () => {
       const result = await sendSigned(client, { ...input(receiver.url("/hook"), true), body: Buffer.from(big) });
       expect(result.ok).toBe(true);
       const { body, headers } = receiver.received[0];
-      expect([body === big, headers["content-length"], headers["transfer-encoding"]]).toEqual([true, String(Buffer.byteLength(big)), undefined]);
+      expect([body === big, headers["content-length"], headers["transfer-encoding"]]).toEqual([
+        true,
+        String(Buffer.byteLength(big)),
+        undefined,
+      ]);
       expect(verify("whsec_test", headers, body)).toEqual(JSON.parse(big));
     } finally {
       agent.destroy();
@@ -155,7 +182,12 @@ describe("sendSigned", () => {
   it("turns a DNS failure into dns_error", async () => {
     const { client, agent } = createHttpClient({ timeoutMs: 5_000, allowPrivateTargets: true });
     try {
-      expect(await sendSigned(client, input("https://example.invalid/hook", true))).toMatchObject({ ok: false, responseStatus: null, error: "dns_error", responseBody: null });
+      expect(await sendSigned(client, input("https://example.invalid/hook", true))).toMatchObject({
+        ok: false,
+        responseStatus: null,
+        error: "dns_error",
+        responseBody: null,
+      });
     } finally {
       agent.destroy();
     }

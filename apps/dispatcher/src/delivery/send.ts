@@ -55,7 +55,7 @@ const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_
 /** Maps a got/Node error to the deliveries log's error code. */
 export function classifyError(error: unknown): AttemptError {
   const code = (error as { code?: string }).code ?? "";
-  const causeCode = ((error as { cause?: { code?: string } }).cause?.code) ?? "";
+  const causeCode = (error as { cause?: { code?: string } }).cause?.code ?? "";
   const codes = [code, causeCode];
   if (codes.includes(BLOCKED_CODE)) return "blocked_destination";
   if (codes.includes("ETIMEDOUT") || (error as Error).name === "TimeoutError") return "timeout";

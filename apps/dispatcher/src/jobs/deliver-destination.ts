@@ -68,7 +68,14 @@ export interface SignedTarget {
  */
 export function sendToWebhook(ctx: DeliveryContext, target: SignedTarget, body: string | Buffer): Promise<AttemptResult> {
   const headers = decryptWebhookHeaders(ctx.keyring, target.storedHeaders);
-  return sendSigned(ctx.client, { url: target.url, body, secret: target.secret, eventId: target.eventId, headers, allowPrivateTargets: ctx.allowPrivateTargets });
+  return sendSigned(ctx.client, {
+    url: target.url,
+    body,
+    secret: target.secret,
+    eventId: target.eventId,
+    headers,
+    allowPrivateTargets: ctx.allowPrivateTargets,
+  });
 }
 
 /**
@@ -83,7 +90,10 @@ export interface AttemptStore {
 
 /** An AttemptStore over `pool`, batching up to `maxBatch` attempts per query. */
 export function createAttemptStore(pool: pg.Pool, maxBatch = 64): AttemptStore {
-  const loads = createBatcher((items: { destinationId: string; attempt: number }[]) => loadDestinations(pool, items), { maxBatch, maxConcurrency: 2 });
+  const loads = createBatcher((items: { destinationId: string; attempt: number }[]) => loadDestinations(pool, items), {
+    maxBatch,
+    maxConcurrency: 2,
+  });
   const records = createBatcher((items: DestinationAttempt[]) => recordDestinationAttempts(pool, items), { maxBatch, maxConcurrency: 2 });
   return { load: (destinationId, attempt) => loads.submit({ destinationId, attempt }), record: (attempt) => records.submit(attempt) };
 }
@@ -120,7 +130,11 @@ export async function deliverDestination(ctx: WorkerContext, destinationId: stri
     } else {
       try {
         const secret = ctx.keyring.decrypt(signingSecretAt(target.secrets, new Date()));
-        result = await sendToWebhook(ctx, { url: target.url, secret, eventId: target.eventId, storedHeaders: target.storedHeaders }, held.body);
+        result = await sendToWebhook(
+          ctx,
+          { url: target.url, secret, eventId: target.eventId, storedHeaders: target.storedHeaders },
+          held.body,
+        );
       } finally {
         held.release();
       }
@@ -152,6 +166,10 @@ async function disableIfFailing(ctx: DeliveryContext, webhookId: string, streak:
   if (ctx.autoDisableAfterMs <= 0 || streak.events < AUTO_DISABLE_MIN_EVENTS) return;
   if (Date.now() - streak.since.getTime() < ctx.autoDisableAfterMs) return;
   if (!(await autoDisableWebhook(ctx.pool, webhookId))) return;
-  ctx.logger.warn("webhook disabled: every attempt failed", { webhookId, failingSince: streak.since.toISOString(), failedEvents: streak.events });
+  ctx.logger.warn("webhook disabled: every attempt failed", {
+    webhookId,
+    failingSince: streak.since.toISOString(),
+    failedEvents: streak.events,
+  });
   ctx.metrics.webhooksAutoDisabled.inc();
 }

@@ -25,7 +25,11 @@ export async function deliverTestEvent(ctx: DeliveryContext, testDeliveryId: str
   else if ((EVENT_TYPES as readonly string[]).includes(target.eventType)) body = buildExampleEnvelope(target.eventType as EventType, now);
   else throw new Error(`test delivery ${testDeliveryId} asks for an unknown event_type`);
   const secret = ctx.keyring.decrypt(signingSecretAt(target.secrets, now));
-  const result = await sendToWebhook(ctx, { url: target.url, secret, eventId: testDeliveryRowId(testDeliveryId), storedHeaders: target.storedHeaders }, body);
+  const result = await sendToWebhook(
+    ctx,
+    { url: target.url, secret, eventId: testDeliveryRowId(testDeliveryId), storedHeaders: target.storedHeaders },
+    body,
+  );
   observeAttempt(ctx.metrics, "test", result.ok, result.durationMs);
   await recordTestAttempt(ctx.pool, target, result);
 }

@@ -1,4 +1,11 @@
-import { cancelReplay, loadReplay, recordReplayAttempt, replayCancelled, signingSecretAt, type AttemptRecord } from "@mailhooks/delivery-state";
+import {
+  cancelReplay,
+  loadReplay,
+  recordReplayAttempt,
+  replayCancelled,
+  signingSecretAt,
+  type AttemptRecord,
+} from "@mailhooks/delivery-state";
 import { sendToWebhook, type WorkerContext } from "./deliver-destination.js";
 import { observeAttempt } from "../metrics.js";
 
@@ -27,7 +34,11 @@ export async function replayEvent(ctx: WorkerContext, replayId: string): Promise
     try {
       // Whichever secret signs at this moment, also for an override URL (CONTRACT.md section 4).
       const secret = ctx.keyring.decrypt(signingSecretAt(target.secrets, new Date()));
-      result = await sendToWebhook(ctx, { url: target.destinationUrl, secret, eventId: target.eventId, storedHeaders: target.storedHeaders }, held.body);
+      result = await sendToWebhook(
+        ctx,
+        { url: target.destinationUrl, secret, eventId: target.eventId, storedHeaders: target.storedHeaders },
+        held.body,
+      );
     } finally {
       held.release();
     }

@@ -1,5 +1,13 @@
 import type pg from "pg";
-import { decideAfterAttempt, failWithoutAttempt, lastAttempt, pendingWorkAfter, requeueWork, type PendingWork, type WorkKind } from "@mailhooks/delivery-state";
+import {
+  decideAfterAttempt,
+  failWithoutAttempt,
+  lastAttempt,
+  pendingWorkAfter,
+  requeueWork,
+  type PendingWork,
+  type WorkKind,
+} from "@mailhooks/delivery-state";
 import { WORK_JOB_NAMES, workJobData, type DeliveryQueue, type RedisClient } from "@mailhooks/queue";
 import { POSTPONED_TOO_OFTEN } from "../worker.js";
 
@@ -65,7 +73,11 @@ async function sweepBatch(options: SweepOptions, kind: WorkKind): Promise<{ queu
   const rows = await pendingWorkAfter(options.pool, kind, options.queuePrefix, cursor, new Date(Date.now() - options.afterMs), batchSize);
   const { lost, failedForGood } = await sortOut(options, rows);
   for (const row of failedForGood) await failWithoutAttempt(options.pool, kind, row.id);
-  if (failedForGood.length > 0) options.onEnded?.(kind, failedForGood.map((row) => row.id));
+  if (failedForGood.length > 0)
+    options.onEnded?.(
+      kind,
+      failedForGood.map((row) => row.id),
+    );
   const jobs = lost.map((row) => ({ id: row.id, data: jobData(options, kind, row) }));
   const queued = await requeueWork(options.pool, kind, options.queuePrefix, jobs);
   // A full batch goes on from its last row next time; a short one means the end: start over.
@@ -85,7 +97,8 @@ async function sortOut(options: SweepOptions, rows: PendingWork[]): Promise<{ lo
   if (rows.length === 0) return { lost, failedForGood };
   const failedKey = options.queue.queue.keys.failed;
   const pipeline = options.redis.pipeline();
-  for (const row of rows) pipeline.exists(options.queue.queue.toKey(row.id)).zscore(failedKey, row.id).hget(options.queue.queue.toKey(row.id), "data");
+  for (const row of rows)
+    pipeline.exists(options.queue.queue.toKey(row.id)).zscore(failedKey, row.id).hget(options.queue.queue.toKey(row.id), "data");
   const replies = (await pipeline.exec()) ?? [];
   for (const [i, row] of rows.entries()) {
     const [[existsErr, exists] = [], [failedErr, failedScore] = [], [dataErr, data] = []] = replies.slice(3 * i, 3 * i + 3);

@@ -48,7 +48,12 @@ document.addEventListener("DOMContentLoaded", () => {
     for (let attempt = 0; ; attempt++) {
       let res;
       try {
-        res = await fetch("/dashboard/bulk-replay/replay", { method: "POST", body, headers: { "x-csrf-token": csrf, accept: "application/json" }, credentials: "same-origin" });
+        res = await fetch("/dashboard/bulk-replay/replay", {
+          method: "POST",
+          body,
+          headers: { "x-csrf-token": csrf, accept: "application/json" },
+          credentials: "same-origin",
+        });
       } catch (error) {
         // No answer: the replay may or may not have been accepted, so it is not sent again.
         return { stop: `the dashboard could not be reached (${error.message}); look at event ${eventId} before replaying it again` };
@@ -79,8 +84,12 @@ document.addEventListener("DOMContentLoaded", () => {
     const problems = [];
     let ids;
     try {
-      const listed = await fetch(`/dashboard/bulk-replay/ids?${root.dataset.query}`, { headers: { accept: "application/json" }, credentials: "same-origin" });
-      if (!listed.ok) throw new Error(listed.status === 401 ? "your session has ended: sign in again" : `listing failed (HTTP ${listed.status})`);
+      const listed = await fetch(`/dashboard/bulk-replay/ids?${root.dataset.query}`, {
+        headers: { accept: "application/json" },
+        credentials: "same-origin",
+      });
+      if (!listed.ok)
+        throw new Error(listed.status === 401 ? "your session has ended: sign in again" : `listing failed (HTTP ${listed.status})`);
       ids = (await listed.json()).ids;
     } catch (error) {
       status.textContent = `Nothing was replayed: ${error.message}.`;

@@ -29,7 +29,12 @@ export const BULK_REPLAY_MAX = 10_000;
 const accountOf = (req: Request) => dashboardPrincipal(req).accountId;
 
 /** Every matching event id, newest first, following the cursor; `truncated` past `max`. */
-async function listMatchingIds(deps: ApiDeps, accountId: string, filter: Omit<EventFilter, "limit" | "cursor">, max: number): Promise<{ ids: string[]; truncated: boolean }> {
+async function listMatchingIds(
+  deps: ApiDeps,
+  accountId: string,
+  filter: Omit<EventFilter, "limit" | "cursor">,
+  max: number,
+): Promise<{ ids: string[]; truncated: boolean }> {
   const ids: string[] = [];
   let page: Page<EventListItem> | null = null;
   do {
@@ -61,7 +66,14 @@ export function bulkReplayPages(deps: ApiDeps): Router {
    */
   router.get("/bulk-replay", async (req, res) => {
     const filters = filterQuery(req, EVENT_FILTERS);
-    render(res, "bulk-replay", { ...(await page(req)), filters: { status: "failed", ...filters }, options: {}, counted: null, destination: null, errors: {} });
+    render(res, "bulk-replay", {
+      ...(await page(req)),
+      filters: { status: "failed", ...filters },
+      options: {},
+      counted: null,
+      destination: null,
+      errors: {},
+    });
   });
 
   /**

@@ -48,7 +48,12 @@ export function eventPages(deps: ApiDeps): Router {
     const parsed = tryParse(listQuery, filters);
     const page = parsed.data ? await listEvents(deps, accountOf(req), parsed.data) : { data: [], next_cursor: null };
     const filtered = EVENT_FILTERS.some((name) => filters[name] !== undefined);
-    render(res, "events/list", { title: "Events", nav: "events", filters, filtered, errors: byField(parsed.errors), page }, parsed.errors ? 422 : 200);
+    render(
+      res,
+      "events/list",
+      { title: "Events", nav: "events", filters, filtered, errors: byField(parsed.errors), page },
+      parsed.errors ? 422 : 200,
+    );
   });
 
   router.get("/events/:id", async (req, res) => {
@@ -69,9 +74,19 @@ export function eventPages(deps: ApiDeps): Router {
         nav: "events",
         event,
         timeline,
-        payload: { bytes: payload, readable: readable(payload), readableMaxBytes: READABLE_ENVELOPE_MAX_BYTES, expiry: payloadExpiry(deps, new Date(event.created_at), payload !== null) },
-        replay: { values: { target_url: "", webhook_id: event.destinations.length === 1 ? event.destinations[0].webhook_id : "" }, errors: {} },
-        notice: replayed ? `${replayed === 1 ? "A replay is" : `${replayed} replays are`} on the way; the outcome shows below when the attempt ends.` : null,
+        payload: {
+          bytes: payload,
+          readable: readable(payload),
+          readableMaxBytes: READABLE_ENVELOPE_MAX_BYTES,
+          expiry: payloadExpiry(deps, new Date(event.created_at), payload !== null),
+        },
+        replay: {
+          values: { target_url: "", webhook_id: event.destinations.length === 1 ? event.destinations[0].webhook_id : "" },
+          errors: {},
+        },
+        notice: replayed
+          ? `${replayed === 1 ? "A replay is" : `${replayed} replays are`} on the way; the outcome shows below when the attempt ends.`
+          : null,
         ...extra,
       },
       status,
@@ -95,10 +110,15 @@ export function eventPages(deps: ApiDeps): Router {
         ...(values.target_url ? { target_url: values.target_url } : {}),
         ...(values.webhook_id ? { webhook_id: values.webhook_id } : {}),
       });
-      replays = (await requestReplay(deps, { accountId: accountOf(req), apiKeyId: dashboardPrincipal(req).apiKeyId }, id, input)).replays.length;
+      replays = (await requestReplay(deps, { accountId: accountOf(req), apiKeyId: dashboardPrincipal(req).apiKeyId }, id, input)).replays
+        .length;
     } catch (error) {
       // The problems a person can fix here are shown beside the form; a missing event is a 404 page.
-      const errors = formErrors(error) ?? (isAppError(error) && (error.code === "conflict" || error.code === "payload_expired") ? [{ path: "form", message: refusalInWords(error) }] : null);
+      const errors =
+        formErrors(error) ??
+        (isAppError(error) && (error.code === "conflict" || error.code === "payload_expired")
+          ? [{ path: "form", message: refusalInWords(error) }]
+          : null);
       if (!errors) throw error;
       return showEvent(req, res, { replay: { values, errors: byField(errors) } }, (error as AppError).status);
     }

@@ -30,17 +30,31 @@ export function logPages(deps: ApiDeps): Router {
       listWebhooks(deps, accountOf(req), { limit: 100 }),
     ]);
     const filtered = filters.event_id !== undefined || filters.webhook_id !== undefined;
-    render(res, "logs/deliveries", { title: "Deliveries", nav: "deliveries", filters, filtered, errors: byField(parsed.errors), page, webhooks: webhooks.data }, parsed.errors ? 422 : 200);
+    render(
+      res,
+      "logs/deliveries",
+      { title: "Deliveries", nav: "deliveries", filters, filtered, errors: byField(parsed.errors), page, webhooks: webhooks.data },
+      parsed.errors ? 422 : 200,
+    );
   });
 
   router.get("/audit-log", async (req, res) => {
     const filters = filterQuery(req, ["event_id", "since", "until", "cursor"]);
     const parsed = tryParse(auditQuery, filters);
     const page = parsed.data ? await listAuditEntries(deps, accountOf(req), parsed.data) : { data: [], next_cursor: null };
-    const names = await apiKeyNames(deps, accountOf(req), page.data.map((e) => e.api_key_id));
+    const names = await apiKeyNames(
+      deps,
+      accountOf(req),
+      page.data.map((e) => e.api_key_id),
+    );
     const entries = page.data.map((e) => ({ ...e, api_key_name: names.get(e.api_key_id) ?? null }));
     const filtered = ["event_id", "since", "until"].some((name) => filters[name] !== undefined);
-    render(res, "logs/audit", { title: "Audit log", nav: "audit", filters, filtered, errors: byField(parsed.errors), page: { ...page, data: entries } }, parsed.errors ? 422 : 200);
+    render(
+      res,
+      "logs/audit",
+      { title: "Audit log", nav: "audit", filters, filtered, errors: byField(parsed.errors), page: { ...page, data: entries } },
+      parsed.errors ? 422 : 200,
+    );
   });
 
   return router;

@@ -26,21 +26,38 @@ export function signInPages(deps: ApiDeps, lookups: TokenLookups): Router {
 
   router.get("/sign-in/:token", async (req, res) => {
     const token = String(req.params.token);
-    const found = await lookups.run(req, token, () => inspectDashboardLink(deps.prisma, token), (state) => state === "valid");
+    const found = await lookups.run(
+      req,
+      token,
+      () => inspectDashboardLink(deps.prisma, token),
+      (state) => state === "valid",
+    );
     if ("retryAfter" in found) return tooManyAttempts(res, found.retryAfter);
     const state = found.value;
     res.setHeader("Cache-Control", "no-store");
-    if (state !== "valid") return render(res, "sign-in", { title: "Sign in", token: null, refusal: REFUSALS[state] }, state === "unknown" ? 404 : 410);
+    if (state !== "valid")
+      return render(res, "sign-in", { title: "Sign in", token: null, refusal: REFUSALS[state] }, state === "unknown" ? 404 : 410);
     render(res, "sign-in", { title: "Sign in", token, refusal: null });
   });
 
   router.post("/sign-in/:token", sameOriginOnly(deps), async (req, res) => {
     const token = String(req.params.token);
-    const found = await lookups.run(req, token, () => redeemDashboardLink(deps.prisma, token), (r) => !("refused" in r));
+    const found = await lookups.run(
+      req,
+      token,
+      () => redeemDashboardLink(deps.prisma, token),
+      (r) => !("refused" in r),
+    );
     if ("retryAfter" in found) return tooManyAttempts(res, found.retryAfter);
     const result = found.value;
     res.setHeader("Cache-Control", "no-store");
-    if ("refused" in result) return render(res, "sign-in", { title: "Sign in", token: null, refusal: REFUSALS[result.refused] }, result.refused === "unknown" ? 404 : 410);
+    if ("refused" in result)
+      return render(
+        res,
+        "sign-in",
+        { title: "Sign in", token: null, refusal: REFUSALS[result.refused] },
+        result.refused === "unknown" ? 404 : 410,
+      );
     // A session this browser had before (another account, say) ends here.
     const previous = sessionTokenOf(req);
     if (previous) await endSession(deps.prisma, previous);

@@ -35,12 +35,24 @@ export function webhookSecretPages(deps: ApiDeps): Router {
   router.post("/webhooks/:id/secret", async (req, res) => {
     const id = idOf(req);
     const webhook = await getWebhook(deps, accountOf(req), id);
-    render(res, "webhooks/secret", { title: "Signing secret", nav: "webhooks", webhook, secret: await getWebhookSecret(deps, accountOf(req), id) });
+    render(res, "webhooks/secret", {
+      title: "Signing secret",
+      nav: "webhooks",
+      webhook,
+      secret: await getWebhookSecret(deps, accountOf(req), id),
+    });
   });
 
   router.get("/webhooks/:id/rotate", async (req, res) => {
     const webhook = await getWebhook(deps, accountOf(req), idOf(req));
-    render(res, "webhooks/rotate", { title: "Rotate the secret", nav: "webhooks", webhook, choices: GRACE_CHOICES, rotated: null, errors: {} });
+    render(res, "webhooks/rotate", {
+      title: "Rotate the secret",
+      nav: "webhooks",
+      webhook,
+      choices: GRACE_CHOICES,
+      rotated: null,
+      errors: {},
+    });
   });
 
   /** Rotates (POST /v1/webhooks/{id}/secret/rotate's service) and shows the new secret once. */

@@ -6,7 +6,13 @@ import { paginationShape } from "../../http/pagination.js";
 import { parseOrThrow } from "../../http/validate.js";
 import { resourceId } from "../../routes/webhooks.js";
 import { EVENT_TYPES } from "@mailhooks/events";
-import { latestTestDelivery, requestTestDelivery, testDeliveryRequestSchema, webhookHealth, webhookWaitingWork } from "../../services/webhook-health.js";
+import {
+  latestTestDelivery,
+  requestTestDelivery,
+  testDeliveryRequestSchema,
+  webhookHealth,
+  webhookWaitingWork,
+} from "../../services/webhook-health.js";
 import { editedHeaders } from "../../services/webhook-options.js";
 import {
   createWebhook,
@@ -96,7 +102,11 @@ export function webhookPages(deps: ApiDeps): Router {
 
   router.get("/webhooks", async (req, res) => {
     const page = await listWebhooks(deps, accountOf(req), parseOrThrow(listQuery, filterQuery(req, ["cursor"]), "query"));
-    const health = await webhookHealth(deps, accountOf(req), page.data.map((w) => w.id));
+    const health = await webhookHealth(
+      deps,
+      accountOf(req),
+      page.data.map((w) => w.id),
+    );
     render(res, "webhooks/list", {
       title: "Webhooks",
       nav: "webhooks",
@@ -107,17 +117,27 @@ export function webhookPages(deps: ApiDeps): Router {
   });
 
   router.get("/webhooks/new", (_req, res) => {
-    render(res, "webhooks/new", { title: "Add webhook", nav: "webhooks", values: emptyValues(), errors: {}, newHeaderRows: NEW_HEADER_ROWS });
+    render(res, "webhooks/new", {
+      title: "Add webhook",
+      nav: "webhooks",
+      values: emptyValues(),
+      errors: {},
+      newHeaderRows: NEW_HEADER_ROWS,
+    });
   });
 
   router.post("/webhooks", async (req, res) => {
     const form = formInput(req.body);
     try {
-      const input = parseOrThrow(createWebhookSchema, { ...form.input, ...(Object.keys(form.added).length ? { headers: form.added } : {}) });
+      const input = parseOrThrow(createWebhookSchema, {
+        ...form.input,
+        ...(Object.keys(form.added).length ? { headers: form.added } : {}),
+      });
       const { webhook } = await createWebhook(deps, accountOf(req), input);
       render(res, "webhooks/created", { title: "Webhook added", nav: "webhooks", webhook, secret: webhook.secret }, 201);
     } catch (error) {
-      const errors = formErrors(error) ?? (isAppError(error) && error.code === "conflict" ? [{ path: "form", message: refusalInWords(error) }] : null);
+      const errors =
+        formErrors(error) ?? (isAppError(error) && error.code === "conflict" ? [{ path: "form", message: refusalInWords(error) }] : null);
       if (!errors) throw error;
       render(
         res,
@@ -175,8 +195,15 @@ export function webhookPages(deps: ApiDeps): Router {
       // PATCH replaces the whole set of headers: the edit (some removed, some added) is merged
       // into the current set first; untouched, the set is left as it is.
       const headersChanged = form.removed.length > 0 || Object.keys(form.added).length > 0;
-      const headers = headersChanged ? editedHeaders(await currentHeaders(deps, accountOf(req), idOf(req)), form.removed, form.added) : undefined;
-      await updateWebhook(deps, accountOf(req), idOf(req), parseOrThrow(updateWebhookSchema, { ...form.input, ...(headers ? { headers } : {}) }));
+      const headers = headersChanged
+        ? editedHeaders(await currentHeaders(deps, accountOf(req), idOf(req)), form.removed, form.added)
+        : undefined;
+      await updateWebhook(
+        deps,
+        accountOf(req),
+        idOf(req),
+        parseOrThrow(updateWebhookSchema, { ...form.input, ...(headers ? { headers } : {}) }),
+      );
     } catch (error) {
       const errors = formErrors(error);
       if (!errors) throw error;

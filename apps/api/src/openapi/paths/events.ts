@@ -19,10 +19,9 @@ import { json, listOperation } from "./media.js";
 const perKind = (base: z.ZodObject, suffix: string) =>
   z.discriminatedUnion(
     "event_type",
-    EVENT_TYPES.map((kind) => base.extend({ event_type: z.literal(kind), data: eventDataSchemas[kind] }).meta({ id: `${eventKindName(kind)}${suffix}` })) as unknown as [
-      z.ZodObject,
-      ...z.ZodObject[],
-    ],
+    EVENT_TYPES.map((kind) =>
+      base.extend({ event_type: z.literal(kind), data: eventDataSchemas[kind] }).meta({ id: `${eventKindName(kind)}${suffix}` }),
+    ) as unknown as [z.ZodObject, ...z.ZodObject[]],
   );
 
 const eventInput = perKind(eventEnvelopeSchema, "EventInput").meta({
@@ -35,15 +34,16 @@ const batchItem = perKind(batchItemSchema, "BatchItem").meta({
   description: "an event of a batch; `idempotency_key` behaves like the Idempotency-Key header of a single POST",
 });
 
-const batchInput = batchSchema
-  .extend({ events: z.array(batchItem).min(1).max(BATCH_MAX_EVENTS) })
-  .meta({ id: "EventBatchRequest" });
+const batchInput = batchSchema.extend({ events: z.array(batchItem).min(1).max(BATCH_MAX_EVENTS) }).meta({ id: "EventBatchRequest" });
 
 const idempotencyHeader = {
   header: z.object({
     "Idempotency-Key": idempotencyKey
       .optional()
-      .meta({ description: "printable ASCII, scoped to the account: repeated within 24 h it returns the first event (200) and delivers nothing again; with another body it is 409" }),
+      .meta({
+        description:
+          "printable ASCII, scoped to the account: repeated within 24 h it returns the first event (200) and delivers nothing again; with another body it is 409",
+      }),
   }),
 };
 
@@ -60,7 +60,10 @@ export const eventPaths: ZodOpenApiPathsObject = {
       requestParams: idempotencyHeader,
       requestBody: { required: true, content: json(eventInput) },
       responses: {
-        "200": { description: "a repeat of an Idempotency-Key: the first event, nothing delivered again", content: json(eventSummarySchema) },
+        "200": {
+          description: "a repeat of an Idempotency-Key: the first event, nothing delivered again",
+          content: json(eventSummarySchema),
+        },
         "201": { description: "accepted", content: json(eventSummarySchema) },
         ...errorResponses({ ...JSON_BODY_ERRORS, 409: "the Idempotency-Key was used with another body" }),
       },
@@ -83,7 +86,10 @@ export const eventPaths: ZodOpenApiPathsObject = {
       description: `All or nothing: an invalid item refuses the whole batch with 422, \`details[].path\` like \`events.3.data.from\`. 1 to ${BATCH_MAX_EVENTS} items, answered in request order.`,
       requestBody: { required: true, content: json(batchInput) },
       responses: {
-        "201": { description: "every item accepted (a repeated idempotency_key returns its first event in its place)", content: json(eventBatchSchema) },
+        "201": {
+          description: "every item accepted (a repeated idempotency_key returns its first event in its place)",
+          content: json(eventBatchSchema),
+        },
         ...errorResponses({ ...JSON_BODY_ERRORS, 409: "an item's idempotency_key was used with another body" }),
       },
     },

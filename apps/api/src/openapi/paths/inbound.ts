@@ -17,12 +17,19 @@ export const inboundPaths: ZodOpenApiPathsObject = {
       description:
         "The message becomes a `message.received` event (its Message-ID, In-Reply-To and References as its headers carry them; the same `threadId` for every message of one thread), or `message.bounced` of the original message for a delivery status notification (`multipart/report; report-type=delivery-status`).",
       requestParams: {
-        path: z.object({ inbox_id: inboxId.meta({ description: "the inbox the message arrived in (`data.inboxId`)", example: "support@inbox.example.net" }) }),
+        path: z.object({
+          inbox_id: inboxId.meta({
+            description: "the inbox the message arrived in (`data.inboxId`)",
+            example: "support@inbox.example.net",
+          }),
+        }),
         header: z.object({ "Idempotency-Key": idempotencyKey.optional().meta({ description: "as for POST /v1/events" }) }),
       },
       requestBody: {
         required: true,
-        content: { "message/rfc822": { schema: z.string().meta({ description: `the raw message, up to ${MESSAGE_LIMIT_BYTES / 1024 / 1024} MiB` }) } },
+        content: {
+          "message/rfc822": { schema: z.string().meta({ description: `the raw message, up to ${MESSAGE_LIMIT_BYTES / 1024 / 1024} MiB` }) },
+        },
       },
       responses: {
         "200": { description: "a repeat of an Idempotency-Key: the first event", content: json(eventSummarySchema) },

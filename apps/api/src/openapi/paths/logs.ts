@@ -22,7 +22,8 @@ export const logPaths: ZodOpenApiPathsObject = {
       operationId: "listAuditLog",
       tags: ["Logs"],
       summary: "List the audit log",
-      description: "One entry per replay attempt: who replayed what, when, to where, and what the receiver answered. Newest `replayed_at` first; `since`/`until` bound it.",
+      description:
+        "One entry per replay attempt: who replayed what, when, to where, and what the receiver answered. Newest `replayed_at` first; `since`/`until` bound it.",
       query: auditQuery,
       page: auditLogSchema,
       what: "a page of audit entries",

@@ -9,7 +9,15 @@ export const json = (schema: z.ZodType) => ({ "application/json": { schema } });
  * A GET of a list (one page, newest first): `query` its query parameters, `page` the page's
  * schema, `what` the 200's description ("a page of ..."); 422 when the query is invalid.
  */
-export const listOperation = (op: { operationId: string; tags: string[]; summary: string; description: string; query: z.ZodObject; page: z.ZodType; what: string }): ZodOpenApiOperationObject => ({
+export const listOperation = (op: {
+  operationId: string;
+  tags: string[];
+  summary: string;
+  description: string;
+  query: z.ZodObject;
+  page: z.ZodType;
+  what: string;
+}): ZodOpenApiOperationObject => ({
   operationId: op.operationId,
   tags: op.tags,
   summary: op.summary,

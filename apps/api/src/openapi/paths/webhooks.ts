@@ -5,7 +5,13 @@ import { listQuery, resourceId } from "../../routes/webhooks.js";
 import { testDeliveryRequestSchema } from "../../services/webhook-health.js";
 import { createWebhookSchema, rotateSecretSchema, updateWebhookSchema } from "../../services/webhooks.js";
 import { webhookListSchema } from "../../schemas/lists.js";
-import { rotatedSecretSchema, testRequestedSchema, webhookSchema, webhookSecretSchema, webhookWithSecretSchema } from "../../schemas/webhooks.js";
+import {
+  rotatedSecretSchema,
+  testRequestedSchema,
+  webhookSchema,
+  webhookSecretSchema,
+  webhookWithSecretSchema,
+} from "../../schemas/webhooks.js";
 import { errorResponses, JSON_BODY_ERRORS } from "../responses.js";
 import { json, listOperation } from "./media.js";
 
@@ -59,7 +65,10 @@ export const webhookPaths: ZodOpenApiPathsObject = {
       requestParams: idempotencyHeader,
       requestBody: { required: true, content: json(createRequest) },
       responses: {
-        "200": { description: "a repeat of an Idempotency-Key with the same body: the first webhook, its secret included; no second test event", content: json(webhookWithSecretSchema) },
+        "200": {
+          description: "a repeat of an Idempotency-Key with the same body: the first webhook, its secret included; no second test event",
+          content: json(webhookWithSecretSchema),
+        },
         "201": { description: "registered (status `enabled`)", content: json(webhookWithSecretSchema) },
         ...errorResponses({
           ...JSON_BODY_ERRORS,
@@ -81,10 +90,13 @@ export const webhookPaths: ZodOpenApiPathsObject = {
       tags: ["Webhooks"],
       summary: "Change a webhook",
       description:
-        "Changes url, events, status, rate_limit, inbox_ids or headers; an absent field keeps its value. `rate_limit: null` lifts the limit; `inbox_ids: null` means every inbox again (for events accepted after the change); `headers` replaces the whole set (`{}`: none). The secret is kept and no test event is sent. Disabling cancels the webhook's pending deliveries; `status: \"enabled\"` also turns an auto-disabled webhook back on.",
+        'Changes url, events, status, rate_limit, inbox_ids or headers; an absent field keeps its value. `rate_limit: null` lifts the limit; `inbox_ids: null` means every inbox again (for events accepted after the change); `headers` replaces the whole set (`{}`: none). The secret is kept and no test event is sent. Disabling cancels the webhook\'s pending deliveries; `status: "enabled"` also turns an auto-disabled webhook back on.',
       requestParams: path,
       requestBody: { required: true, content: json(updateRequest) },
-      responses: { "200": { description: "the changed webhook", content: json(webhookSchema) }, ...errorResponses({ ...JSON_BODY_ERRORS, 404: true }) },
+      responses: {
+        "200": { description: "the changed webhook", content: json(webhookSchema) },
+        ...errorResponses({ ...JSON_BODY_ERRORS, 404: true }),
+      },
     },
     delete: {
       operationId: "deleteWebhook",
@@ -103,7 +115,10 @@ export const webhookPaths: ZodOpenApiPathsObject = {
       description:
         "Sends one signed test request now (one attempt, no retry), recorded as a delivery row with `trigger: \"test\"` and `event_id: null`; its `X-Service-Event-Id` is that row's id. Without `event_type` it is the `webhook.test` envelope (`data: {webhookId, url}`); with one of the six kinds, an example envelope of that kind (this document's example data, with a fresh `messageId` ending `@example.invalid`). The body may be absent.",
       requestParams: path,
-      requestBody: { required: false, content: json(testDeliveryRequestSchema.meta({ id: "TestWebhookRequest", example: { event_type: "message.bounced" } })) },
+      requestBody: {
+        required: false,
+        content: json(testDeliveryRequestSchema.meta({ id: "TestWebhookRequest", example: { event_type: "message.bounced" } })),
+      },
       responses: {
         "202": { description: "the test request is on its way", content: json(testRequestedSchema) },
         ...errorResponses({ ...JSON_BODY_ERRORS, 404: true, 409: "the webhook is disabled: enable it first" }),
@@ -116,7 +131,10 @@ export const webhookPaths: ZodOpenApiPathsObject = {
       tags: ["Webhooks"],
       summary: "Get a webhook's signing secret",
       requestParams: path,
-      responses: { "200": { description: "the secret that signs (or will sign, after a rotation) its requests", content: json(webhookSecretSchema) }, ...errorResponses({ 404: true, 422: true }) },
+      responses: {
+        "200": { description: "the secret that signs (or will sign, after a rotation) its requests", content: json(webhookSecretSchema) },
+        ...errorResponses({ 404: true, 422: true }),
+      },
     },
   },
   "/v1/webhooks/{id}/secret/rotate": {
@@ -127,8 +145,14 @@ export const webhookPaths: ZodOpenApiPathsObject = {
       description:
         "Makes a new secret, which signs every request from `activates_at` on; until then the previous one signs. The wire format never changes (one `sha256=` signature). The body may be absent.",
       requestParams: path,
-      requestBody: { required: false, content: json(rotateSecretSchema.meta({ id: "RotateSecretRequest", example: { grace_seconds: 3600 } })) },
-      responses: { "200": { description: "the new secret", content: json(rotatedSecretSchema) }, ...errorResponses({ ...JSON_BODY_ERRORS, 404: true }) },
+      requestBody: {
+        required: false,
+        content: json(rotateSecretSchema.meta({ id: "RotateSecretRequest", example: { grace_seconds: 3600 } })),
+      },
+      responses: {
+        "200": { description: "the new secret", content: json(rotatedSecretSchema) },
+        ...errorResponses({ ...JSON_BODY_ERRORS, 404: true }),
+      },
     },
   },
 };
