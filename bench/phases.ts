@@ -50,7 +50,7 @@ export interface IngestSample extends ThroughputSample {
  * receiver) is drained and timed.
  */
 export async function ingest(b: Bench, runId: string, events: number): Promise<IngestSample> {
-  await resetPeakRss(b.api.pid!);
+  await resetPeakRss(b.api.pid);
   pause(b.dispatcher);
   let r: LoadResult;
   try {
@@ -67,7 +67,7 @@ export async function ingest(b: Bench, runId: string, events: number): Promise<I
     resume(b.dispatcher);
   }
   const resumedAt = now();
-  const apiPeakRssMb = await peakRssMb(b.api.pid!);
+  const apiPeakRssMb = await peakRssMb(b.api.pid);
   const arrived = await b.receiver.waitFor(runId, (a) => a.distinct >= events, ARRIVAL_TIMEOUT_MS);
   return {
     rate: perSecond(events, r.firstStart, r.lastEnd),
@@ -87,7 +87,7 @@ export interface BatchSample extends ThroughputSample {
  * prefix no dispatcher relays: everything is stored, nothing delivered), the other processes idle.
  */
 export async function batch(b: Bench, runId: string, events: number, perRequest: number): Promise<BatchSample> {
-  await resetPeakRss(b.batchApi.pid!);
+  await resetPeakRss(b.batchApi.pid);
   const r = await load(b, {
     mode: "closed",
     url: `${b.batchApiUrl}/v1/events/batch`,
@@ -102,7 +102,7 @@ export async function batch(b: Bench, runId: string, events: number, perRequest:
     rate: perSecond(events, r.firstStart, r.lastEnd),
     loadCpuShare: r.cpuShare,
     latencyMs: r.latencyMs,
-    apiPeakRssMb: await peakRssMb(b.batchApi.pid!),
+    apiPeakRssMb: await peakRssMb(b.batchApi.pid),
   };
 }
 
@@ -141,7 +141,7 @@ export interface BurstSample extends ThroughputSample {
 
 /** N events as fast as the API takes them, the dispatcher running: first request to last arrival. */
 export async function burst(b: Bench, runId: string, events: number): Promise<BurstSample> {
-  await Promise.all([resetPeakRss(b.api.pid!), resetPeakRss(b.dispatcher.pid!)]);
+  await Promise.all([resetPeakRss(b.api.pid), resetPeakRss(b.dispatcher.pid)]);
   b.receiver.cpuMsSince();
   const r = await load(b, {
     mode: "closed",
@@ -158,7 +158,7 @@ export async function burst(b: Bench, runId: string, events: number): Promise<Bu
     ingestRate: perSecond(events, r.firstStart, r.lastEnd),
     loadCpuShare: r.cpuShare,
     receiverCpuShare: receiverCpuShare(b, r.firstStart),
-    peakRssMb: { api: await peakRssMb(b.api.pid!), dispatcher: await peakRssMb(b.dispatcher.pid!) },
+    peakRssMb: { api: await peakRssMb(b.api.pid), dispatcher: await peakRssMb(b.dispatcher.pid) },
   };
 }
 
