@@ -37,13 +37,11 @@ export function healthRouter(deps: ApiDeps): Router {
       res.json({ status: "ready", checks, ...warnings });
       return;
     }
-    res
-      .status(503)
-      .json({
-        error: { code: "unavailable", message: "PostgreSQL is unreachable", details: [{ path: "postgres", message: "unreachable" }] },
-        checks,
-        ...warnings,
-      });
+    res.status(503).json({
+      error: { code: "unavailable", message: "PostgreSQL is unreachable", details: [{ path: "postgres", message: "unreachable" }] },
+      checks,
+      ...warnings,
+    });
   });
   return router;
 }

@@ -10,13 +10,10 @@ export const auditEntrySchema = z
     replayed_at: timestamp.meta({ description: "when the replay happened" }),
     destination_url: z.string().meta({ description: "the webhook's URL or the override target_url" }),
     response_status: z.number().int().nullable().meta({ description: "the receiver's status, or null when none was received" }),
-    error: z
-      .string()
-      .nullable()
-      .meta({
-        description:
-          "as in the deliveries log; 'cancelled' (with response_status null) for a replay without target_url whose webhook was disabled or deleted before its attempt, which then sent nothing",
-      }),
+    error: z.string().nullable().meta({
+      description:
+        "as in the deliveries log; 'cancelled' (with response_status null) for a replay without target_url whose webhook was disabled or deleted before its attempt, which then sent nothing",
+    }),
     api_key_id: prefixedId("key", "the API key that requested the replay"),
   })
   .meta({ id: "AuditEntry" });

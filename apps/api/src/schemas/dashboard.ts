@@ -4,12 +4,10 @@ import { timestamp } from "./common.js";
 /** POST /v1/dashboard-links (CONTRACT.md section 4a). */
 export const dashboardLinkSchema = z
   .object({
-    url: z
-      .string()
-      .meta({
-        description: "an absolute one-time sign-in URL of the dashboard",
-        example: "https://webhooks.example.com/dashboard/sign-in?token=…",
-      }),
+    url: z.string().meta({
+      description: "an absolute one-time sign-in URL of the dashboard",
+      example: "https://webhooks.example.com/dashboard/sign-in?token=…",
+    }),
     expires_at: timestamp.meta({ description: "the link works once, until this time (15 minutes)" }),
   })
   .meta({ id: "DashboardLink" });

@@ -6,12 +6,10 @@ import { webhookId } from "./webhooks.js";
 /** Events as the API shows them (CONTRACT.md section 5). */
 
 export const eventId = prefixedId("evt", "event id; used in the replay path");
-export const eventStatus = z
-  .enum(["pending", "delivered", "failed"])
-  .meta({
-    description:
-      "pending while any destination is pending, else failed if any failed or was cancelled, else delivered (also with no destination)",
-  });
+export const eventStatus = z.enum(["pending", "delivered", "failed"]).meta({
+  description:
+    "pending while any destination is pending, else failed if any failed or was cancelled, else delivered (also with no destination)",
+});
 
 /** The answer to POST /v1/events, to each item of a batch, and to POST /v1/inboxes/{inbox_id}/messages. */
 export const eventSummarySchema = z

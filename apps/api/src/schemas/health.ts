@@ -5,12 +5,10 @@ import { errorBodySchema } from "./errors.js";
 
 export const healthSchema = z.object({ status: z.literal("ok") }).meta({ id: "Health" });
 
-const checks = z
-  .object({ postgres: z.enum(["ok", "unavailable"]), redis: z.enum(["ok", "unavailable"]) })
-  .meta({
-    id: "ReadinessChecks",
-    description: "the state of each backing service; Redis being away does not make the API unready (accepted work waits for it)",
-  });
+const checks = z.object({ postgres: z.enum(["ok", "unavailable"]), redis: z.enum(["ok", "unavailable"]) }).meta({
+  id: "ReadinessChecks",
+  description: "the state of each backing service; Redis being away does not make the API unready (accepted work waits for it)",
+});
 
 /** What an operator must know about this process's configuration, whatever its readiness. */
 const warnings = z

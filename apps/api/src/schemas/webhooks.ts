@@ -12,28 +12,17 @@ export const webhookSchema = z
     url: z.string().meta({ description: "the https:// endpoint, as registered", example: "https://example.com/hooks/email" }),
     events: z.array(z.enum(EVENT_TYPES)).meta({ description: "the event kinds delivered to it" }),
     status: z.enum(["enabled", "disabled"]).meta({ description: "disabled webhooks get no new deliveries" }),
-    disabled_reason: z
-      .enum(["manual", "failing"])
-      .nullable()
-      .meta({
-        description:
-          "null while enabled; `manual` (PATCH) or `failing` (every attempt failed for WEBHOOK_AUTO_DISABLE_AFTER_HOURS across at least 20 events)",
-      }),
-    secret_activates_at: timestamp
-      .nullable()
-      .meta({
-        description: "while a rotation is pending: when its new secret starts signing (until then the previous one signs); else null",
-      }),
-    rate_limit: z
-      .number()
-      .int()
-      .min(1)
-      .max(1000)
-      .nullable()
-      .meta({
-        description: "the most requests per second sent to it, over every trigger and across all dispatchers; null: no limit",
-        example: 50,
-      }),
+    disabled_reason: z.enum(["manual", "failing"]).nullable().meta({
+      description:
+        "null while enabled; `manual` (PATCH) or `failing` (every attempt failed for WEBHOOK_AUTO_DISABLE_AFTER_HOURS across at least 20 events)",
+    }),
+    secret_activates_at: timestamp.nullable().meta({
+      description: "while a rotation is pending: when its new secret starts signing (until then the previous one signs); else null",
+    }),
+    rate_limit: z.number().int().min(1).max(1000).nullable().meta({
+      description: "the most requests per second sent to it, over every trigger and across all dispatchers; null: no limit",
+      example: 50,
+    }),
     inbox_ids: z
       .array(z.string())
       .nullable()
@@ -41,24 +30,20 @@ export const webhookSchema = z
         description: "the inboxes whose events it receives; null: every inbox of the account",
         example: ["inbox_support", "inbox_sales"],
       }),
-    headers: z
-      .record(z.string(), z.literal("***"))
-      .meta({
-        description: "its extra request headers by name; values are secrets and are never answered (always `***`); `{}`: none",
-        example: { Authorization: "***" },
-      }),
+    headers: z.record(z.string(), z.literal("***")).meta({
+      description: "its extra request headers by name; values are secrets and are never answered (always `***`); `{}`: none",
+      example: { Authorization: "***" },
+    }),
     created_at: timestamp,
     updated_at: timestamp,
   })
   .meta({ id: "Webhook" });
 export type WebhookView = z.infer<typeof webhookSchema>;
 
-const secret = z
-  .string()
-  .meta({
-    description: "the HMAC-SHA256 key of the X-Service-Signature header (its UTF-8 bytes)",
-    example: "whsec_kR1b0Xx0e2mU4lQ8sT6yV9zA3cF5hJ7nP1rW4tY6uI8",
-  });
+const secret = z.string().meta({
+  description: "the HMAC-SHA256 key of the X-Service-Signature header (its UTF-8 bytes)",
+  example: "whsec_kR1b0Xx0e2mU4lQ8sT6yV9zA3cF5hJ7nP1rW4tY6uI8",
+});
 
 /** POST /v1/webhooks: the webhook and its secret, shown here and by GET /v1/webhooks/{id}/secret only. */
 export const webhookWithSecretSchema = webhookSchema.extend({ secret }).meta({ id: "WebhookWithSecret" });

@@ -38,12 +38,10 @@ const batchInput = batchSchema.extend({ events: z.array(batchItem).min(1).max(BA
 
 const idempotencyHeader = {
   header: z.object({
-    "Idempotency-Key": idempotencyKey
-      .optional()
-      .meta({
-        description:
-          "printable ASCII, scoped to the account: repeated within 24 h it returns the first event (200) and delivers nothing again; with another body it is 409",
-      }),
+    "Idempotency-Key": idempotencyKey.optional().meta({
+      description:
+        "printable ASCII, scoped to the account: repeated within 24 h it returns the first event (200) and delivers nothing again; with another body it is 409",
+    }),
   }),
 };
 
