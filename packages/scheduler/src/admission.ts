@@ -1,5 +1,6 @@
 import type { RedisClient } from "@mailhooks/queue";
 import { FORFEIT_TURN, LIFT, RATE_TURN } from "./scripts.js";
+import { createShareLedger } from "./shares.js";
 
 /**
  * Admission of delivery attempts (CONTRACT.md section 6, fairness; section 4, `rate_limit`;
@@ -55,14 +56,6 @@ export interface AdmissionOptions {
    * (BullMQ's promote). Without it, held jobs of slow webhooks ask again at their hold's end.
    */
   promote?: (jobId: string) => Promise<void>;
-}
-
-/**
- * The reserve R on top of a dispatcher's `concurrency` slots, for webhooks that have had little
- * (docs/scheduler.md): an eighth, at least one. The worker runs up to concurrency + R attempts.
- */
-export function reserveSlots(concurrency: number): number {
-  return Math.max(1, Math.floor(concurrency / 8));
 }
 
 /**
@@ -139,16 +132,7 @@ export function holdDelayMs(holds: number, slow = false): number {
   return slow ? Math.min(10_000, 500 * 2 ** n) : Math.min(400, 50 * 2 ** n);
 }
 
-/** An attempt running on this dispatcher. */
-interface Running {
-  webhookId: string;
-  accountId: string;
-  startedAt: number;
-  /** Its webhook was known slow when it started: it never counts as its account's quick attempt. */
-  slow: boolean;
-}
-
-/** Bounds of the in-memory bookkeeping (a dispatcher's memory is shared by every account). */
+/** Bound of the fast marks' bookkeeping (a dispatcher's memory is shared by every account). */
 const MAX_MARKS = 50_000;
 /** How long, in ms, a fast mark lasts; it is renewed at most every second. */
 const FAST_MEMORY_MS = 10_000;
@@ -159,8 +143,6 @@ const FAST_MEMORY_MS = 10_000;
  * the rest.
  */
 const FAST_QUICK_ATTEMPTS = 64;
-const MAX_HELD_PER_WEBHOOK = 128;
-const MAX_HELD = 20_000;
 
 export function createAdmissionControl(options: AdmissionOptions): AdmissionControl {
   const redis = options.redis as Scripted;
@@ -171,62 +153,12 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
     redis.defineCommand("schedulerLift", { numberOfKeys: 4, lua: LIFT });
   }
   const capacity = options.localConcurrency;
-  const reserve = reserveSlots(capacity);
   const slowMemoryMs = options.slowMemoryMs ?? 600_000;
-  const running = new Map<string, Running>();
-  const byWebhook = new Map<string, Set<string>>();
-  const byAccount = new Map<string, Set<string>>();
-  /** Per account, its webhooks with attempts running here and how many each. */
-  const accountWebhooks = new Map<string, Map<string, number>>();
-  /** Slow marks: webhook -> until (ms), this dispatcher's own and those learnt from Redis. */
-  const slowUntil = new Map<string, number>();
+  const shares = createShareLedger({ capacity, slowAttemptMs: options.slowAttemptMs });
   /** Fast marks this dispatcher wrote: webhook -> when (ms). */
   const fastMarked = new Map<string, number>();
   /** Quick attempts per webhook in the current second: webhook -> [second's start (ms), count]. */
   const quickCounts = new Map<string, [number, number]>();
-  /** Jobs of slow webhooks held back here, oldest first: woken when a slot of theirs frees. */
-  const held = new Map<string, Set<string>>();
-  let heldCount = 0;
-  const unhold = (webhookId: string, jobId: string) => {
-    const jobs = held.get(webhookId);
-    if (!jobs?.delete(jobId)) return;
-    heldCount--;
-    if (jobs.size === 0) held.delete(webhookId);
-  };
-
-  const add = <K, V>(map: Map<K, Set<V>>, key: K, value: V) => {
-    const set = map.get(key) ?? new Set<V>();
-    set.add(value);
-    map.set(key, set);
-  };
-  const remove = <K, V>(map: Map<K, Set<V>>, key: K, value: V) => {
-    const set = map.get(key);
-    if (set?.delete(value) && set.size === 0) map.delete(key);
-  };
-  const forget = (jobId: string) => {
-    const r = running.get(jobId);
-    if (!r) return;
-    running.delete(jobId);
-    remove(byWebhook, r.webhookId, jobId);
-    remove(byAccount, r.accountId, jobId);
-    const hooks = accountWebhooks.get(r.accountId)!;
-    const n = hooks.get(r.webhookId)! - 1;
-    if (n > 0) hooks.set(r.webhookId, n);
-    else hooks.delete(r.webhookId);
-    if (hooks.size === 0) accountWebhooks.delete(r.accountId);
-  };
-  const markSlow = (webhookId: string, until: number) => {
-    slowUntil.delete(webhookId);
-    // The oldest marks go first when the map is full: at worst a webhook is learnt slow again.
-    if (slowUntil.size >= MAX_MARKS) slowUntil.delete(slowUntil.keys().next().value!);
-    slowUntil.set(webhookId, until);
-  };
-  const isSlow = (webhookId: string, now: number) => {
-    const until = slowUntil.get(webhookId);
-    if (until !== undefined && until > now) return true;
-    for (const jobId of byWebhook.get(webhookId) ?? []) if (running.get(jobId)!.startedAt < now - options.slowAttemptMs) return true;
-    return false;
-  };
   const turnKeys = (webhookId: string, jobId: string) => [
     k(`rate:${webhookId}`),
     k(`turn:${jobId}`),
@@ -236,34 +168,13 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
     k("webhooks:rate-interval"),
   ];
 
-  /** The share rule above, for this dispatcher's slots; true: the attempt may take a slot. */
-  const hasShare = (webhookId: string, accountId: string, now: number, slow: boolean) => {
-    const total = running.size;
-    const activeA = byAccount.get(accountId)?.size ?? 0;
-    const activeW = byWebhook.get(webhookId)?.size ?? 0;
-    const nAcc = accountWebhooks.size + (activeA === 0 ? 1 : 0);
-    const nWh = (accountWebhooks.get(accountId)?.size ?? 0) + (activeW === 0 ? 1 : 0);
-    const fairA = capacity / nAcc;
-    if (slow) return total < capacity && activeA < fairA && activeW < Math.max(1, fairA / nWh);
-    if (total < capacity) return true;
-    if (total >= capacity + reserve) return false;
-    const newcomerShare = Math.max(1, capacity / (byWebhook.size + 1));
-    if (activeW >= newcomerShare) return false;
-    let quickA = 0;
-    for (const jobId of byAccount.get(accountId) ?? []) {
-      const r = running.get(jobId)!;
-      if (!r.slow && r.startedAt >= now - options.slowAttemptMs) quickA++;
-    }
-    return quickA < Math.max(1, capacity / (nAcc + 1));
-  };
-
   return {
     async admit(input) {
       const now = Date.now();
       // The same job asking again here (taken over after a stall) replaces its own entry.
-      forget(input.jobId);
-      const slow = isSlow(input.webhookId, now);
-      if (!hasShare(input.webhookId, input.accountId, now, slow)) {
+      shares.forget(input.jobId);
+      const slow = shares.isSlow(input.webhookId, now);
+      if (!shares.hasShare(input.webhookId, input.accountId, now, slow)) {
         if (input.rateLimit)
           await redis.schedulerForfeitTurn(
             k(`turn:${input.jobId}`),
@@ -271,16 +182,7 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
             k(`webhooks:rate-waiting:${input.webhookId}`),
             input.jobId,
           );
-        if (slow) {
-          // Asked again: it goes to the end of its webhook's line.
-          unhold(input.webhookId, input.jobId);
-          const jobs = held.get(input.webhookId) ?? new Set<string>();
-          if (jobs.size < MAX_HELD_PER_WEBHOOK && heldCount < MAX_HELD) {
-            jobs.add(input.jobId);
-            heldCount++;
-            held.set(input.webhookId, jobs);
-          }
-        }
+        if (slow) shares.hold(input.webhookId, input.jobId);
         return { admitted: false, reason: "share", retryAt: now + holdDelayMs(input.holds, slow) };
       }
       if (input.rateLimit) {
@@ -293,29 +195,23 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
         );
         if (turn !== 1) return { admitted: false, reason: "rate_limit", retryAt: Number(at) };
       }
-      unhold(input.webhookId, input.jobId);
-      running.set(input.jobId, { webhookId: input.webhookId, accountId: input.accountId, startedAt: now, slow });
-      add(byWebhook, input.webhookId, input.jobId);
-      add(byAccount, input.accountId, input.jobId);
-      const hooks = accountWebhooks.get(input.accountId) ?? new Map<string, number>();
-      hooks.set(input.webhookId, (hooks.get(input.webhookId) ?? 0) + 1);
-      accountWebhooks.set(input.accountId, hooks);
+      shares.start(input.jobId, input.webhookId, input.accountId, now, slow);
       return { admitted: true };
     },
     async release(input) {
       const now = Date.now();
-      forget(input.jobId);
-      const known = slowUntil.get(input.webhookId);
+      shares.forget(input.jobId);
+      const known = shares.slowMark(input.webhookId);
       const quick = input.durationMs <= options.slowAttemptMs;
       if (!quick) {
         // Told to the other dispatchers (and their relays) when new, or when half its memory is gone.
         if (known === undefined || known < now + slowMemoryMs / 2) {
-          markSlow(input.webhookId, now + slowMemoryMs);
+          shares.markSlow(input.webhookId, now + slowMemoryMs);
           await redis.zadd(k("slow"), now + slowMemoryMs, input.webhookId);
         }
       } else {
         if (known !== undefined) {
-          slowUntil.delete(input.webhookId);
+          shares.clearSlow(input.webhookId);
           await redis.zrem(k("slow"), input.webhookId);
         }
         let count = quickCounts.get(input.webhookId);
@@ -335,19 +231,16 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
       }
       // A slot of this webhook is free: the two jobs of it held back longest may ask again now;
       // all of them when it was quick (the webhook is no longer slow, or its work is cancelled).
-      const jobs = held.get(input.webhookId);
-      if (!jobs) return;
-      const woken = quick ? [...jobs] : [...jobs].slice(0, 2);
-      for (const jobId of woken) unhold(input.webhookId, jobId);
+      const woken = shares.wake(input.webhookId, quick);
       // A held job that is no longer delayed (it asked again meanwhile) cannot be promoted.
       for (const jobId of woken) await options.promote?.(jobId).catch(() => undefined);
     },
     async refreshSlowMarks() {
       const now = Date.now();
-      for (const [webhookId, until] of slowUntil) if (until <= now) slowUntil.delete(webhookId);
+      shares.expireSlowMarks(now);
       const marks = await redis.zrangebyscore(k("slow"), now, "+inf", "WITHSCORES", "LIMIT", 0, MAX_MARKS);
       for (let i = 0; i < marks.length; i += 2)
-        if ((slowUntil.get(marks[i]) ?? 0) < Number(marks[i + 1])) markSlow(marks[i], Number(marks[i + 1]));
+        if ((shares.slowMark(marks[i]) ?? 0) < Number(marks[i + 1])) shares.markSlow(marks[i], Number(marks[i + 1]));
       // Marks cleared elsewhere (a quick attempt on another dispatcher) are kept here until they
       // end or a quick attempt here clears them: a webhook is then treated as slow a little longer.
       await redis.zremrangebyscore(k("slow"), "-inf", now);
@@ -394,7 +287,7 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
         redis.zcount(k("rate-limited"), now, "+inf"),
         redis.zcount(k("reserved"), now, "+inf"),
       ]);
-      return { running: running.size, capacity, slowWebhooks: slow, rateLimitedWebhooks: limited, waitingForRateLimit: reserved };
+      return { running: shares.running, capacity, slowWebhooks: slow, rateLimitedWebhooks: limited, waitingForRateLimit: reserved };
     },
   };
 }

@@ -6,5 +6,6 @@
  * dropped. The worker asks; it does not count on its own.
  */
 export * from "./admission.js";
+export * from "./shares.js";
 export * from "./rate-limits.js";
 export * from "./lease-keeper.js";

@@ -1,0 +1,161 @@
+/**
+ * One dispatcher's own bookkeeping of the share rule (admission.ts states the rule;
+ * docs/scheduler.md explains it): the attempts running on its slots, by webhook and by account,
+ * the slow marks it knows, and the jobs of slow webhooks it held back. In memory only: it dies
+ * with the process whose attempts it counts, so nothing is left to repair after a crash. Every
+ * map is bounded (a dispatcher's memory is shared by every account).
+ */
+
+/**
+ * The reserve R on top of a dispatcher's `concurrency` slots, for webhooks that have had little
+ * (docs/scheduler.md): an eighth, at least one. The worker runs up to concurrency + R attempts.
+ */
+export function reserveSlots(concurrency: number): number {
+  return Math.max(1, Math.floor(concurrency / 8));
+}
+
+/** An attempt running on this dispatcher. */
+interface Running {
+  webhookId: string;
+  accountId: string;
+  startedAt: number;
+  /** Its webhook was known slow when it started: it never counts as its account's quick attempt. */
+  slow: boolean;
+}
+
+const MAX_SLOW_MARKS = 50_000;
+const MAX_HELD_PER_WEBHOOK = 128;
+const MAX_HELD = 20_000;
+
+export interface ShareLedger {
+  /** Attempts running here now. */
+  readonly running: number;
+  /** The share rule for this dispatcher's slots at `now` (ms); true: the attempt may take a slot. */
+  hasShare(webhookId: string, accountId: string, now: number, slow: boolean): boolean;
+  /** Counts an admitted attempt from `now` (ms); `slow`: its webhook was known slow then. */
+  start(jobId: string, webhookId: string, accountId: string, now: number, slow: boolean): void;
+  /** The attempt of `jobId` ended (or asks again): it no longer counts. Unknown ids are ignored. */
+  forget(jobId: string): void;
+  /** Marked slow until after `now`, or an attempt of it here has run longer than slowAttemptMs. */
+  isSlow(webhookId: string, now: number): boolean;
+  /** Until when (ms) the webhook is marked slow here, if it is. */
+  slowMark(webhookId: string): number | undefined;
+  markSlow(webhookId: string, until: number): void;
+  clearSlow(webhookId: string): void;
+  /** Drops the slow marks that ended by `now`. */
+  expireSlowMarks(now: number): void;
+  /** Remembers a job of a slow webhook held back here (to the end of its webhook's line). */
+  hold(webhookId: string, jobId: string): void;
+  unhold(webhookId: string, jobId: string): void;
+  /** Takes the held jobs of a webhook to wake, oldest first: two, or `all`. */
+  wake(webhookId: string, all: boolean): string[];
+}
+
+export function createShareLedger(options: { capacity: number; slowAttemptMs: number }): ShareLedger {
+  const { capacity, slowAttemptMs } = options;
+  const reserve = reserveSlots(capacity);
+  const running = new Map<string, Running>();
+  const byWebhook = new Map<string, Set<string>>();
+  const byAccount = new Map<string, Set<string>>();
+  /** Per account, its webhooks with attempts running here and how many each. */
+  const accountWebhooks = new Map<string, Map<string, number>>();
+  /** Slow marks: webhook -> until (ms), this dispatcher's own and those learnt from Redis. */
+  const slowUntil = new Map<string, number>();
+  /** Jobs of slow webhooks held back here, oldest first: woken when a slot of theirs frees. */
+  const held = new Map<string, Set<string>>();
+  let heldCount = 0;
+
+  const add = <K, V>(map: Map<K, Set<V>>, key: K, value: V) => {
+    const set = map.get(key) ?? new Set<V>();
+    set.add(value);
+    map.set(key, set);
+  };
+  const remove = <K, V>(map: Map<K, Set<V>>, key: K, value: V) => {
+    const set = map.get(key);
+    if (set?.delete(value) && set.size === 0) map.delete(key);
+  };
+  const ledger: ShareLedger = {
+    get running() {
+      return running.size;
+    },
+    hasShare(webhookId, accountId, now, slow) {
+      const total = running.size;
+      const activeA = byAccount.get(accountId)?.size ?? 0;
+      const activeW = byWebhook.get(webhookId)?.size ?? 0;
+      const nAcc = accountWebhooks.size + (activeA === 0 ? 1 : 0);
+      const nWh = (accountWebhooks.get(accountId)?.size ?? 0) + (activeW === 0 ? 1 : 0);
+      const fairA = capacity / nAcc;
+      if (slow) return total < capacity && activeA < fairA && activeW < Math.max(1, fairA / nWh);
+      if (total < capacity) return true;
+      if (total >= capacity + reserve) return false;
+      const newcomerShare = Math.max(1, capacity / (byWebhook.size + 1));
+      if (activeW >= newcomerShare) return false;
+      let quickA = 0;
+      for (const jobId of byAccount.get(accountId) ?? []) {
+        const r = running.get(jobId)!;
+        if (!r.slow && r.startedAt >= now - slowAttemptMs) quickA++;
+      }
+      return quickA < Math.max(1, capacity / (nAcc + 1));
+    },
+    start(jobId, webhookId, accountId, now, slow) {
+      ledger.unhold(webhookId, jobId);
+      running.set(jobId, { webhookId, accountId, startedAt: now, slow });
+      add(byWebhook, webhookId, jobId);
+      add(byAccount, accountId, jobId);
+      const hooks = accountWebhooks.get(accountId) ?? new Map<string, number>();
+      hooks.set(webhookId, (hooks.get(webhookId) ?? 0) + 1);
+      accountWebhooks.set(accountId, hooks);
+    },
+    forget(jobId) {
+      const r = running.get(jobId);
+      if (!r) return;
+      running.delete(jobId);
+      remove(byWebhook, r.webhookId, jobId);
+      remove(byAccount, r.accountId, jobId);
+      const hooks = accountWebhooks.get(r.accountId)!;
+      const n = hooks.get(r.webhookId)! - 1;
+      if (n > 0) hooks.set(r.webhookId, n);
+      else hooks.delete(r.webhookId);
+      if (hooks.size === 0) accountWebhooks.delete(r.accountId);
+    },
+    isSlow(webhookId, now) {
+      const until = slowUntil.get(webhookId);
+      if (until !== undefined && until > now) return true;
+      for (const jobId of byWebhook.get(webhookId) ?? []) if (running.get(jobId)!.startedAt < now - slowAttemptMs) return true;
+      return false;
+    },
+    slowMark: (webhookId) => slowUntil.get(webhookId),
+    markSlow(webhookId, until) {
+      slowUntil.delete(webhookId);
+      // The oldest marks go first when the map is full: at worst a webhook is learnt slow again.
+      if (slowUntil.size >= MAX_SLOW_MARKS) slowUntil.delete(slowUntil.keys().next().value!);
+      slowUntil.set(webhookId, until);
+    },
+    clearSlow: (webhookId) => void slowUntil.delete(webhookId),
+    expireSlowMarks(now) {
+      for (const [webhookId, until] of slowUntil) if (until <= now) slowUntil.delete(webhookId);
+    },
+    hold(webhookId, jobId) {
+      ledger.unhold(webhookId, jobId);
+      const jobs = held.get(webhookId) ?? new Set<string>();
+      if (jobs.size >= MAX_HELD_PER_WEBHOOK || heldCount >= MAX_HELD) return;
+      jobs.add(jobId);
+      heldCount++;
+      held.set(webhookId, jobs);
+    },
+    unhold(webhookId, jobId) {
+      const jobs = held.get(webhookId);
+      if (!jobs?.delete(jobId)) return;
+      heldCount--;
+      if (jobs.size === 0) held.delete(webhookId);
+    },
+    wake(webhookId, all) {
+      const jobs = held.get(webhookId);
+      if (!jobs) return [];
+      const woken = all ? [...jobs] : [...jobs].slice(0, 2);
+      for (const jobId of woken) ledger.unhold(webhookId, jobId);
+      return woken;
+    },
+  };
+  return ledger;
+}
