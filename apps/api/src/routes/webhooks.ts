@@ -11,13 +11,11 @@ import {
   createWebhookSchema,
   deleteWebhook,
   getWebhook,
-  getWebhookSecret,
-  rotateSecretSchema,
-  rotateWebhookSecret,
   listWebhooks,
   updateWebhook,
   updateWebhookSchema,
 } from "../services/webhooks.js";
+import { getWebhookSecret, rotateSecretSchema, rotateWebhookSecret } from "../services/webhook-secrets.js";
 import { idempotencyFrom } from "./events.js";
 
 export const resourceId = z.string().max(100).refine(hasNoNul, NO_NUL_MESSAGE);

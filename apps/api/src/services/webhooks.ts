@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import type { Webhook } from "@mailhooks/db";
 import {
@@ -7,7 +6,6 @@ import {
   IdempotencyConflictError,
   IdempotentWebhookDeletedError,
   registerWebhook,
-  rotateSecret,
   type WebhookRow,
 } from "@mailhooks/delivery-state";
 import { EVENT_TYPES } from "@mailhooks/events";
@@ -16,7 +14,7 @@ import { checkDestinationUrl } from "@mailhooks/url-policy";
 import type { ApiDeps } from "../deps.js";
 import { AppError, invalidInput, notFound } from "../errors.js";
 import { afterCursor, newestFirst, toPage, type Cursor, type Page } from "../http/pagination.js";
-import type { RotatedSecretView, WebhookView, WebhookWithSecretView } from "../schemas/webhooks.js";
+import type { WebhookView, WebhookWithSecretView } from "../schemas/webhooks.js";
 import {
   decryptHeaders,
   encryptHeaders,
@@ -26,6 +24,7 @@ import {
   rateLimitSchema,
   webhookHeadersSchema,
 } from "./webhook-options.js";
+import { generateSecret } from "./webhook-secrets.js";
 
 /** Webhook registration (spec "Webhook registration"; CONTRACT.md section 4). */
 
@@ -142,11 +141,6 @@ function rowView(w: WebhookRow, keyring: Keyring): WebhookView {
   );
 }
 
-/** A webhook secret: 32 bytes from the CSPRNG, base64url, with a recognizable prefix. */
-export function generateSecret(): string {
-  return `whsec_${randomBytes(32).toString("base64url")}`;
-}
-
 /**
  * Refuses a URL whose host is an IP literal outside the public address space (unless
  * ALLOW_PRIVATE_TARGETS); host names are checked again at every connection by the dispatcher.
@@ -218,57 +212,6 @@ export async function findWebhook(deps: ApiDeps, accountId: string, webhookId: s
   const webhook = await deps.prisma.webhook.findFirst({ where: { id: webhookId, accountId, deletedAt: null } });
   if (!webhook) throw notFound("webhook");
   return webhook;
-}
-
-/**
- * The secret of a live webhook of the account (GET /v1/webhooks/{id}/secret): the newest one,
- * which signs from `secret_activates_at` on after a rotation. Stored encrypted; decrypted here
- * only. @throws AppError not_found
- */
-export async function getWebhookSecret(deps: ApiDeps, accountId: string, webhookId: string): Promise<string> {
-  return deps.keyring.decrypt((await findWebhook(deps, accountId, webhookId)).secret);
-}
-
-/** The longest grace period of a rotation, in seconds (7 days). */
-export const MAX_GRACE_SECONDS = 604_800;
-
-/** The grace period of a rotation when none is given, in seconds (one day). */
-export const DEFAULT_GRACE_SECONDS = 86_400;
-
-/**
- * POST /v1/webhooks/{id}/secret/rotate. `grace_seconds` is optional, its default applied by
- * rotateWebhookSecret: a zod `.default()` would make it required in the document's schema, and
- * `{}` would not compile in a generated client (issue 20).
- */
-export const rotateSecretSchema = z.strictObject({
-  grace_seconds: z
-    .number({ message: "must be a number of seconds" })
-    .int("must be a whole number of seconds")
-    .min(0, `must be from 0 to ${MAX_GRACE_SECONDS}`)
-    .max(MAX_GRACE_SECONDS, `must be from 0 to ${MAX_GRACE_SECONDS}`)
-    .optional()
-    .meta({
-      description: "seconds during which the previous secret goes on signing (default 86400, one day; 0 switches at once)",
-      example: 3600,
-    }),
-});
-
-/**
- * Rotates a webhook's secret (CONTRACT.md section 4): a new secret signs every request from
- * `activates_at` (now + `grace_seconds`) on; until then the previous one goes on signing, so a
- * receiver can install the new one first. The wire format stays one `sha256=` signature.
- * @throws AppError not_found
- */
-export async function rotateWebhookSecret(
-  deps: ApiDeps,
-  accountId: string,
-  webhookId: string,
-  graceSeconds: number = DEFAULT_GRACE_SECONDS,
-): Promise<RotatedSecretView> {
-  const secret = generateSecret();
-  const activatesAt = await rotateSecret(deps.pool, accountId, webhookId, deps.keyring.encrypt(secret), graceSeconds);
-  if (!activatesAt) throw notFound("webhook");
-  return { secret, activates_at: activatesAt.toISOString() };
 }
 
 /** PATCH /v1/webhooks/{id}: each field absent keeps its value; `rate_limit: null` lifts the limit, `inbox_ids: null` means every inbox again, `headers` replaces the whole set. */

@@ -3,7 +3,8 @@ import type { ZodOpenApiPathsObject } from "zod-openapi";
 import { idempotencyKey } from "../../routes/events.js";
 import { listQuery, resourceId } from "../../routes/webhooks.js";
 import { testDeliveryRequestSchema } from "../../services/webhook-health.js";
-import { createWebhookSchema, rotateSecretSchema, updateWebhookSchema } from "../../services/webhooks.js";
+import { rotateSecretSchema } from "../../services/webhook-secrets.js";
+import { createWebhookSchema, updateWebhookSchema } from "../../services/webhooks.js";
 import { webhookListSchema } from "../../schemas/lists.js";
 import {
   rotatedSecretSchema,
