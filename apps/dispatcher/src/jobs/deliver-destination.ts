@@ -11,6 +11,8 @@ import {
   recordDestinationAttempts,
   signingSecretAt,
   type AttemptOutcome,
+  type PayloadRef,
+  type StoredSecrets,
   type AttemptRecord,
   type DestinationAttempt,
   type DestinationTarget,
@@ -79,6 +81,32 @@ export function sendToWebhook(ctx: DeliveryContext, target: SignedTarget, body: 
 }
 
 /**
+ * Sends the stored envelope of `target` once to `url` (an attempt of a destination, a replay):
+ * its payload held from the cache for the send, signed with whichever of the webhook's secrets
+ * signs now (CONTRACT.md section 4). A payload purged meanwhile sends nothing: `sent` is false
+ * and the result `payload_expired`.
+ * @throws SecretDecryptionError, StoredHeadersError (see sendToWebhook)
+ */
+export async function sendStoredEnvelope(
+  ctx: WorkerContext,
+  target: PayloadRef & { secrets: StoredSecrets; eventId: string; storedHeaders: string | null },
+  url: string,
+): Promise<{ result: AttemptRecord; sent: boolean }> {
+  const held = await ctx.payloads.acquire(target);
+  if (held === null)
+    return { result: { ok: false, responseStatus: null, error: "payload_expired", responseBody: null, durationMs: 0 }, sent: false };
+  try {
+    const secret = ctx.keyring.decrypt(signingSecretAt(target.secrets, new Date()));
+    return {
+      result: await sendToWebhook(ctx, { url, secret, eventId: target.eventId, storedHeaders: target.storedHeaders }, held.body),
+      sent: true,
+    };
+  } finally {
+    held.release();
+  }
+}
+
+/**
  * The reads and writes of destination attempts, batched: the attempts that start (or end) at
  * the same time share one query (one statement and one commit), which is what lets a dispatcher
  * beat a bare worker that writes one row per delivery.
@@ -123,23 +151,10 @@ export async function deliverDestination(ctx: WorkerContext, destinationId: stri
   if (target.recorded) {
     result = { ok: target.recorded.ok, responseStatus: null, error: null, durationMs: 0 };
   } else {
-    const held = await ctx.payloads.acquire(target);
-    if (held === null) {
-      // Purged before it could be delivered: nothing may be sent, and no retry can change that.
-      result = { ok: false, responseStatus: null, error: "payload_expired", responseBody: null, durationMs: 0 };
-    } else {
-      try {
-        const secret = ctx.keyring.decrypt(signingSecretAt(target.secrets, new Date()));
-        result = await sendToWebhook(
-          ctx,
-          { url: target.url, secret, eventId: target.eventId, storedHeaders: target.storedHeaders },
-          held.body,
-        );
-      } finally {
-        held.release();
-      }
-      observeAttempt(ctx.metrics, trigger, result.ok, result.durationMs);
-    }
+    // A payload purged before it could be delivered sends nothing, and no retry can change that.
+    const { result: sentResult, sent } = await sendStoredEnvelope(ctx, target, target.url);
+    result = sentResult;
+    if (sent) observeAttempt(ctx.metrics, trigger, result.ok, result.durationMs);
   }
   const outcome = decideAfterAttempt(ctx.retryDelaysMs, attempt, outcomeOf(result), new Date()).next;
   const streak = await ctx.attempts.record({ target, attempt, result, outcome });

@@ -1,12 +1,5 @@
-import {
-  cancelReplay,
-  loadReplay,
-  recordReplayAttempt,
-  replayCancelled,
-  signingSecretAt,
-  type AttemptRecord,
-} from "@mailhooks/delivery-state";
-import { sendToWebhook, type WorkerContext } from "./deliver-destination.js";
+import { cancelReplay, loadReplay, recordReplayAttempt, replayCancelled } from "@mailhooks/delivery-state";
+import { sendStoredEnvelope, type WorkerContext } from "./deliver-destination.js";
 import { observeAttempt } from "../metrics.js";
 
 /**
@@ -25,24 +18,9 @@ export async function replayEvent(ctx: WorkerContext, replayId: string): Promise
     await cancelReplay(ctx.pool, target);
     return;
   }
-  const held = await ctx.payloads.acquire(target);
-  let result: AttemptRecord;
-  if (held === null) {
-    // Purged between the request and the attempt: nothing may be sent.
-    result = { ok: false, responseStatus: null, error: "payload_expired", responseBody: null, durationMs: 0 };
-  } else {
-    try {
-      // Whichever secret signs at this moment, also for an override URL (CONTRACT.md section 4).
-      const secret = ctx.keyring.decrypt(signingSecretAt(target.secrets, new Date()));
-      result = await sendToWebhook(
-        ctx,
-        { url: target.destinationUrl, secret, eventId: target.eventId, storedHeaders: target.storedHeaders },
-        held.body,
-      );
-    } finally {
-      held.release();
-    }
-  }
+  // A payload purged between the request and the attempt sends nothing (payload_expired). Whichever secret signs at this
+  // moment signs, also for an override URL (CONTRACT.md section 4).
+  const { result } = await sendStoredEnvelope(ctx, target, target.destinationUrl);
   await recordReplayAttempt(ctx.pool, target, result);
   observeAttempt(ctx.metrics, "replay", result.ok, result.durationMs);
 }
