@@ -17,7 +17,9 @@ describe("fair delivery across webhooks and accounts", () => {
   let other: Account;
   let hr: HookReceiver;
 
-  beforeAll(async () => {
+  // Each scenario on a deployment of its own (a fresh queue prefix and dispatcher): the previous
+  // one's deleted webhooks and their attempts in flight are not this one's neighbours.
+  beforeEach(async () => {
     stack = await startStack({
       env: {
         DELIVERY_TIMEOUT_MS: String(DEADLINE_MS),
@@ -36,7 +38,7 @@ describe("fair delivery across webhooks and accounts", () => {
       return {};
     });
   }, 60_000);
-  afterAll(async () => {
+  afterEach(async () => {
     await stack?.close();
     await hr?.receiver.close().catch(() => undefined);
   });
@@ -90,18 +92,6 @@ describe("fair delivery across webhooks and accounts", () => {
     await new Promise((r) => setTimeout(r, 600));
   }
 
-  /**
-   * Waits until the work of the previous test has ended (the deleted webhooks' attempts in flight
-   * run to the deadline and hold their slots until then): each test starts on idle dispatchers.
-   */
-  async function previousWorkEnded(): Promise<void> {
-    await waitUntil(
-      async () => (await stack.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_leases`)).rows[0].n,
-      (n) => n === 0,
-      60_000,
-    );
-  }
-
   test("a hanging endpoint with 1,000 queued deliveries: another account's and the same account's healthy endpoints get theirs within 1 s", async () => {
     const hanging = await createHook(stack, hr, "/hang-one", ["message.sent"]);
     const ownHealthy = await createHook(stack, hr, "/own-healthy", ["message.delivered"]);
@@ -126,7 +116,6 @@ describe("fair delivery across webhooks and accounts", () => {
   }, 180_000);
 
   test("25 hanging webhooks of one account: the other account's and the same account's healthy endpoints still get theirs within 1 s", async () => {
-    await previousWorkEnded();
     const hanging = [];
     for (let i = 0; i < 25; i++) hanging.push(await createHook(stack, hr, `/hang-many-${i}`, ["message.opened"]));
     const ownHealthy = await createHook(stack, hr, "/own-healthy-2", ["message.clicked"]);
@@ -156,7 +145,6 @@ describe("fair delivery across webhooks and accounts", () => {
   }, 180_000);
 
   test("a 1 s endpoint with 2,000 queued deliveries is still served while another account's events arrive within 1 s", async () => {
-    await previousWorkEnded();
     const slow = await createHook(stack, hr, "/slow", ["message.bounced"]);
     const otherHealthy = await createHook(other, hr, "/other-healthy-3", ["message.bounced"]);
     await queueBacklog(stack.api, "message.bounced", 2_000);
