@@ -10,7 +10,7 @@ import { createShareLedger } from "./shares.js";
  * die with the process whose attempts they count); every dispatcher applies the same rule, so the
  * shares hold for the deployment as a whole. What must be shared lives in Redis: the rate_limit
  * turns (one Lua script per turn, so that two dispatchers never take the same one) and the slow
- * marks (the relays give slow webhooks a smaller job limit).
+ * and fast marks (the relays give slow webhooks a smaller job limit, fast ones a larger one).
  *
  * The rule, with C this dispatcher's slots (DISPATCHER_CONCURRENCY), R = reserveSlots(C) more
  * slots on top of them, and N the webhooks with attempts running here:
