@@ -30,6 +30,12 @@ import {
  */
 const DEADLINE_MS = 3_000;
 const ENV = { DELIVERY_TIMEOUT_MS: String(DEADLINE_MS), DELIVERY_RETRY_DELAYS_MS: "200,200,200" };
+/**
+ * How late the timer that ends an attempt at its deadline may fire on a loaded machine (CI saw
+ * 19 ms). What these rows prove is that a body sent for an hour holds the attempt for no more
+ * than the deadline, not the precision of Node's timers.
+ */
+const TIMER_LATENESS_MS = 1_000;
 const PER_KIND = 16;
 const EVENTS = 2;
 const MB = 1024 * 1024;
@@ -169,11 +175,11 @@ describe("hostile receivers against a dispatcher process", () => {
         const rowsOf = (kind: Kind) => rows.filter((r) => kindOf.get(r.webhook_id) === kind);
         for (const row of rowsOf("endless")) {
           expect([row.trigger, row.response_status, row.error]).toEqual(["initial", 200, null]);
-          expect(row.duration_ms).toBeLessThan(DEADLINE_MS);
+          expect(row.duration_ms).toBeLessThan(DEADLINE_MS + TIMER_LATENESS_MS);
         }
         for (const row of rowsOf("trickle")) {
           expect([row.trigger, row.response_status, row.error]).toEqual(["initial", 200, null]);
-          expect(row.duration_ms).toBeLessThan(DEADLINE_MS);
+          expect(row.duration_ms).toBeLessThan(DEADLINE_MS + TIMER_LATENESS_MS);
         }
         // The status line was read; the header after it never was, nor the body.
         expect(rowsOf("huge-header").map((r) => [r.trigger, r.response_status, r.error, r.response_body])).toEqual(
