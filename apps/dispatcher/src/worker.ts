@@ -163,11 +163,16 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
   /**
    * Asks the scheduler before the attempt: a job held back waits in the delayed set until the
    * time it was given, without using an attempt. When the attempt's work ends (no retry follows:
-   * delivered, failed, cancelled, or failed for good), its webhook's lease is released.
+   * delivered, failed, cancelled, or failed for good), its webhook's lease is released, unless
+   * the handler says the statement that ended the work ended the lease too. BullMQ keeps no
+   * return value.
    */
   const processor = async (job: Job, token?: string) => {
     const owner = scheduler ? ownerOf(job) : null;
-    if (!scheduler || !owner || !job.id) return attempt(job, token);
+    if (!scheduler || !owner || !job.id) {
+      await attempt(job, token);
+      return;
+    }
     const ticket = { jobId: job.id, ...owner };
     const holds = Math.max(0, job.attemptsStarted - job.attemptsMade - 1);
     const decision = await scheduler.rateLimits
@@ -186,16 +191,15 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
       throw new DelayedError();
     }
     const started = performance.now();
-    let finished = false;
+    let leaseLeft = false;
     try {
       const result = await attempt(job, token);
-      finished = true;
-      return result;
+      leaseLeft = !result?.leaseReleased;
     } catch (error) {
-      finished = error instanceof UnrecoverableError;
+      leaseLeft = error instanceof UnrecoverableError;
       throw error;
     } finally {
-      if (finished) scheduler.releaseLease(job.id);
+      if (leaseLeft) scheduler.releaseLease(job.id);
       await scheduler.admission
         .release({ ...ticket, durationMs: performance.now() - started })
         .catch((error: Error) =>

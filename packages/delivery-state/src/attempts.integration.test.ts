@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type pg from "pg";
+import pg from "pg";
 import { createPool, newId } from "@mailhooks/db";
 import {
   cancelDestination,
@@ -22,6 +22,7 @@ import {
   type DestinationTarget,
 } from "./attempts.js";
 import { acceptEvents } from "./ingest.js";
+import { OUTBOX_CHANNEL } from "./outbox.js";
 import { acceptReplays } from "./replays.js";
 import { eventStatus } from "./status.js";
 import { registerWebhook } from "./webhook-registration.js";
@@ -190,6 +191,40 @@ describe("destination attempts", () => {
     expect((await streakOf()).failing_events).toBe(2);
     await recordDestinationAttempt(pool, b, 1, OK, "delivered");
     expect(await streakOf()).toEqual({ failing_events: 0, failing_since: null });
+  });
+});
+
+describe("scheduler leases (docs/scheduler.md)", () => {
+  test("an attempt that ends its destination ends its lease in the same statement and wakes the relays of a webhook with work waiting; a retry keeps it", async () => {
+    const { destinationId, hook, target } = await oneDestination();
+    // The relay's lease for this destination's job; the event's own outbox rows (this file's
+    // prefix, never relayed) are the webhook's work waiting.
+    await pool.query(
+      "INSERT INTO webhook_leases (work_id, queue_prefix, webhook_id, account_id, job_name) VALUES ($1, $2, $3, $4, 'deliver-destination')",
+      [destinationId, prefix, hook.id, target.accountId],
+    );
+    const leases = () => count("SELECT count(*)::int AS n FROM webhook_leases WHERE work_id = $1", [destinationId]);
+    const listener = new pg.Client({
+      connectionString: process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/webhooks_test",
+    });
+    const woken: string[] = [];
+    listener.on("notification", (n) => {
+      if (n.payload === prefix) woken.push(n.payload);
+    });
+    await listener.connect();
+    try {
+      await listener.query(`LISTEN ${OUTBOX_CHANNEL}`);
+      await recordDestinationAttempt(pool, target, 0, FAILED, "retry");
+      expect(await leases()).toBe(1);
+      await recordDestinationAttempt(pool, target, 1, OK, "delivered");
+      expect(await leases()).toBe(0);
+      // A notification sent at commit reaches the listener's socket soon after: a round trip of
+      // its own comes back after it.
+      await listener.query("SELECT 1");
+      expect(woken).toEqual([prefix]);
+    } finally {
+      await listener.end();
+    }
   });
 });
 

@@ -1,6 +1,7 @@
 import sql from "sql-template-tag";
 import { newId } from "@mailhooks/db";
 import { run, runStatement, type Queryable } from "./db.js";
+import { endLeasesCte } from "./leases.js";
 import { eventStatusSql, moveDestinationCte, type DestinationStatus } from "./status.js";
 import {
   PAYLOAD_COLUMNS,
@@ -111,12 +112,17 @@ export interface DestinationAttempt {
  * A success wins over a concurrent disable or delete (issue 17 item 8): a destination cancelled
  * while its attempt was in flight, whose attempt then got a 2xx, moves from `cancelled` to
  * `delivered` (the receiver did get it), and its event's counters follow.
+ *
+ * An attempt that ends its destination (`delivered`, `failed`) ends the destination's scheduler
+ * lease in the same statement and wakes the relays when its webhook has work waiting
+ * (endLeasesCte): one commit per batch instead of two, and no crash can fall between the end of
+ * the work and the end of its lease.
  * @returns per attempt, the webhook's failing streak after a failure whose webhook's counters
  *   moved in this call, else null
  */
 export async function recordDestinationAttempts(db: Queryable, attempts: DestinationAttempt[]): Promise<(FailingStreak | null)[]> {
   const col = <T>(pick: (a: DestinationAttempt) => T) => attempts.map(pick);
-  const { rows } = await runStatement<{ webhook_id: string; since: Date | null; events: number }>(
+  const { rows } = await runStatement<{ webhook_id: string | null; since: Date | null; events: number }>(
     db,
     sql`
     WITH input AS (
@@ -168,10 +174,13 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
         FROM per_webhook p
        WHERE w.id = p.webhook_id AND (NOT p.any_ok OR w.failing_since IS NOT NULL OR w.failing_events <> 0)
       RETURNING w.id AS webhook_id, w.failing_since AS since, w.failing_events AS events
-    )
-    SELECT webhook_id, since, events FROM streak`,
+    ), ${endLeasesCte(sql`ARRAY(SELECT destination_id FROM input WHERE outcome <> 'retry')`)}
+    SELECT s.webhook_id, s.since, s.events FROM relays_woken LEFT JOIN streak s ON true`,
   );
-  const streaks = new Map(rows.filter((r) => r.since !== null).map((r) => [r.webhook_id, { since: r.since!, events: r.events }]));
+  // One row with nulls when no webhook's counters moved (the statement always answers one row).
+  const streaks = new Map(
+    rows.flatMap((r) => (r.webhook_id !== null && r.since !== null ? [[r.webhook_id, { since: r.since, events: r.events }]] : [])),
+  );
   return attempts.map((a) => (a.result.ok ? null : (streaks.get(a.target.webhookId) ?? null)));
 }
 

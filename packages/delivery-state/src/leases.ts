@@ -1,4 +1,4 @@
-import sql from "sql-template-tag";
+import sql, { type Sql } from "sql-template-tag";
 import { run, type Queryable } from "./db.js";
 import { OUTBOX_CHANNEL } from "./outbox.js";
 
@@ -9,20 +9,30 @@ import { OUTBOX_CHANNEL } from "./outbox.js";
  */
 
 /**
- * Ends the leases of work whose job finished (delivered, failed for good, cancelled), and wakes
- * the relays (OUTBOX_CHANNEL) when a webhook whose lease ended has work waiting in the outbox.
- * Unknown ids are ignored (a lease dropped already).
+ * The CTEs ending the leases of the work ids `workIds` (an SQL expression of type text[]):
+ * `leases_ended` deletes them, `relays_woken` notifies OUTBOX_CHANNEL once per queue prefix
+ * where a webhook whose lease ended has work waiting in the outbox (its one column `n` must be
+ * read by the statement, or the notification is not sent). Unknown ids are ignored (a lease
+ * dropped already, work relayed without one).
+ */
+export function endLeasesCte(workIds: Sql): Sql {
+  return sql`leases_ended AS (
+      DELETE FROM webhook_leases WHERE work_id = ANY(${workIds}) RETURNING queue_prefix, webhook_id
+    ), relays_woken AS (
+      SELECT count(pg_notify(${OUTBOX_CHANNEL}, w.queue_prefix))::int AS n
+        FROM (SELECT DISTINCT g.queue_prefix FROM leases_ended g
+               WHERE EXISTS (SELECT 1 FROM outbox o WHERE o.queue_prefix = g.queue_prefix AND o.webhook_id = g.webhook_id)) w
+    )`;
+}
+
+/**
+ * Ends the leases of work whose job finished (delivered, failed for good, cancelled) and wakes
+ * the relays; see endLeasesCte. An attempt that ends its destination ends the lease itself
+ * (recordDestinationAttempts): this is for work that ends otherwise.
  */
 export async function releaseLeases(db: Queryable, workIds: string[]): Promise<void> {
   if (workIds.length === 0) return;
-  await run(
-    db,
-    sql`WITH gone AS (DELETE FROM webhook_leases WHERE work_id = ANY(${workIds}::text[]) RETURNING queue_prefix, webhook_id)
-        SELECT pg_notify(${OUTBOX_CHANNEL}, w.queue_prefix)
-          FROM (SELECT DISTINCT g.queue_prefix FROM gone g
-                 WHERE EXISTS (SELECT 1 FROM outbox o WHERE o.queue_prefix = g.queue_prefix AND o.webhook_id = g.webhook_id)) w`,
-    "delivery_state_release_leases",
-  );
+  await run(db, sql`WITH ${endLeasesCte(sql`${workIds}::text[]`)} SELECT n FROM relays_woken`, "delivery_state_release_leases_v2");
 }
 
 export interface Lease {

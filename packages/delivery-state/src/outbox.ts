@@ -119,7 +119,7 @@ const CLAIM = (queuePrefix: string, limit: number, jobLimit: number, classes: We
       SELECT (SELECT o.webhook_id FROM outbox o WHERE o.queue_prefix = ${queuePrefix} AND o.webhook_id > h.webhook_id
                ORDER BY o.webhook_id LIMIT 1)
         FROM hooks h WHERE h.webhook_id IS NOT NULL
-    ), room AS (
+    ), room AS MATERIALIZED (
       SELECT h.webhook_id,
              (SELECT count(*)::int FROM webhook_leases l WHERE l.queue_prefix = ${queuePrefix} AND l.webhook_id = h.webhook_id) AS held
         FROM hooks h WHERE h.webhook_id IS NOT NULL

@@ -170,15 +170,26 @@ export interface WorkJobRun {
  * The worker's handlers, one per job of the registry (the dispatcher provides them: TypeScript
  * refuses a map that misses one), each given the job's data as its schema parsed it.
  */
-export type WorkJobHandlers = { readonly [N in WorkJobName]: (data: WorkJobData<N>, run: WorkJobRun) => Promise<void> };
+/**
+ * What a handler tells the worker when its work has ended: `leaseReleased` when the statement
+ * that ended the work also ended its webhook's scheduler lease (nothing is left to release).
+ */
+export type WorkJobResult = { leaseReleased: true } | undefined;
+
+export type WorkJobHandlers = { readonly [N in WorkJobName]: (data: WorkJobData<N>, run: WorkJobRun) => Promise<WorkJobResult | void> };
 
 /**
  * Parses `data` with the schema of job `name` and calls that job's handler.
  * @throws ZodError for data the job's schema refuses (the handler is not called)
  */
-export function runWorkJob<N extends WorkJobName>(handlers: WorkJobHandlers, name: N, data: unknown, run: WorkJobRun): Promise<void> {
+export function runWorkJob<N extends WorkJobName>(
+  handlers: WorkJobHandlers,
+  name: N,
+  data: unknown,
+  run: WorkJobRun,
+): Promise<WorkJobResult | void> {
   const definition: WorkJobDefinition<N, WorkJobData<N>> = WORK_JOBS[name];
-  const handler: (data: WorkJobData<N>, run: WorkJobRun) => Promise<void> = handlers[name];
+  const handler: (data: WorkJobData<N>, run: WorkJobRun) => Promise<WorkJobResult | void> = handlers[name];
   return handler(definition.schema.parse(data), run);
 }
 

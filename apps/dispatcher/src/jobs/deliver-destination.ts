@@ -18,6 +18,7 @@ import {
   type DestinationTarget,
   type FailingStreak,
 } from "@mailhooks/delivery-state";
+import type { WorkJobResult } from "@mailhooks/queue";
 import type { Keyring } from "@mailhooks/secrets";
 import { observeAttempt, type DispatcherMetrics } from "../metrics.js";
 import { sendSigned, type AttemptResult } from "../delivery/send.js";
@@ -138,8 +139,9 @@ export const AUTO_DISABLE_MIN_EVENTS = 20;
  * already recorded is not sent again: its recorded outcome is acted on. A payload over
  * INLINE_PAYLOAD_BYTES is held from the PayloadCache for the attempt (it may wait for budget).
  * Every request carries X-Service-Event-Id (the event id) and the webhook's own headers.
+ * Returns `leaseReleased` when the attempt's record ended the destination and its lease.
  */
-export async function deliverDestination(ctx: WorkerContext, destinationId: string, attempt: number): Promise<void> {
+export async function deliverDestination(ctx: WorkerContext, destinationId: string, attempt: number): Promise<WorkJobResult> {
   const target = await ctx.attempts.load(destinationId, attempt);
   if (!target || target.status !== "pending") return;
   if (!target.webhookEnabled) {
@@ -164,6 +166,8 @@ export async function deliverDestination(ctx: WorkerContext, destinationId: stri
     ctx.metrics.retriesScheduled.inc();
     throw new RetryableDeliveryError(`attempt ${attempt} failed: ${result.error ?? result.responseStatus}`);
   }
+  // The statement that recorded the end of the work ended its lease too.
+  return { leaseReleased: true };
 }
 
 /** How an attempt went, for the retry decision: a purged payload fails at once (no retry could send it). */
