@@ -49,6 +49,19 @@ describe("admission", () => {
     expect(await ask("c0", "wh_c", "acct_3")).toMatchObject({ admitted: false, reason: "share" });
   });
 
+  test("a job the reserve is not for waits in its worker slot for one of the C to free, takes it at once, one job per freed slot", async () => {
+    for (let i = 0; i < 8; i++) expect(await ask(`a${i}`, "wh_a", "acct_1")).toEqual({ admitted: true });
+    const first = ask("a8", "wh_a", "acct_1");
+    const second = ask("a9", "wh_a", "acct_1");
+    await admission.release({ jobId: "a0", webhookId: "wh_a", accountId: "acct_1", durationMs: 20 });
+    // The slot a0 freed is a8's (it waited longest), not a trip through the delayed set.
+    expect(await first).toEqual({ admitted: true });
+    expect((await admission.state()).running).toBe(8);
+    // No second slot freed within RESERVE_WAIT_MS: a9 is held back as before.
+    expect(await second).toMatchObject({ admitted: false, reason: "share" });
+    expect((await admission.state()).running).toBe(8);
+  });
+
   test("a slow webhook gets its fair share and never the reserve; a quick attempt makes it fast again", async () => {
     expect(await ask("s0", "wh_slow", "acct_1")).toEqual({ admitted: true });
     await admission.release({ jobId: "s0", webhookId: "wh_slow", accountId: "acct_1", durationMs: 5_000 });
