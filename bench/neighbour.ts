@@ -32,7 +32,7 @@ import { createApiKey } from "@mailhooks/access";
 import { createPrismaClient } from "@mailhooks/db";
 import { freePort, startRedisServer } from "@mailhooks/processes";
 import { deliveredBatchBody, now } from "./bodies.js";
-import { fail, log, nodeFlagsOf, startChild, stopChild, waitReady } from "./processes.js";
+import { fail, log, nodeFlagsOf, profileFlags, startChild, stopChild, waitReady } from "./processes.js";
 import { startHangingReceiver } from "./receiver.js";
 import { CONCURRENCY, type Bench } from "./setup.js";
 import { percentiles } from "./stats.js";
@@ -214,10 +214,18 @@ export async function neighbours(b: Bench, sizes: NeighbourSizes): Promise<Neigh
     DELIVERY_RETRY_DELAYS_MS: NEIGHBOUR_RETRY_DELAYS_MS.join(","),
   };
   const service = (name: "api" | "dispatcher") =>
-    startChild(`the neighbour phase's ${name}`, [...nodeFlagsOf(b.root, `start:${name}`), path.join(b.root, `apps/${name}/dist/main.js`)], {
-      cwd: b.root,
-      env,
-    });
+    startChild(
+      `the neighbour phase's ${name}`,
+      [
+        ...profileFlags(b.root, `neighbour-${name}`),
+        ...nodeFlagsOf(b.root, `start:${name}`),
+        path.join(b.root, `apps/${name}/dist/main.js`),
+      ],
+      {
+        cwd: b.root,
+        env,
+      },
+    );
   const api = service("api");
   const dispatcher = service("dispatcher");
   const apiUrl = `http://127.0.0.1:${port}`;

@@ -122,15 +122,22 @@ export interface AdmissionControl {
 
 /**
  * How long a job held back for its share waits before it asks again, in ms: 50 ms doubling to
- * 400 ms; for a slow webhook's job 500 ms doubling to 10 s, but the end of any attempt of its
- * webhook wakes the two held longest at once (`promote`; a quick one wakes them all): its slots free at the pace of its
- * receiver, and asking more often would only cost the dispatchers (a fast webhook that starts
- * hanging may have 1,024 jobs in the queue, which then drain at its fair share).
+ * 400 ms; a slow webhook's job SLOW_HOLD_MS, since what brings it back is the end of an attempt of
+ * its webhook here, which wakes the two held longest at once (`promote`; a quick one wakes them
+ * all): its slots free at the pace of its receiver, and the timer is only for the jobs no attempt
+ * here wakes (more than this dispatcher remembers, or its webhook's attempts run elsewhere).
  */
 export function holdDelayMs(holds: number, slow = false): number {
-  const n = Math.min(6, Math.max(0, holds));
-  return slow ? Math.min(10_000, 500 * 2 ** n) : Math.min(400, 50 * 2 ** n);
+  return slow ? SLOW_HOLD_MS : Math.min(400, 50 * 2 ** Math.min(6, Math.max(0, holds)));
 }
+
+/**
+ * The hold of a slow webhook's job, in ms. Each hold costs a fetch, a move to the delayed set and
+ * a promotion in Redis, and a hanging webhook has up to its job limit of them in the queue (128
+ * from before it was known slow): with holds from 500 ms doubling, the neighbour bench's five
+ * hanging webhooks made 238 holds a second (MONITOR, 3 s of the loaded run).
+ */
+export const SLOW_HOLD_MS = 10_000;
 
 /**
  * How long, in ms, a job of a webhook that is not slow, fetched while this dispatcher's C slots
