@@ -110,27 +110,24 @@ export async function eventTimeline(
   ]);
   // The event is the account's (above): its rows are counted on the (event_id, created_at, id)
   // index alone, and the newest read from it in order.
+  type LastTry = { destination_id: string; attempt: number; response_status: number | null; created_at: Date };
   const [newest, total, lastTries] = await Promise.all([
-    deps.pool.query<AttemptRow>(
-      `SELECT id, webhook_id, url, trigger::text AS trigger, attempt, response_status, error, response_body, duration_ms, created_at
-         FROM deliveries WHERE event_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`,
-      [eventId, shown],
-    ),
+    deps.prisma.$queryRaw<AttemptRow[]>`
+      SELECT id, webhook_id, url, trigger::text AS trigger, attempt, response_status, error, response_body, duration_ms, created_at
+        FROM deliveries WHERE event_id = ${eventId} ORDER BY created_at DESC, id DESC LIMIT ${shown}`,
     options.attemptsTotal !== undefined
-      ? Promise.resolve({ rows: [{ n: options.attemptsTotal }] })
-      : deps.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM deliveries WHERE event_id = $1", [eventId]),
+      ? Promise.resolve([{ n: options.attemptsTotal }])
+      : deps.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM deliveries WHERE event_id = ${eventId}`,
     // Each pending destination's latest initial or retry attempt: one entry of the partial
     // unique index deliveries_destination_attempt_key each, whatever the number of its replays.
     pending.length === 0
-      ? Promise.resolve({ rows: [] as { destination_id: string; attempt: number; response_status: number | null; created_at: Date }[] })
-      : deps.pool.query<{ destination_id: string; attempt: number; response_status: number | null; created_at: Date }>(
-          `SELECT DISTINCT ON (destination_id) destination_id, attempt, response_status, created_at
-             FROM deliveries WHERE destination_id = ANY($1::text[]) AND trigger IN ('initial', 'retry')
-            ORDER BY destination_id, attempt DESC`,
-          [pending.map((d) => d.id)],
-        ),
+      ? Promise.resolve([] as LastTry[])
+      : deps.prisma.$queryRaw<LastTry[]>`
+          SELECT DISTINCT ON (destination_id) destination_id, attempt, response_status, created_at
+            FROM deliveries WHERE destination_id = ANY(${pending.map((d) => d.id)}::text[]) AND trigger IN ('initial', 'retry')
+           ORDER BY destination_id, attempt DESC`,
   ]);
-  const lastTry = new Map(lastTries.rows.map((r) => [r.destination_id, r]));
+  const lastTry = new Map(lastTries.map((r) => [r.destination_id, r]));
   const scheduled: ScheduledRetry[] = [];
   for (const destination of pending) {
     const last = lastTry.get(destination.id);
@@ -145,7 +142,7 @@ export async function eventTimeline(
     if (next.next === "retry") scheduled.push({ webhook_id: destination.webhookId, retry: next.attempt, due_at: next.at.toISOString() });
   }
   return {
-    attempts: newest.rows.reverse().map((a) => ({
+    attempts: newest.reverse().map((a) => ({
       id: a.id,
       webhook_id: a.webhook_id,
       url: a.url,
@@ -159,7 +156,7 @@ export async function eventTimeline(
       ok: isOk(a.response_status),
     })),
     // Rows written after the count may be among those shown: never fewer than shown.
-    attempts_total: Math.max(total.rows[0]?.n ?? 0, newest.rows.length),
+    attempts_total: Math.max(total[0]?.n ?? 0, newest.length),
     pending_replays: replays.map((r) => ({
       replay_id: r.id,
       webhook_id: r.webhookId,

@@ -93,12 +93,10 @@ async function readEvent(prisma: PrismaClient, accountId: string, eventId: strin
  * horizon, or its partition gone. One index lookup in the event's own day partition.
  */
 export async function readPayload(deps: ApiDeps, event: { id: string; createdAt: Date }): Promise<string | null> {
-  const { rows } = await deps.pool.query<{ payload: string }>(
-    `SELECT p.payload FROM event_payloads p
-      WHERE p.event_id = $1 AND p.created_at = $2
-        AND p.created_at >= (SELECT payloads_purged_before FROM retention_state WHERE id = 1)`,
-    [event.id, event.createdAt],
-  );
+  const rows = await deps.prisma.$queryRaw<{ payload: string }[]>`
+    SELECT p.payload FROM event_payloads p
+     WHERE p.event_id = ${event.id} AND p.created_at = ${event.createdAt}
+       AND p.created_at >= (SELECT payloads_purged_before FROM retention_state WHERE id = 1)`;
   return rows[0]?.payload ?? null;
 }
 
