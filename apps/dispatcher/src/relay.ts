@@ -1,7 +1,14 @@
 import type pg from "pg";
 import { startListener } from "@mailhooks/db";
 import type { Logger } from "@mailhooks/logger";
-import { OUTBOX_CHANNEL, relayOutbox, type OutboxRow, type RejectedRow, type WebhookClasses } from "@mailhooks/delivery-state";
+import {
+  OUTBOX_CHANNEL,
+  OUTBOX_ROOM_CHANNEL,
+  relayOutbox,
+  type OutboxRow,
+  type RejectedRow,
+  type WebhookClasses,
+} from "@mailhooks/delivery-state";
 import type { DeliveryQueue } from "@mailhooks/queue";
 import type { DispatcherMetrics } from "./metrics.js";
 
@@ -9,6 +16,14 @@ import type { DispatcherMetrics } from "./metrics.js";
 export const RELAY_PUSH_TIMEOUT_MS = 10_000;
 /** Default bound on how long a claimed batch holds its row locks, in ms. */
 export const RELAY_LOCK_TIMEOUT_MS = 15_000;
+/**
+ * The least time, in ms, from the start of a relay pass to one woken by room (OUTBOX_ROOM_CHANNEL:
+ * a webhook's work ended while it had more waiting). New work (OUTBOX_CHANNEL) wakes the relay at
+ * once. Room comes with nearly every batch of attempts: for a fast webhook that is hundreds of
+ * passes a second of a few jobs each, while its queue (up to fastWebhookJobLimit jobs) loses a
+ * few dozen jobs in these 20 ms.
+ */
+export const RELAY_ROOM_WAKE_MS = 20;
 
 /**
  * The outbox relay (STYLE.md habit 11): moves what requests committed into BullMQ. It wakes at
@@ -18,7 +33,8 @@ export const RELAY_LOCK_TIMEOUT_MS = 15_000;
  * dispatchers relay side by side, each row once. The relay is the first half of the fair
  * scheduler (docs/scheduler.md): a webhook gets at most its job limit in the queue (`webhookJobLimit`, less when slow, more when fast), the
  * rest of its work waits in the outbox, and its jobs are added in turns with every other
- * webhook's (their position is their priority). A webhook's released lease wakes the relay. While Redis is unreachable a batch rolls back
+ * webhook's (their position is their priority). A webhook's ended lease wakes the relay too (at most every
+ * RELAY_ROOM_WAKE_MS). While Redis is unreachable a batch rolls back
  * and is tried again with a growing pause (up to 5 s); nothing is lost.
  *
  * A claimed batch holds its rows' locks in an open transaction while Redis is asked, so that
@@ -72,6 +88,18 @@ export function startRelay(options: RelayOptions): Relay {
     pending = true;
     wakeUp?.();
   };
+  let passStartedAt = 0;
+  let roomTimer: NodeJS.Timeout | undefined;
+  /** Wakes the relay for room: at once when the last pass started RELAY_ROOM_WAKE_MS ago or more, else then. */
+  const wakeForRoom = () => {
+    if (roomTimer) return;
+    const wait = passStartedAt + RELAY_ROOM_WAKE_MS - Date.now();
+    if (wait <= 0) return wake();
+    roomTimer = setTimeout(() => {
+      roomTimer = undefined;
+      wake();
+    }, wait);
+  };
 
   /** Adds a claimed batch within pushTimeoutMs; returns the rows no worker could run. */
   const push = async (rows: OutboxRow[]): Promise<RejectedRow[]> => {
@@ -106,6 +134,7 @@ export function startRelay(options: RelayOptions): Relay {
     let failures = 0;
     while (!stopped) {
       pending = false;
+      passStartedAt = Date.now();
       try {
         for (;;) {
           const classes = (await options.webhookClasses?.().catch(() => undefined)) ?? { slow: [], fast: [] };
@@ -146,9 +175,11 @@ export function startRelay(options: RelayOptions): Relay {
   // while it was not listening are gone, so it looks at the outbox each time it (re)connects.
   const listener = startListener({
     databaseUrl: options.databaseUrl,
-    channels: [OUTBOX_CHANNEL],
-    onNotification: (_channel, payload) => {
-      if (payload === options.queuePrefix) wake();
+    channels: [OUTBOX_CHANNEL, OUTBOX_ROOM_CHANNEL],
+    onNotification: (channel, payload) => {
+      if (payload !== options.queuePrefix) return;
+      if (channel === OUTBOX_ROOM_CHANNEL) wakeForRoom();
+      else wake();
     },
     onConnect: wake,
   });
@@ -157,6 +188,7 @@ export function startRelay(options: RelayOptions): Relay {
     wake,
     close: async () => {
       stopped = true;
+      clearTimeout(roomTimer);
       wakeUp?.();
       await loop;
       await listener.close();

@@ -22,7 +22,7 @@ import {
   type DestinationTarget,
 } from "./attempts.js";
 import { acceptEvents } from "./ingest.js";
-import { OUTBOX_CHANNEL } from "./outbox.js";
+import { OUTBOX_ROOM_CHANNEL } from "./outbox.js";
 import { acceptReplays } from "./replays.js";
 import { eventStatus } from "./status.js";
 import { registerWebhook } from "./webhook-registration.js";
@@ -213,7 +213,7 @@ describe("scheduler leases (docs/scheduler.md)", () => {
     });
     await listener.connect();
     try {
-      await listener.query(`LISTEN ${OUTBOX_CHANNEL}`);
+      await listener.query(`LISTEN ${OUTBOX_ROOM_CHANNEL}`);
       await recordDestinationAttempt(pool, target, 0, FAILED, "retry");
       expect(await leases()).toBe(1);
       await recordDestinationAttempt(pool, target, 1, OK, "delivered");

@@ -1,6 +1,6 @@
 import sql, { type Sql } from "sql-template-tag";
 import { run, type Queryable } from "./db.js";
-import { OUTBOX_CHANNEL } from "./outbox.js";
+import { OUTBOX_ROOM_CHANNEL } from "./outbox.js";
 
 /**
  * Leases of the fair scheduler (docs/scheduler.md): one row per job the relay handed to the
@@ -10,7 +10,7 @@ import { OUTBOX_CHANNEL } from "./outbox.js";
 
 /**
  * The CTEs ending the leases of the work ids `workIds` (an SQL expression of type text[]):
- * `leases_ended` deletes them, `relays_woken` notifies OUTBOX_CHANNEL once per queue prefix
+ * `leases_ended` deletes them, `relays_woken` notifies OUTBOX_ROOM_CHANNEL once per queue prefix
  * where a webhook whose lease ended has work waiting in the outbox (its one column `n` must be
  * read by the statement, or the notification is not sent). Unknown ids are ignored (a lease
  * dropped already, work relayed without one).
@@ -19,7 +19,7 @@ export function endLeasesCte(workIds: Sql): Sql {
   return sql`leases_ended AS (
       DELETE FROM webhook_leases WHERE work_id = ANY(${workIds}) RETURNING queue_prefix, webhook_id
     ), relays_woken AS (
-      SELECT count(pg_notify(${OUTBOX_CHANNEL}, w.queue_prefix))::int AS n
+      SELECT count(pg_notify(${OUTBOX_ROOM_CHANNEL}, w.queue_prefix))::int AS n
         FROM (SELECT DISTINCT g.queue_prefix FROM leases_ended g
                WHERE EXISTS (SELECT 1 FROM outbox o WHERE o.queue_prefix = g.queue_prefix AND o.webhook_id = g.webhook_id)) w
     )`;
@@ -74,7 +74,7 @@ export async function dropLeases(db: Queryable, workIds: string[], olderThanMs: 
     sql`WITH gone AS (DELETE FROM webhook_leases
                        WHERE work_id = ANY(${workIds}::text[]) AND created_at < now() - make_interval(secs => ${olderThanMs / 1000})
                       RETURNING queue_prefix),
-             woken AS (SELECT pg_notify(${OUTBOX_CHANNEL}, w.queue_prefix) FROM (SELECT DISTINCT queue_prefix FROM gone) w)
+             woken AS (SELECT pg_notify(${OUTBOX_ROOM_CHANNEL}, w.queue_prefix) FROM (SELECT DISTINCT queue_prefix FROM gone) w)
         SELECT (SELECT count(*) FROM gone)::int AS n, (SELECT count(*) FROM woken)::int AS woken`,
   );
   return rows[0]?.n ?? 0;

@@ -1,0 +1,82 @@
+import { randomUUID } from "node:crypto";
+import type { Redis } from "ioredis";
+import { createPool } from "@mailhooks/db";
+import { attemptBudgetOf, enqueue, releaseLeases } from "@mailhooks/delivery-state";
+import { getLogger } from "@mailhooks/logger";
+import { createRedisConnection, DeliveryQueue, JOB_NAMES } from "@mailhooks/queue";
+import { createDispatcherMetrics } from "./metrics.js";
+import { startRelay, type Relay } from "./relay.js";
+
+/**
+ * The relay against the test database and a real Redis, with a poll interval longer than the
+ * test: only notifications move it. A webhook at its job limit gets its next jobs when its
+ * leases end (OUTBOX_ROOM_CHANNEL), not at the next poll.
+ */
+const databaseUrl = process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/webhooks_test";
+const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+
+describe("the outbox relay", () => {
+  const pool = createPool(databaseUrl, 4);
+  const queuePrefix = `test-relay-${randomUUID()}`;
+  let connection: Redis;
+  let queue: DeliveryQueue;
+  let relay: Relay | undefined;
+
+  beforeAll(() => {
+    connection = createRedisConnection(redisUrl, "producer");
+    queue = new DeliveryQueue(connection, queuePrefix, attemptBudgetOf([100, 100, 100]));
+  });
+  afterAll(async () => {
+    await relay?.close();
+    await pool.query("DELETE FROM outbox WHERE queue_prefix = $1", [queuePrefix]);
+    await pool.query("DELETE FROM webhook_leases WHERE queue_prefix = $1", [queuePrefix]);
+    await queue.queue.obliterate({ force: true });
+    await queue.queue.close();
+    await connection.quit();
+    await pool.end();
+  });
+
+  const jobIds = async () => (await queue.queue.getJobs(["prioritized", "waiting"])).map((job) => job.id!).sort();
+
+  async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 5_000): Promise<T> {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const value = await read();
+      if (done(value)) return value;
+      if (Date.now() > deadline) throw new Error(`not reached within ${ms} ms: ${JSON.stringify(value)}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  test("a webhook at its job limit gets its next jobs when its leases end, woken by the room notification", async () => {
+    const work = Array.from({ length: 5 }, (_, i) => `dst_relay_${i}_${randomUUID()}`);
+    await enqueue(
+      pool,
+      queuePrefix,
+      work.map((id) => ({
+        jobName: JOB_NAMES.delivery,
+        jobId: id,
+        data: { destinationId: id },
+        webhookId: "wh_relay",
+        accountId: "acct_relay",
+      })),
+    );
+    relay = startRelay({
+      pool,
+      databaseUrl,
+      queue,
+      queuePrefix,
+      pollIntervalMs: 600_000,
+      webhookJobLimit: 2,
+      logger: getLogger("relay-test"),
+      metrics: createDispatcherMetrics(),
+    });
+    // The first pass (on connecting) hands the webhook its limit, the oldest first.
+    expect(await until(jobIds, (ids) => ids.length === 2)).toEqual(work.slice(0, 2).sort());
+    // Their work ends: the room notification brings the next two, long before any poll.
+    await releaseLeases(pool, work.slice(0, 2));
+    await queue.queue.remove(work[0]);
+    await queue.queue.remove(work[1]);
+    expect(await until(jobIds, (ids) => ids.length === 2 && ids.includes(work[2]))).toEqual(work.slice(2, 4).sort());
+  });
+});
