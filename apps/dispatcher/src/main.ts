@@ -70,7 +70,13 @@ const schedulerState = createAdmissionControl({
   slowAttemptMs: config.DISPATCHER_SLOW_ATTEMPT_MS,
 });
 registerSchedulerGauges(metrics.registry, {
-  backlog: () => schedulerBacklog(db.pool, config.QUEUE_PREFIX, config.DISPATCHER_WEBHOOK_JOB_LIMIT),
+  backlog: async () =>
+    schedulerBacklog(
+      db.pool,
+      config.QUEUE_PREFIX,
+      config.DISPATCHER_WEBHOOK_JOB_LIMIT,
+      await schedulerState.webhookClasses().catch(() => undefined),
+    ),
   rateLimited: async () => {
     const state = await schedulerState.state();
     return { waiting: state.waitingForRateLimit, webhooks: state.rateLimitedWebhooks };

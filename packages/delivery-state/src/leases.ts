@@ -1,6 +1,6 @@
 import sql, { type Sql } from "sql-template-tag";
 import { run, type Queryable } from "./db.js";
-import { OUTBOX_ROOM_CHANNEL } from "./outbox.js";
+import { OUTBOX_ROOM_CHANNEL, webhookJobLimitSql, type WebhookClasses } from "./outbox.js";
 
 /**
  * Leases of the fair scheduler (docs/scheduler.md): one row per job the relay handed to the
@@ -84,16 +84,26 @@ export async function dropLeases(db: Queryable, workIds: string[], olderThanMs: 
 export interface SchedulerBacklog {
   /** Outbox rows (work waiting in PostgreSQL for its webhook's share, or for a relay). */
   waiting: number;
-  /** Webhooks that hold `jobLimit` jobs in the queue (their further work waits in the outbox). */
+  /** Webhooks that hold their job limit in the queue (their further work waits in the outbox). */
   webhooksAtLimit: number;
 }
 
-export async function schedulerBacklog(db: Queryable, queuePrefix: string, jobLimit: number): Promise<SchedulerBacklog> {
+/**
+ * The scheduler's backlog of `queuePrefix`: each webhook's job limit is `jobLimit` as `classes`
+ * makes it (webhookJobLimitSql, the fair claim's rule).
+ */
+export async function schedulerBacklog(
+  db: Queryable,
+  queuePrefix: string,
+  jobLimit: number,
+  classes: WebhookClasses = { slow: [], fast: [] },
+): Promise<SchedulerBacklog> {
   const { rows } = await run<SchedulerBacklog>(
     db,
     sql`SELECT (SELECT count(*)::int FROM outbox WHERE queue_prefix = ${queuePrefix}) AS waiting,
                (SELECT count(*)::int FROM (SELECT 1 FROM webhook_leases WHERE queue_prefix = ${queuePrefix}
-                                           GROUP BY webhook_id HAVING count(*) >= ${jobLimit}) x) AS "webhooksAtLimit"`,
+                                           GROUP BY webhook_id
+                                           HAVING count(*) >= ${webhookJobLimitSql(sql`webhook_id`, jobLimit, classes)}) x) AS "webhooksAtLimit"`,
   );
   return rows[0] ?? { waiting: 0, webhooksAtLimit: 0 };
 }

@@ -113,6 +113,17 @@ export interface WebhookClasses {
 }
 
 /**
+ * The job limit of the webhook whose id is the SQL expression `webhookId`, as an int: `jobLimit`,
+ * slowWebhookJobLimit of it when `classes` says slow, fastWebhookJobLimit when fast. The one form
+ * of the rule for the fair claim and the metrics.
+ */
+export function webhookJobLimitSql(webhookId: Sql, jobLimit: number, classes: WebhookClasses): Sql {
+  return sql`(CASE WHEN ${webhookId} = ANY(${classes.slow}::text[]) THEN ${slowWebhookJobLimit(jobLimit)}::int
+                   WHEN ${webhookId} = ANY(${classes.fast}::text[]) THEN ${fastWebhookJobLimit(jobLimit)}::int
+                   ELSE ${jobLimit}::int END)`;
+}
+
+/**
  * The fair claim (CONTRACT.md section 6; docs/scheduler.md). The webhooks with rows waiting are
  * found by a loose index scan (one probe per webhook, however many rows wait); each may have up
  * to its job limit (`jobLimit`, an eighth of it when slow, eight times it when fast) minus the
@@ -137,9 +148,7 @@ const CLAIM = (queuePrefix: string, limit: number, jobLimit: number, classes: We
         FROM room r CROSS JOIN LATERAL (
           SELECT o.id FROM outbox o WHERE o.queue_prefix = ${queuePrefix} AND o.webhook_id = r.webhook_id
            ORDER BY o.id
-           LIMIT greatest(0, (CASE WHEN r.webhook_id = ANY(${classes.slow}::text[]) THEN ${slowWebhookJobLimit(jobLimit)}::int
-                                   WHEN r.webhook_id = ANY(${classes.fast}::text[]) THEN ${fastWebhookJobLimit(jobLimit)}::int
-                                   ELSE ${jobLimit}::int END) - r.held)
+           LIMIT greatest(0, ${webhookJobLimitSql(sql`r.webhook_id`, jobLimit, classes)} - r.held)
            FOR UPDATE SKIP LOCKED) c
       UNION ALL
       SELECT c.id, 1 FROM (SELECT o.id FROM outbox o WHERE o.queue_prefix = ${queuePrefix} AND o.webhook_id IS NULL
