@@ -1,10 +1,17 @@
-import { execFile } from "node:child_process";
 import http from "node:http";
 import { readFile } from "node:fs/promises";
-import { createRequire } from "node:module";
 import path from "node:path";
 import { startStack, type Stack } from "../support/stack.js";
-import { endChaosFile, freePort, ROOT, startService, serviceEnv, waitForOutput, type ServiceProcess } from "./support/processes.js";
+import {
+  buildWorkspace,
+  endChaosFile,
+  freePort,
+  ROOT,
+  startService,
+  serviceEnv,
+  waitForOutput,
+  type ServiceProcess,
+} from "./support/processes.js";
 
 /**
  * Issue 17 item 1: one raw message must not end the API. The API runs as production runs it (its
@@ -22,16 +29,6 @@ async function startApiFlags(): Promise<string[]> {
   const flags = scripts["start:api"].split(/\s+/).filter((word) => word.startsWith("--max-"));
   if (flags.length === 0) throw new Error(`no heap flags in start:api: ${scripts["start:api"]}`);
   return flags;
-}
-
-/** Compiles the API and the packages it uses (`tsc -b apps/api`, incremental). */
-function buildApi(): Promise<void> {
-  const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
-  return new Promise((resolve, reject) => {
-    execFile(process.execPath, [tsc, "-b", "apps/api"], { cwd: ROOT }, (error, stdout, stderr) =>
-      error ? reject(new Error(`tsc -b apps/api failed:\n${stdout}${stderr}`)) : resolve(),
-    );
-  });
 }
 
 /** A raw message of `bodyBytes` bytes of body made by `fill`. */
@@ -61,7 +58,7 @@ describe("raw messages against the API's heap limit", () => {
 
   beforeAll(async () => {
     stack = await startStack({ dispatcher: false });
-    const [flags] = await Promise.all([startApiFlags(), buildApi()]);
+    const [flags] = await Promise.all([startApiFlags(), buildWorkspace("apps/api")]);
     const port = await freePort();
     api = startService(
       "api",

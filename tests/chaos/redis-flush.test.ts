@@ -1,5 +1,3 @@
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { Queue } from "bullmq";
 import { createRedisConnection, JOB_NAMES, QUEUE_NAMES, type RedisClient } from "@mailhooks/queue";
 import { verify } from "@mailhooks/verify";
@@ -21,8 +19,6 @@ import { startRedisServer, type RedisServer } from "@mailhooks/processes";
 const RETRY_MS = 4_000;
 const SLOW_MS = 2_500;
 const SWEEP = { SWEEP_INTERVAL_MS: "1000", SWEEP_AFTER_MS: "1000" };
-
-const run = promisify(execFile);
 
 describe("Redis flushed while a dispatcher runs", () => {
   let redisServer: RedisServer;
@@ -136,7 +132,7 @@ describe("Redis flushed while a dispatcher runs", () => {
 
     // Redis loses everything, the schedulers included.
     const failures = new Map(emailArrivals(hr.receiver.arrivals, "/retry").map((a) => [a.messageId, a.receivedAt]));
-    await run("redis-cli", ["-p", String(redisServer.port), "flushall"]);
+    await connection.flushall();
     const flushedAt = Date.now();
     expect(await deliveries.getJobCounts("delayed", "wait", "prioritized", "active")).toEqual({
       delayed: 0,

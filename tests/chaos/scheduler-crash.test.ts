@@ -1,8 +1,7 @@
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { createHook, emailArrivals, startHookReceiver, type HookReceiver } from "../support/hooks.js";
 import { killAll, startDispatcher } from "./support/processes.js";
+import { createRedisConnection } from "@mailhooks/queue";
 import { startRedisServer, type RedisServer } from "@mailhooks/processes";
 
 /**
@@ -13,7 +12,6 @@ import { startRedisServer, type RedisServer } from "@mailhooks/processes";
  * left believing it is busy: the hanging webhook's backlog goes on being attempted and a healthy
  * webhook's events keep arriving.
  */
-const run = promisify(execFile);
 const LOCK_MS = 2_000;
 const STALLED_MS = 1_000;
 
@@ -85,7 +83,9 @@ describe("scheduler bookkeeping after a SIGKILL and a Redis flush", () => {
 
     // Redis loses everything: jobs, slow marks, rate_limit turns. The leases of the lost
     // jobs are dropped, the sweeper queues the work again, and both webhooks go on.
-    await run("redis-cli", ["-p", String(redisServer.port), "flushall"]);
+    const admin = createRedisConnection(redisServer.url, "worker");
+    await admin.flushall();
+    await admin.quit();
     await healthyArrives();
     const afterFlush = await attemptsOfHanging();
     await waitUntil(attemptsOfHanging, (n) => n >= afterFlush + 8, 60_000);

@@ -88,10 +88,18 @@ export const DISPATCHER_NODE_FLAGS = ["--max-semi-space-size=4", "--max-old-spac
  * @throws Error with tsc's output when the build fails.
  */
 export function buildDispatcher(): Promise<void> {
+  return buildWorkspace("apps/dispatcher");
+}
+
+/**
+ * Compiles `workspace` (e.g. "apps/api") and the packages it uses with `tsc -b` (incremental).
+ * @throws Error with tsc's output when the build fails.
+ */
+export function buildWorkspace(workspace: string): Promise<void> {
   const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [tsc, "-b", "apps/dispatcher"], { cwd: ROOT }, (error, stdout, stderr) =>
-      error ? reject(new Error(`tsc -b apps/dispatcher failed:\n${stdout}${stderr}`)) : resolve(),
+    execFile(process.execPath, [tsc, "-b", workspace], { cwd: ROOT }, (error, stdout, stderr) =>
+      error ? reject(new Error(`tsc -b ${workspace} failed:\n${stdout}${stderr}`)) : resolve(),
     );
   });
 }
