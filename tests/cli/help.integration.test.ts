@@ -1,8 +1,8 @@
-import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { runProcess, type CompletedProcess } from "@mailhooks/processes";
 
 /**
  * Every command of CONTRACT.md section 1 explains itself: `--help` prints its usage and an
@@ -17,31 +17,14 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 const scripts: Record<string, string> = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")).scripts;
 const npm = process.platform === "win32" ? "npm.cmd" : "npm";
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+type Run = CompletedProcess;
 
 function run(command: string, args: string[]): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    // No database, Redis or API is needed to explain oneself: none is reachable here.
-    const nowhere = "postgresql://nobody@127.0.0.1:1/none";
-    const env = {
-      ...process.env,
-      NODE_OPTIONS: "",
-      DATABASE_URL: nowhere,
-      TEST_DATABASE_URL: nowhere,
-      REDIS_URL: "redis://127.0.0.1:1",
-      API_KEY: "",
-    };
-    const child = spawn(command, args, { cwd: root, env });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c) => (stdout += c));
-    child.stderr.on("data", (c) => (stderr += c));
-    child.on("error", reject);
-    child.on("exit", (code) => resolve({ code, stdout, stderr }));
+  // No database, Redis or API is needed to explain oneself: none is reachable here.
+  const nowhere = "postgresql://nobody@127.0.0.1:1/none";
+  return runProcess(command, args, {
+    cwd: root,
+    env: { NODE_OPTIONS: "", DATABASE_URL: nowhere, TEST_DATABASE_URL: nowhere, REDIS_URL: "redis://127.0.0.1:1", API_KEY: "" },
   });
 }
 

@@ -1,16 +1,11 @@
-import { spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { createRequire } from "node:module";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import request from "supertest";
 import { createApiKey, revokeApiKey } from "@mailhooks/access";
 import { startStack, type Stack } from "../support/stack.js";
 import { testDatabaseUrl } from "../support/env.js";
 import { csrfOf, dashboardLink, expectNoInlineCode, pathOf, sessionCookieOf, sessionFor, sha256, signIn, signInWith } from "./support.js";
+import { runCli } from "../support/cli.js";
 
-const require = createRequire(import.meta.url);
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
 /**
  * CONTRACT.md section 4a, sign-in and sessions, at the HTML level: one-time links (API and
@@ -104,39 +99,22 @@ describe("dashboard sign-in and sessions", () => {
   test("`keys dashboard-link --account` prints exactly one line, an absolute URL on PUBLIC_URL, that signs in as the account's dashboard key", async () => {
     const name = `cli-account-${randomUUID()}`;
     const issued = await createApiKey(stack.prisma, name);
-    const run = () =>
-      spawnSync(
-        process.execPath,
-        [require.resolve("tsx/cli"), "--conditions=source", "apps/cli/src/keys.ts", "dashboard-link", "--account", name],
-        {
-          cwd: root,
-          env: { ...process.env, DATABASE_URL: testDatabaseUrl(), PUBLIC_URL: stack.baseUrl },
-          encoding: "utf8",
-        },
-      );
-    const first = run();
+    const run = () => runCli("keys", ["dashboard-link", "--account", name], { DATABASE_URL: testDatabaseUrl(), PUBLIC_URL: stack.baseUrl });
+    const first = await run();
     expect(first.stderr).toBe("");
-    expect(first.status).toBe(0);
+    expect(first.code).toBe(0);
     expect(first.stdout).toMatch(new RegExp(`^${stack.baseUrl}/dashboard/sign-in/[A-Za-z0-9_-]{43}\\n$`));
     const session = await signInWith(stack, first.stdout.trim());
     const row = await stack.prisma.dashboardSession.findUniqueOrThrow({ where: { tokenHash: sha256(session.cookie) } });
     const key = await stack.prisma.apiKey.findUniqueOrThrow({ where: { id: row.apiKeyId } });
     expect(key).toMatchObject({ accountId: issued.account_id, name: "dashboard", revokedAt: null });
     // The next link reuses that key.
-    const second = run();
+    const second = await run();
     const again = await signInWith(stack, second.stdout.trim());
     expect((await stack.prisma.dashboardSession.findUniqueOrThrow({ where: { tokenHash: sha256(again.cookie) } })).apiKeyId).toBe(key.id);
 
-    const unknown = spawnSync(
-      process.execPath,
-      [require.resolve("tsx/cli"), "--conditions=source", "apps/cli/src/keys.ts", "dashboard-link", "--account", `nobody-${randomUUID()}`],
-      {
-        cwd: root,
-        env: { ...process.env, DATABASE_URL: testDatabaseUrl() },
-        encoding: "utf8",
-      },
-    );
-    expect(unknown.status).toBe(1);
+    const unknown = await runCli("keys", ["dashboard-link", "--account", `nobody-${randomUUID()}`], { DATABASE_URL: testDatabaseUrl() });
+    expect(unknown.code).toBe(1);
     expect(unknown.stdout).toBe("");
     expect(unknown.stderr).toMatch(/no account named/);
   });

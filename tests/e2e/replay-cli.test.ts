@@ -1,30 +1,8 @@
-import { spawn } from "node:child_process";
-import { createRequire } from "node:module";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { runCli } from "../support/cli.js";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 
-const require = createRequire(import.meta.url);
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-
-/** Runs `npm run -s replay -- ARGS` as a user would (tsx, no TTY), against the stack's API. */
-function runCli(stackUrl: string, apiKey: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(
-      process.execPath,
-      [require.resolve("tsx/cli"), "--conditions=source", path.join(root, "apps/cli/src/replay.ts"), ...args],
-      {
-        cwd: root,
-        env: { ...process.env, NODE_OPTIONS: "", API_URL: stackUrl, API_KEY: apiKey },
-      },
-    );
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c) => (stdout += c));
-    child.stderr.on("data", (c) => (stderr += c));
-    child.on("exit", (code) => resolve({ code: code ?? 1, stdout, stderr }));
-  });
-}
+/** `npm run -s replay -- ARGS` as a user runs it, against the stack's API. */
+const replay = (stackUrl: string, apiKey: string, args: string[]) => runCli("replay", args, { API_URL: stackUrl, API_KEY: apiKey });
 
 describe("bulk replay CLI", () => {
   let stack: Stack;
@@ -67,11 +45,11 @@ describe("bulk replay CLI", () => {
     await account.api("DELETE", `/v1/webhooks/${other.body.id}`);
     const until = new Date(Date.now() + 1000).toISOString();
 
-    const dry = await runCli(stack.baseUrl, account.apiKey, ["--since", since, "--until", until, "--status", "failed", "--dry-run"]);
+    const dry = await replay(stack.baseUrl, account.apiKey, ["--since", since, "--until", until, "--status", "failed", "--dry-run"]);
     expect(dry.stdout).toContain("summary: matched 4, would replay 4");
     expect((await account.api("GET", "/v1/audit-log")).body.data).toHaveLength(0);
 
-    const run = await runCli(stack.baseUrl, account.apiKey, ["--since", since, "--until", until, "--status", "failed", "--pause-ms", "10"]);
+    const run = await replay(stack.baseUrl, account.apiKey, ["--since", since, "--until", until, "--status", "failed", "--pause-ms", "10"]);
     expect(run.stdout).toContain("summary: matched 4, replayed 2, skipped as expired 1, failed 1");
     expect(run.stdout).toMatch(/failed\s+evt_\w+ 409 conflict/);
     expect(run.code).toBe(1);
@@ -83,7 +61,7 @@ describe("bulk replay CLI", () => {
   });
 
   test("refuses bad arguments with a message naming them", async () => {
-    const res = await runCli(stack.baseUrl, stack.apiKey, ["--since", "yesterday", "--until", new Date().toISOString()]);
+    const res = await replay(stack.baseUrl, stack.apiKey, ["--since", "yesterday", "--until", new Date().toISOString()]);
     expect(res.code).toBe(2);
     expect(res.stderr).toContain("since");
   });

@@ -1,7 +1,4 @@
 import { randomBytes } from "node:crypto";
-import { spawnSync } from "node:child_process";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { createKeyring } from "@mailhooks/secrets";
 import { captureLogs } from "@mailhooks/logger";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
@@ -9,6 +6,7 @@ import { createHook, emailArrivals, expectError, expectValidation, startHookRece
 import pg from "pg";
 import { scratchDatabase } from "../chaos/support/database.js";
 import { startDeliveryWorker } from "../support/delivery-worker.js";
+import { runCli } from "../support/cli.js";
 
 /**
  * Issue "Secrets, rotation, auto-disable", items 1-3: webhook secrets are encrypted at rest
@@ -17,7 +15,6 @@ import { startDeliveryWorker } from "../support/delivery-worker.js";
  * 20 events is disabled (`disabled_reason: "failing"`), until PATCH turns it back on.
  */
 const KEY_1 = randomBytes(32);
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
 describe("webhook secrets at rest", () => {
   let stack: Stack;
@@ -86,23 +83,13 @@ describe("webhook secrets at rest", () => {
       await insert("wh_legacy", "whsec_legacy_plaintext_secret");
       await insert("wh_foreign", createKeyring([randomBytes(32)]).encrypt("whsec_unreadable"));
       const key2 = randomBytes(32);
-      const run = spawnSync(
-        process.execPath,
-        ["--import", "tsx", "--conditions=source", path.join(ROOT, "apps/cli/src/keys.ts"), "reencrypt-secrets", "--json"],
-        {
-          cwd: ROOT,
-          env: {
-            ...process.env,
-            NODE_OPTIONS: "",
-            DATABASE_URL: db.url,
-            SECRET_ENCRYPTION_KEYS: `${key2.toString("base64")},${KEY_1.toString("base64")}`,
-          },
-          encoding: "utf8",
-        },
-      );
+      const run = await runCli("keys", ["reencrypt-secrets", "--json"], {
+        DATABASE_URL: db.url,
+        SECRET_ENCRYPTION_KEYS: `${key2.toString("base64")},${KEY_1.toString("base64")}`,
+      });
       const ring = createKeyring([key2, KEY_1]);
       expect(JSON.parse(run.stdout)).toEqual({ reencrypted: 2, unreadable: 1, key_id: ring.primaryKeyId });
-      expect(run.status).toBe(1);
+      expect(run.code).toBe(1);
       const rows = new Map((await pool.query("SELECT id, secret FROM webhooks")).rows.map((r) => [r.id as string, r.secret as string]));
       expect(ring.isCurrent(rows.get("wh_encrypted")!) && ring.isCurrent(rows.get("wh_legacy")!)).toBe(true);
       expect(ring.decrypt(rows.get("wh_encrypted")!)).toBe("whsec_encrypted_secret");

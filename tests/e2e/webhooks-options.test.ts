@@ -1,5 +1,4 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import { spawnSync } from "node:child_process";
 import { createKeyring } from "@mailhooks/secrets";
 import { captureLogs } from "@mailhooks/logger";
 import { sampleData, startStack, type Account, type Stack } from "../support/stack.js";
@@ -7,10 +6,9 @@ import { expectError, expectValidation } from "../support/hooks.js";
 import { testDatabaseUrl } from "../support/env.js";
 import { scratchDatabase } from "../chaos/support/database.js";
 import pg from "pg";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { runProcess } from "@mailhooks/processes";
+import { runCli } from "../support/cli.js";
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
 /**
  * A webhook's options (CONTRACT.md section 4): `rate_limit`, `inbox_ids` and `headers` set at
@@ -134,8 +132,8 @@ describe("webhook options", () => {
       });
 
       // Nowhere in the database in clear: a dump of it (every table, every row) has neither value.
-      const dump = spawnSync("pg_dump", ["--data-only", "--no-owner", testDatabaseUrl()], { encoding: "utf8", maxBuffer: 1 << 30 });
-      expect(dump.status).toBe(0);
+      const dump = await runProcess("pg_dump", ["--data-only", "--no-owner", testDatabaseUrl()]);
+      expect(dump.code).toBe(0);
       expect(dump.stdout).toContain(id);
       expect(dump.stdout).not.toContain(value);
       expect(dump.stdout).not.toContain(other);
@@ -312,20 +310,10 @@ describe("`keys reencrypt-secrets` and headers", () => {
         [old.encrypt("whsec_s"), old.encrypt(headers)],
       );
       const key2 = randomBytes(32);
-      const run = spawnSync(
-        process.execPath,
-        ["--import", "tsx", "--conditions=source", path.join(ROOT, "apps/cli/src/keys.ts"), "reencrypt-secrets", "--json"],
-        {
-          cwd: ROOT,
-          env: {
-            ...process.env,
-            NODE_OPTIONS: "",
-            DATABASE_URL: db.url,
-            SECRET_ENCRYPTION_KEYS: `${key2.toString("base64")},${KEY.toString("base64")}`,
-          },
-          encoding: "utf8",
-        },
-      );
+      const run = await runCli("keys", ["reencrypt-secrets", "--json"], {
+        DATABASE_URL: db.url,
+        SECRET_ENCRYPTION_KEYS: `${key2.toString("base64")},${KEY.toString("base64")}`,
+      });
       const ring = createKeyring([key2, KEY]);
       expect(JSON.parse(run.stdout)).toEqual({ reencrypted: 1, unreadable: 0, key_id: ring.primaryKeyId });
       const [row] = (await pool.query("SELECT secret, headers FROM webhooks WHERE id = 'wh_h'")).rows;

@@ -138,6 +138,43 @@ export function startNode(
   return startProcess(name, process.execPath, [...nodeArguments(entry, options.nodeFlags), ...(options.args ?? [])], options);
 }
 
+/** How a program run to its end (runProcess) ended, and what it printed, stdout and stderr apart. */
+export interface CompletedProcess {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs `command` with `args` to its end: a one-shot program (a CLI command, pg_dump), for the
+ * tests. `cwd` and `env` as startProcess takes them; `input` is written to its stdin.
+ * @throws Error when it cannot start (ENOENT: not on PATH), naming it
+ */
+export function runProcess(
+  command: string,
+  args: string[],
+  options: Pick<StartOptions, "cwd" | "env"> & { input?: string } = {},
+): Promise<CompletedProcess> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, {
+      cwd: options.cwd,
+      env: withoutUndefined({ ...process.env, ...options.env }),
+      stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
+    });
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    child.stdout!.on("data", (chunk: Buffer) => stdout.push(chunk));
+    child.stderr!.on("data", (chunk: Buffer) => stderr.push(chunk));
+    child.once("error", (error) => reject(new Error(`${command} could not start: ${error.message}`)));
+    // "close", not "exit": the pipes are drained by then.
+    child.once("close", (code, signal) =>
+      resolve({ code, signal, stdout: Buffer.concat(stdout).toString("utf8"), stderr: Buffer.concat(stderr).toString("utf8") }),
+    );
+    if (options.input !== undefined) child.stdin!.end(options.input);
+  });
+}
+
 /** A free TCP port on loopback (get-port). */
 export const freePort = (): Promise<number> => getPort({ host: "127.0.0.1" });
 

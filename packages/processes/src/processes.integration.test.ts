@@ -1,12 +1,18 @@
-import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { promisify } from "node:util";
-import { findOnPath, startNode, startProcess, startRedisServer, waitForExit, waitForOutput, type ProcessExit } from "./index.js";
+import {
+  findOnPath,
+  runProcess,
+  startNode,
+  startProcess,
+  startRedisServer,
+  waitForExit,
+  waitForOutput,
+  type ProcessExit,
+} from "./index.js";
 
-const run = promisify(execFile);
 /** A Node program given inline (`node -e`), with no loader. */
 const node = (name: string, code: string, options: Parameters<typeof startProcess>[3] = {}) =>
   startProcess(name, process.execPath, ["-e", code], { env: { NODE_OPTIONS: undefined }, ...options });
@@ -28,6 +34,18 @@ describe("startProcess", () => {
     expect(p.stdout()).toBe("out\n");
     expect(p.output()).toContain("err\n");
     expect(p.running()).toBe(false);
+  });
+
+  test("runProcess runs a program to its end: its code, stdout and stderr apart, its stdin from input", async () => {
+    const script =
+      "process.stdin.on('data', (d) => process.stdout.write(String(d).toUpperCase())); console.error('to stderr'); process.exitCode = 3";
+    expect(await runProcess(process.execPath, ["-e", script], { input: "hello", env: { NODE_OPTIONS: undefined } })).toEqual({
+      code: 3,
+      signal: null,
+      stdout: "HELLO",
+      stderr: "to stderr\n",
+    });
+    await expect(runProcess("no-such-program-here", [])).rejects.toThrow("no-such-program-here could not start");
   });
 
   test("passes the program's arguments after the entry, and the environment over this one's", async () => {
@@ -66,7 +84,7 @@ describe("startProcess", () => {
 const redisServer = findOnPath("redis-server");
 // Without redis-server on PATH (a machine whose Redis is elsewhere) there is nothing to test.
 (redisServer ? describe : describe.skip)("startRedisServer", () => {
-  const cli = (port: number, ...args: string[]) => run("redis-cli", ["-p", String(port), ...args]).then((r) => r.stdout.trim());
+  const cli = (port: number, ...args: string[]) => runProcess("redis-cli", ["-p", String(port), ...args]).then((r) => r.stdout.trim());
 
   test("appendOnly: a stop and a start on the same port keep the data; destroy removes the folder", async () => {
     const redis = await startRedisServer({ appendOnly: true });
@@ -75,7 +93,7 @@ const redisServer = findOnPath("redis-server");
       expect(redis.version).toMatch(/^\d+\.\d+/);
       await cli(redis.port, "set", "k", "v");
       await redis.stop();
-      await expect(cli(redis.port, "ping")).rejects.toThrow();
+      expect((await runProcess("redis-cli", ["-p", String(redis.port), "ping"])).code).not.toBe(0);
       await redis.start();
       expect(await cli(redis.port, "get", "k")).toBe("v");
     } finally {
