@@ -24,6 +24,12 @@ export const RELAY_LOCK_TIMEOUT_MS = 15_000;
  * few dozen jobs in these 20 ms.
  */
 export const RELAY_ROOM_WAKE_MS = 20;
+/**
+ * How long, in ms, a relay reuses the scheduler's slow and fast marks (`webhookClasses`) instead of
+ * asking Redis again before a pass: the marks change at the pace of seconds (made by attempts that
+ * run a second, renewed at most every second), and asking costs a round trip on every event's way.
+ */
+export const RELAY_CLASSES_MAX_AGE_MS = 250;
 
 /**
  * The outbox relay (STYLE.md habit 11): moves what requests committed into BullMQ. It wakes at
@@ -58,7 +64,7 @@ export interface RelayOptions {
   webhookJobLimit?: number;
   /**
    * The webhooks the scheduler marked slow now (they get a smaller job limit) and fast (a larger
-   * one); none when absent.
+   * one); none when absent. Read at most every RELAY_CLASSES_MAX_AGE_MS.
    */
   webhookClasses?: () => Promise<WebhookClasses>;
   /** How long adding a batch to Redis may take before it is rolled back, in ms. */
@@ -87,6 +93,16 @@ export function startRelay(options: RelayOptions): Relay {
   const wake = () => {
     pending = true;
     wakeUp?.();
+  };
+  let classesRead: { at: number; classes: WebhookClasses } | null = null;
+  /** The slow and fast marks, read again when older than RELAY_CLASSES_MAX_AGE_MS; none while Redis fails. */
+  const currentClasses = async (): Promise<WebhookClasses> => {
+    if (!options.webhookClasses) return { slow: [], fast: [] };
+    if (classesRead && Date.now() - classesRead.at < RELAY_CLASSES_MAX_AGE_MS) return classesRead.classes;
+    const classes = await options.webhookClasses().catch(() => undefined);
+    if (!classes) return { slow: [], fast: [] };
+    classesRead = { at: Date.now(), classes };
+    return classes;
   };
   let passStartedAt = 0;
   let roomTimer: NodeJS.Timeout | undefined;
@@ -137,7 +153,7 @@ export function startRelay(options: RelayOptions): Relay {
       passStartedAt = Date.now();
       try {
         for (;;) {
-          const classes = (await options.webhookClasses?.().catch(() => undefined)) ?? { slow: [], fast: [] };
+          const classes = await currentClasses();
           const { claimed, rejected } = await relayOutbox(
             options.pool,
             options.queuePrefix,
