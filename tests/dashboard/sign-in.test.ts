@@ -6,7 +6,6 @@ import { testDatabaseUrl } from "../support/env.js";
 import { csrfOf, dashboardLink, expectNoInlineCode, pathOf, sessionCookieOf, sessionFor, sha256, signIn, signInWith } from "./support.js";
 import { runCli } from "../support/cli.js";
 
-
 /**
  * CONTRACT.md section 4a, sign-in and sessions, at the HTML level: one-time links (API and
  * CLI), expiry and reuse, the session cookie's attributes, storage as hashes, sign-out, idle

@@ -9,7 +9,6 @@ import pg from "pg";
 import { runProcess } from "@mailhooks/processes";
 import { runCli } from "../support/cli.js";
 
-
 /**
  * A webhook's options (CONTRACT.md section 4): `rate_limit`, `inbox_ids` and `headers` set at
  * creation and by PATCH, with their bounds; header values stored encrypted and answered as
