@@ -1,5 +1,6 @@
 import type { RedisClient } from "@mailhooks/queue";
 import { FORFEIT_TURN, LIFT, RATE_TURN } from "./scripts.js";
+import { createSlotWaits, holdDelayMs } from "./holds.js";
 import { createShareLedger } from "./shares.js";
 
 /**
@@ -120,34 +121,6 @@ export interface AdmissionControl {
   state(): Promise<AdmissionState>;
 }
 
-/**
- * How long a job held back for its share waits before it asks again, in ms: 50 ms doubling to
- * 400 ms; a slow webhook's job SLOW_HOLD_MS, since what brings it back is the end of an attempt of
- * its webhook here, which wakes the two held longest at once (`promote`; a quick one wakes them
- * all): its slots free at the pace of its receiver, and the timer is only for the jobs no attempt
- * here wakes (more than this dispatcher remembers, or its webhook's attempts run elsewhere).
- */
-export function holdDelayMs(holds: number, slow = false): number {
-  return slow ? SLOW_HOLD_MS : Math.min(400, 50 * 2 ** Math.min(6, Math.max(0, holds)));
-}
-
-/**
- * The hold of a slow webhook's job, in ms. Each hold costs a fetch, a move to the delayed set and
- * a promotion in Redis, and a hanging webhook has up to its job limit of them in the queue (128
- * from before it was known slow): with holds from 500 ms doubling, the neighbour bench's five
- * hanging webhooks made 238 holds a second (MONITOR, 3 s of the loaded run).
- */
-export const SLOW_HOLD_MS = 10_000;
-
-/**
- * How long, in ms, a job of a webhook that is not slow, fetched while this dispatcher's C slots
- * are taken and the reserve is not its to take, waits in its worker slot for one of the C to free
- * before it is held back (holdDelayMs). The length of the first hold: a newcomer whose job finds
- * every worker slot taken by such waits is kept no longer than a hold would keep it, and 64 quick
- * attempts free a slot every few ms.
- */
-export const RESERVE_WAIT_MS = 50;
-
 /** Bound of the fast marks' bookkeeping (a dispatcher's memory is shared by every account). */
 const MAX_MARKS = 50_000;
 /** How long, in ms, a fast mark lasts; it is renewed at most every second. */
@@ -184,31 +157,7 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
     k("webhooks:rate-interval"),
   ];
 
-  /** The jobs waiting in slotFreed, oldest first, each its takeSlot. */
-  const waiting = new Set<() => boolean>();
-  /**
-   * Waits up to RESERVE_WAIT_MS for `takeSlot` to succeed, tried again whenever an attempt here
-   * ends; true once it did. A job of a webhook that is not slow, which the worker fetched into
-   * the reserve while C attempts run (the reserve not being its to take), so gets the next of the C
-   * slots to free, in a millisecond or so when they are quick, instead of a trip through the
-   * delayed set (a fetch, a move, a promotion: measured, 40 % more job moves than attempts for a
-   * lone fast webhook before this wait).
-   */
-  const slotFreed = (takeSlot: () => boolean) =>
-    new Promise<boolean>((resolve) => {
-      const tryTake = () => {
-        if (!takeSlot()) return false;
-        done(true);
-        return true;
-      };
-      const done = (taken: boolean) => {
-        clearTimeout(timer);
-        waiting.delete(tryTake);
-        resolve(taken);
-      };
-      const timer = setTimeout(() => done(false), RESERVE_WAIT_MS);
-      waiting.add(tryTake);
-    });
+  const reserveWaits = createSlotWaits();
 
   return {
     async admit(input) {
@@ -223,7 +172,7 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
         shares.start(input.jobId, input.webhookId, input.accountId, at, slow);
         return true;
       };
-      if (!takeSlot() && (slow || !(await slotFreed(takeSlot)))) {
+      if (!takeSlot() && (slow || !(await reserveWaits.wait(takeSlot)))) {
         if (input.rateLimit)
           await redis.schedulerForfeitTurn(
             k(`turn:${input.jobId}`),
@@ -253,8 +202,7 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
     async release(input) {
       const now = Date.now();
       shares.forget(input.jobId);
-      // The slot is the first waiting job's that may take it.
-      for (const takeSlot of waiting) if (takeSlot()) break;
+      reserveWaits.slotFreed();
       const known = shares.slowMark(input.webhookId);
       const quick = input.durationMs <= options.slowAttemptMs;
       if (!quick) {

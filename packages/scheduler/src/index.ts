@@ -6,6 +6,7 @@
  * dropped. The worker asks; it does not count on its own.
  */
 export * from "./admission.js";
+export * from "./holds.js";
 export * from "./shares.js";
 export * from "./rate-limits.js";
 export * from "./lease-keeper.js";

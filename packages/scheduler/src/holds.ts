@@ -1,0 +1,73 @@
+/**
+ * What happens to a job that admission (admission.ts) refuses a slot: how long it waits in its
+ * worker slot for one to free, or in the queue's delayed set before it asks again.
+ */
+
+/**
+ * How long a job held back for its share waits before it asks again, in ms: 50 ms doubling to
+ * 400 ms; a slow webhook's job SLOW_HOLD_MS, since what brings it back is the end of an attempt of
+ * its webhook here, which wakes the two held longest at once (`promote`; a quick one wakes them
+ * all): its slots free at the pace of its receiver, and the timer is only for the jobs no attempt
+ * here wakes (more than this dispatcher remembers, or its webhook's attempts run elsewhere).
+ */
+export function holdDelayMs(holds: number, slow = false): number {
+  return slow ? SLOW_HOLD_MS : Math.min(400, 50 * 2 ** Math.min(6, Math.max(0, holds)));
+}
+
+/**
+ * The hold of a slow webhook's job, in ms. Each hold costs a fetch, a move to the delayed set and
+ * a promotion in Redis, and a hanging webhook has up to its job limit of them in the queue (128
+ * from before it was known slow): with holds from 500 ms doubling, the neighbour bench's five
+ * hanging webhooks made 238 holds a second (MONITOR, 3 s of the loaded run).
+ */
+export const SLOW_HOLD_MS = 10_000;
+
+/**
+ * How long, in ms, a job of a webhook that is not slow, fetched while this dispatcher's C slots
+ * are taken and the reserve is not its to take, waits in its worker slot for one of the C to free
+ * before it is held back (holdDelayMs). The length of the first hold: a newcomer whose job finds
+ * every worker slot taken by such waits is kept no longer than a hold would keep it, and 64 quick
+ * attempts free a slot every few ms.
+ */
+export const RESERVE_WAIT_MS = 50;
+
+/** The jobs of one dispatcher waiting in their worker slots for one of its C slots to free. */
+export interface SlotWaits {
+  /**
+   * Waits up to RESERVE_WAIT_MS for `takeSlot` (which checks the share and takes the slot in one
+   * tick) to succeed, tried again whenever `slotFreed` is called; resolves true once it did, false
+   * at the end of the wait. A job of a webhook that is not slow, which the worker fetched into the
+   * reserve while C attempts run (the reserve not being its to take), so gets the next of the C
+   * slots to free, in a millisecond or so when they are quick, instead of a trip through the
+   * delayed set (a fetch, a move, a promotion: measured, 40 % more job moves than attempts for a
+   * lone fast webhook before this wait).
+   */
+  wait(takeSlot: () => boolean): Promise<boolean>;
+  /** An attempt ended here: the job waiting longest whose takeSlot succeeds has the slot. */
+  slotFreed(): void;
+}
+
+export function createSlotWaits(): SlotWaits {
+  /** Oldest first, each one's try. */
+  const waiting = new Set<() => boolean>();
+  return {
+    wait: (takeSlot) =>
+      new Promise<boolean>((resolve) => {
+        const tryTake = () => {
+          if (!takeSlot()) return false;
+          done(true);
+          return true;
+        };
+        const done = (taken: boolean) => {
+          clearTimeout(timer);
+          waiting.delete(tryTake);
+          resolve(taken);
+        };
+        const timer = setTimeout(() => done(false), RESERVE_WAIT_MS);
+        waiting.add(tryTake);
+      }),
+    slotFreed() {
+      for (const tryTake of waiting) if (tryTake()) break;
+    },
+  };
+}
