@@ -14,7 +14,7 @@ import { Pool } from "undici";
 import { createPool, newId } from "@mailhooks/db";
 import { createRedisConnection } from "@mailhooks/queue";
 import { signPayload } from "@mailhooks/signing";
-import { benchMessageId, now } from "./bodies.js";
+import { benchMessageId, eventItem, now } from "./bodies.js";
 
 export interface FloorRequest {
   client: "got" | "undici";
@@ -74,19 +74,9 @@ async function runFloor(request: FloorRequest): Promise<FloorResult> {
   const queue = new Queue(queueName, { connection: producer, prefix: request.prefix, defaultJobOptions: { removeOnComplete: true } });
   const queuedAt = now();
   const jobs = Array.from({ length: request.count }, (_, i) => {
-    const body = JSON.stringify({
-      event: "message.sent",
-      timestamp: Math.floor(Date.now() / 1000),
-      data: {
-        messageId: benchMessageId("floor", request.runId, i, queuedAt),
-        threadId: "thr_bench",
-        inboxId: "bench@inbox.example.net",
-        from: "bench@inbox.example.net",
-        to: ["receiver@example.com"],
-        subject: "Benchmark",
-        status: "sent",
-      },
-    });
+    // The envelope the dispatcher would send for the API's own bench event.
+    const { event_type: event, data } = eventItem(benchMessageId("floor", request.runId, i, queuedAt));
+    const body = JSON.stringify({ event, timestamp: Math.floor(Date.now() / 1000), data });
     return { name: "deliver", data: { body } };
   });
   for (let i = 0; i < jobs.length; i += 1000) await queue.addBulk(jobs.slice(i, i + 1000));

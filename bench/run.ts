@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { migrate, MIGRATIONS_DIR } from "@mailhooks/db";
 import { parseBenchArgs } from "./args.js";
-import { prepareGrownDatabase, type SeedReport } from "./grown/seed.js";
+import { dropDatabase, prepareGrownDatabase, type SeedReport } from "./grown/seed.js";
 import { explainListQueries, SLOW_BUFFERS, type ExplainReport } from "./grown/explain.js";
 import { timeRetentionPurge, type PurgeReport } from "./grown/purge.js";
 import { neighbours } from "./neighbour.js";
@@ -48,13 +48,7 @@ const GROWN_URL = (() => {
 const MODE = `${args.grown ? "grown" : "empty"}${args.quick ? "-quick" : ""}`;
 
 async function recreateDatabase(databaseUrl: string): Promise<void> {
-  const admin = new URL(databaseUrl);
-  const name = admin.pathname.slice(1);
-  admin.pathname = "/postgres";
-  const client = new pg.Client({ connectionString: admin.toString() });
-  await client.connect();
-  await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-  await client.end();
+  await dropDatabase(databaseUrl);
   await migrate(databaseUrl, MIGRATIONS_DIR);
 }
 

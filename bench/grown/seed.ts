@@ -49,7 +49,8 @@ async function databaseGb(client: pg.Client): Promise<number> {
   return Number(rows[0].bytes) / 2 ** 30;
 }
 
-async function dropDatabase(databaseUrl: string): Promise<void> {
+/** Drops the database `databaseUrl` names, connections and all (FORCE); none: nothing happens. */
+export async function dropDatabase(databaseUrl: string): Promise<void> {
   const admin = new URL(databaseUrl);
   const name = admin.pathname.slice(1);
   admin.pathname = "/postgres";

@@ -17,6 +17,7 @@ import { ensureLocalCertificate, startReceiver } from "@mailhooks/receiver";
 import { createApiKey } from "@mailhooks/access";
 import { createCommand } from "@mailhooks/command-line";
 import { apiConfigSchema, loadConfig } from "@mailhooks/config";
+import { EVENT_TYPES } from "@mailhooks/events";
 import { createApiClient, dataOf, listAll, postRawMessage, type ApiClient, type Schemas } from "@mailhooks/api-client";
 import { dashboardLink, keepLines, notKeptLines } from "./keep.js";
 import { freePort, startNode, waitForHttp, type StartedProcess } from "@mailhooks/processes";
@@ -169,14 +170,7 @@ try {
 
   const register = async (url: string, events: Schemas["Webhook"]["events"], inboxIds: string[] | null = null) =>
     dataOf(await api.POST("/v1/webhooks", { body: { url, events, inbox_ids: inboxIds } }));
-  const allKinds: Schemas["Webhook"]["events"] = [
-    "message.sent",
-    "message.delivered",
-    "message.opened",
-    "message.clicked",
-    "message.received",
-    "message.bounced",
-  ];
+  const allKinds: Schemas["Webhook"]["events"] = [...EVENT_TYPES];
   const inboxHook = await register(receiver.url("/hooks/inbox"), allKinds);
   const archiveHook = await register(receiver.url("/hooks/archive"), ["message.clicked"]);
   // CONTRACT.md section 4: an event becomes a destination of this one only when its inbox_id is INBOX.
