@@ -19,7 +19,7 @@ import {
   replayCancelled,
   testDeliveryRowId,
   type AttemptRecord,
-  type DestinationTarget,
+  type LoadedDestination,
 } from "./attempts.js";
 import { acceptEvents } from "./ingest.js";
 import { OUTBOX_ROOM_CHANNEL } from "./outbox.js";
@@ -177,13 +177,13 @@ describe("destination attempts", () => {
     const since = (await streakOf()).failing_since;
     // The same job again (its dispatcher died after writing): no row written, nothing counted.
     expect(await recordDestinationAttempt(pool, a, 0, FAILED, "retry")).toBeNull();
-    expect(await recordDestinationAttempts(pool, [{ target: a, attempt: 0, result: FAILED, outcome: "retry" }])).toEqual([null]);
+    expect(await recordDestinationAttempts(pool, [{ destination: a, attempt: 0, result: FAILED, outcome: "retry" }])).toEqual([null]);
     expect(await streakOf()).toEqual({ failing_events: 1, failing_since: since });
     // In one batch with a new failure of another event: only the new one counts.
     const b = await targetOf(second);
     await recordDestinationAttempts(pool, [
-      { target: a, attempt: 0, result: FAILED, outcome: "retry" },
-      { target: b, attempt: 0, result: FAILED, outcome: "retry" },
+      { destination: a, attempt: 0, result: FAILED, outcome: "retry" },
+      { destination: b, attempt: 0, result: FAILED, outcome: "retry" },
     ]);
     expect((await streakOf()).failing_events).toBe(2);
     // A retry's failure is not a new event; a success clears the streak.
@@ -230,7 +230,7 @@ describe("scheduler leases (docs/scheduler.md)", () => {
 
 describe("replays", () => {
   async function replayOf(
-    target: Pick<DestinationTarget, "webhookId" | "destinationId" | "url">,
+    target: Pick<LoadedDestination, "webhookId" | "destinationId" | "url">,
     accountId: string,
     eventId: string,
     url = target.url,
@@ -258,7 +258,7 @@ describe("replays", () => {
     const { accountId, eventId, destinationId, target } = await oneDestination();
     await recordDestinationAttempts(
       pool,
-      [0, 1, 2, 3].map((attempt) => ({ target, attempt, result: FAILED, outcome: attempt === 3 ? "failed" : "retry" })),
+      [0, 1, 2, 3].map((attempt) => ({ destination: target, attempt, result: FAILED, outcome: attempt === 3 ? "failed" : "retry" })),
     );
     expect((await eventRow(eventId)).status).toBe("failed");
 
@@ -380,7 +380,7 @@ describe("status rules (CONTRACT.md section 5)", () => {
     const { eventId, targets } = await fanOut(2);
     await recordDestinationAttempts(
       pool,
-      targets.map((target) => ({ target, attempt: 0, result: OK, outcome: "delivered" })),
+      targets.map((target) => ({ destination: target, attempt: 0, result: OK, outcome: "delivered" })),
     );
     await expectStatus(eventId, "delivered");
     const lonely = await newEvent(await newAccount());
@@ -420,8 +420,8 @@ describe("status rules (CONTRACT.md section 5)", () => {
     await recordDestinationAttempt(pool, targets[1], 0, OK, "delivered");
     await expectStatus(eventId, "failed");
     // Recorded twice (its job ran again): counted once.
-    await recordDestinationAttempts(pool, [{ target: targets[2], attempt: 0, result: OK, outcome: "delivered" }]);
-    await recordDestinationAttempts(pool, [{ target: targets[2], attempt: 0, result: OK, outcome: "delivered" }]);
+    await recordDestinationAttempts(pool, [{ destination: targets[2], attempt: 0, result: OK, outcome: "delivered" }]);
+    await recordDestinationAttempts(pool, [{ destination: targets[2], attempt: 0, result: OK, outcome: "delivered" }]);
     await expectStatus(eventId, "delivered");
     const { rows } = await pool.query("SELECT status::text AS status FROM destinations WHERE event_id = $1", [eventId]);
     expect(rows.map((r) => r.status)).toEqual(["delivered", "delivered", "delivered"]);

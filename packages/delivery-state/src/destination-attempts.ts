@@ -19,7 +19,7 @@ import {
  * attempt), so a job that runs twice (its dispatcher died after writing) never writes a second row.
  */
 
-export interface DestinationTarget extends PayloadRef {
+export interface LoadedDestination extends PayloadRef {
   destinationId: string;
   accountId: string;
   webhookId: string;
@@ -41,9 +41,9 @@ export interface DestinationTarget extends PayloadRef {
 export async function loadDestinations(
   db: Queryable,
   items: { destinationId: string; attempt: number }[],
-): Promise<(DestinationTarget | null)[]> {
+): Promise<(LoadedDestination | null)[]> {
   const { rows } = await run<
-    Omit<DestinationTarget, "secrets"> & { ord: string; secrets: never; recordedStatus: number | null; hasRecord: boolean }
+    Omit<LoadedDestination, "secrets"> & { ord: string; secrets: never; recordedStatus: number | null; hasRecord: boolean }
   >(
     db,
     sql`SELECT i.ord, d.id AS "destinationId", d.account_id AS "accountId", d.event_id AS "eventId", d.webhook_id AS "webhookId",
@@ -62,9 +62,9 @@ export async function loadDestinations(
   return items.map((_, index) => {
     const row = byOrdinal.get(index + 1);
     if (!row) return null;
-    const { hasRecord, recordedStatus, secrets, ord: _ord, ...target } = row;
+    const { hasRecord, recordedStatus, secrets, ord: _ord, ...destination } = row;
     return {
-      ...target,
+      ...destination,
       secrets: secretsOf(secrets),
       recorded: hasRecord ? { ok: recordedStatus !== null && recordedStatus >= 200 && recordedStatus < 300 } : null,
     };
@@ -72,7 +72,7 @@ export async function loadDestinations(
 }
 
 /** One destination's attempt; see loadDestinations. */
-export async function loadDestination(db: Queryable, destinationId: string, attempt: number): Promise<DestinationTarget | null> {
+export async function loadDestination(db: Queryable, destinationId: string, attempt: number): Promise<LoadedDestination | null> {
   return (await loadDestinations(db, [{ destinationId, attempt }]))[0];
 }
 
@@ -90,7 +90,7 @@ const EVENT_FAILED = sql`e.failed_destinations + p.failed`;
 
 /** One attempt of a destination to record. */
 export interface DestinationAttempt {
-  target: Pick<DestinationTarget, "destinationId" | "accountId" | "eventId" | "webhookId" | "url">;
+  destination: Pick<LoadedDestination, "destinationId" | "accountId" | "eventId" | "webhookId" | "url">;
   /** 0 for the initial attempt, n for retry n. */
   attempt: number;
   result: AttemptRecord;
@@ -127,8 +127,8 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
     sql`
     WITH input AS (
       SELECT * FROM unnest(
-        ${col(() => newId("dlv"))}::text[], ${col((a) => a.target.accountId)}::text[], ${col((a) => a.target.eventId)}::text[],
-        ${col((a) => a.target.webhookId)}::text[], ${col((a) => a.target.destinationId)}::text[], ${col((a) => a.target.url)}::text[],
+        ${col(() => newId("dlv"))}::text[], ${col((a) => a.destination.accountId)}::text[], ${col((a) => a.destination.eventId)}::text[],
+        ${col((a) => a.destination.webhookId)}::text[], ${col((a) => a.destination.destinationId)}::text[], ${col((a) => a.destination.url)}::text[],
         ${col((a) => (a.attempt === 0 ? "initial" : "retry"))}::text[], ${col((a) => a.attempt)}::int[],
         ${col((a) => a.result.responseStatus)}::int[], ${col((a) => a.result.error)}::text[], ${col((a) => a.result.responseBody ?? null)}::text[],
         ${col((a) => a.result.durationMs)}::int[], ${col((a) => a.outcome)}::text[], ${col((a) => a.result.ok)}::boolean[]
@@ -181,18 +181,18 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
   const streaks = new Map(
     rows.flatMap((r) => (r.webhook_id !== null && r.since !== null ? [[r.webhook_id, { since: r.since, events: r.events }]] : [])),
   );
-  return attempts.map((a) => (a.result.ok ? null : (streaks.get(a.target.webhookId) ?? null)));
+  return attempts.map((a) => (a.result.ok ? null : (streaks.get(a.destination.webhookId) ?? null)));
 }
 
 /** One attempt; see recordDestinationAttempts. */
 export async function recordDestinationAttempt(
   db: Queryable,
-  target: DestinationAttempt["target"],
+  destination: DestinationAttempt["destination"],
   attempt: number,
   result: AttemptRecord,
   outcome: DestinationAttempt["outcome"],
 ): Promise<FailingStreak | null> {
-  return (await recordDestinationAttempts(db, [{ target, attempt, result, outcome }]))[0];
+  return (await recordDestinationAttempts(db, [{ destination, attempt, result, outcome }]))[0];
 }
 
 /** Ends a pending destination whose webhook was disabled or deleted before it was delivered. */

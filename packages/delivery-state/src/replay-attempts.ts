@@ -19,7 +19,7 @@ import {
  * when the statement runs (not when the attempt started: one clock for every log).
  */
 
-export interface ReplayAttemptTarget extends PayloadRef {
+export interface LoadedReplay extends PayloadRef {
   replayId: string;
   accountId: string;
   webhookId: string;
@@ -43,13 +43,13 @@ export interface ReplayAttemptTarget extends PayloadRef {
  * disabled or deleted after the replay was accepted. A replay with a target_url is sent whatever
  * its webhook's status, even to the webhook's own URL: the disabled webhook's secret still signs.
  */
-export function replayCancelled(target: Pick<ReplayAttemptTarget, "hasTargetUrl" | "webhookEnabled">): boolean {
-  return !target.hasTargetUrl && !target.webhookEnabled;
+export function replayCancelled(replay: Pick<LoadedReplay, "hasTargetUrl" | "webhookEnabled">): boolean {
+  return !replay.hasTargetUrl && !replay.webhookEnabled;
 }
 
 /** What the attempt of replay `replayId` needs (a payload over INLINE_PAYLOAD_BYTES left out), or null. */
-export async function loadReplay(db: Queryable, replayId: string): Promise<ReplayAttemptTarget | null> {
-  const { rows } = await run<ReplayAttemptTarget & { secrets: never }>(
+export async function loadReplay(db: Queryable, replayId: string): Promise<LoadedReplay | null> {
+  const { rows } = await run<LoadedReplay & { secrets: never }>(
     db,
     sql`SELECT r.id AS "replayId", r.account_id AS "accountId", r.event_id AS "eventId", r.webhook_id AS "webhookId",
                r.destination_id AS "destinationId", r.destination_url AS "destinationUrl", r.to_own_url AS "toOwnUrl",
@@ -67,29 +67,29 @@ export async function loadReplay(db: Queryable, replayId: string): Promise<Repla
  * statement; a success to the webhook's own URL also makes the destination `delivered`, from any
  * state (CONTRACT.md section 5). A second run writes nothing more.
  */
-export async function recordReplayAttempt(db: Queryable, target: ReplayAttemptTarget, result: AttemptRecord): Promise<void> {
-  const own = result.ok && target.toOwnUrl;
+export async function recordReplayAttempt(db: Queryable, replay: LoadedReplay, result: AttemptRecord): Promise<void> {
+  const own = result.ok && replay.toOwnUrl;
   const move = own
-    ? sql`, ${moveDestinationCte(target.destinationId, "delivered", ["pending", "failed", "cancelled"])}, ${clearStreakCte(target.webhookId)}`
+    ? sql`, ${moveDestinationCte(replay.destinationId, "delivered", ["pending", "failed", "cancelled"])}, ${clearStreakCte(replay.webhookId)}`
     : empty;
   await runStatement(
     db,
     sql`WITH inserted AS (
           INSERT INTO deliveries (id, account_id, event_id, webhook_id, destination_id, url, trigger, attempt, response_status,
                                   error, response_body, duration_ms, replay_id, created_at)
-          VALUES (${newId("dlv")}, ${target.accountId}, ${target.eventId}, ${target.webhookId}, ${target.destinationId},
-                  ${target.destinationUrl}, 'replay'::"DeliveryTrigger", 0, ${result.responseStatus}, ${result.error}, ${result.responseBody ?? null},
-                  ${result.durationMs}, ${target.replayId}, now())
+          VALUES (${newId("dlv")}, ${replay.accountId}, ${replay.eventId}, ${replay.webhookId}, ${replay.destinationId},
+                  ${replay.destinationUrl}, 'replay'::"DeliveryTrigger", 0, ${result.responseStatus}, ${result.error}, ${result.responseBody ?? null},
+                  ${result.durationMs}, ${replay.replayId}, now())
           ON CONFLICT (replay_id) DO NOTHING RETURNING id
         ), audit AS (
           INSERT INTO audit_entries (id, account_id, event_id, replay_id, webhook_id, replayed_at, destination_url,
                                      response_status, error, api_key_id)
-          VALUES (${newId("aud")}, ${target.accountId}, ${target.eventId}, ${target.replayId}, ${target.webhookId}, now(),
-                  ${target.destinationUrl}, ${result.responseStatus}, ${result.error}, ${target.apiKeyId})
+          VALUES (${newId("aud")}, ${replay.accountId}, ${replay.eventId}, ${replay.replayId}, ${replay.webhookId}, now(),
+                  ${replay.destinationUrl}, ${result.responseStatus}, ${result.error}, ${replay.apiKeyId})
           ON CONFLICT (replay_id) DO NOTHING RETURNING id
         ), done AS (
           UPDATE replays SET status = ${result.ok ? "delivered" : "failed"}::"DeliveryStatus", updated_at = now()
-           WHERE id = ${target.replayId} AND status = 'pending' RETURNING id
+           WHERE id = ${replay.replayId} AND status = 'pending' RETURNING id
         ) ${move}
         SELECT (SELECT count(*) FROM inserted) + (SELECT count(*) FROM audit) + (SELECT count(*) FROM done) AS written`,
   );
@@ -104,8 +104,8 @@ export const REPLAY_CANCELLED_ERROR = "cancelled";
  * "cancelled", so that the audit log still shows the replay that was asked for. One statement;
  * a second run (or a replay that ended otherwise meanwhile) writes nothing.
  */
-export async function cancelReplay(db: Queryable, target: ReplayAttemptTarget): Promise<void> {
-  await endReplayWithoutAttempt(db, target.replayId, "cancelled", REPLAY_CANCELLED_ERROR, false);
+export async function cancelReplay(db: Queryable, replay: LoadedReplay): Promise<void> {
+  await endReplayWithoutAttempt(db, replay.replayId, "cancelled", REPLAY_CANCELLED_ERROR, false);
 }
 
 /**

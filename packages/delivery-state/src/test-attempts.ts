@@ -9,7 +9,7 @@ import { clearStreakCte, SECRET_COLUMNS, secretsOf, type AttemptRecord, type Sto
  * API can answer it as `delivery_id` when the test is asked for.
  */
 
-export interface TestAttemptTarget {
+export interface LoadedTestDelivery {
   testDeliveryId: string;
   accountId: string;
   webhookId: string;
@@ -31,8 +31,8 @@ export function testDeliveryRowId(testDeliveryId: string): string {
   return `dlv_${testDeliveryId.slice(testDeliveryId.indexOf("_") + 1)}`;
 }
 
-export async function loadTestDelivery(db: Queryable, testDeliveryId: string): Promise<TestAttemptTarget | null> {
-  const { rows } = await run<TestAttemptTarget & { secrets: never }>(
+export async function loadTestDelivery(db: Queryable, testDeliveryId: string): Promise<LoadedTestDelivery | null> {
+  const { rows } = await run<LoadedTestDelivery & { secrets: never }>(
     db,
     sql`SELECT t.id AS "testDeliveryId", t.account_id AS "accountId", t.webhook_id AS "webhookId", t.status::text AS status,
                t.event_type AS "eventType", w.url, ${SECRET_COLUMNS}, (w.status = 'enabled' AND w.deleted_at IS NULL) AS "webhookEnabled"
@@ -46,19 +46,19 @@ export async function loadTestDelivery(db: Queryable, testDeliveryId: string): P
  * Records a test delivery's one attempt (`trigger: "test"`, no event, id testDeliveryRowId,
  * stamped now()) and its status; a second run writes nothing more.
  */
-export async function recordTestAttempt(db: Queryable, target: TestAttemptTarget, result: AttemptRecord): Promise<void> {
+export async function recordTestAttempt(db: Queryable, testDelivery: LoadedTestDelivery, result: AttemptRecord): Promise<void> {
   await runStatement(
     db,
     sql`WITH inserted AS (
           INSERT INTO deliveries (id, account_id, event_id, webhook_id, destination_id, url, trigger, attempt, response_status,
                                   error, response_body, duration_ms, test_delivery_id, created_at)
-          VALUES (${testDeliveryRowId(target.testDeliveryId)}, ${target.accountId}, NULL, ${target.webhookId}, NULL, ${target.url},
+          VALUES (${testDeliveryRowId(testDelivery.testDeliveryId)}, ${testDelivery.accountId}, NULL, ${testDelivery.webhookId}, NULL, ${testDelivery.url},
                   'test'::"DeliveryTrigger", 0, ${result.responseStatus}, ${result.error}, ${result.responseBody ?? null},
-                  ${result.durationMs}, ${target.testDeliveryId}, now())
+                  ${result.durationMs}, ${testDelivery.testDeliveryId}, now())
           ON CONFLICT DO NOTHING RETURNING id
-        )${result.ok ? sql`, ${clearStreakCte(target.webhookId)}` : empty}
+        )${result.ok ? sql`, ${clearStreakCte(testDelivery.webhookId)}` : empty}
         UPDATE test_deliveries SET status = ${result.ok ? "delivered" : "failed"}::"DeliveryStatus", updated_at = now()
-         WHERE id = ${target.testDeliveryId} AND status = 'pending'`,
+         WHERE id = ${testDelivery.testDeliveryId} AND status = 'pending'`,
   );
 }
 

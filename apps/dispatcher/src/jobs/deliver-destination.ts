@@ -15,7 +15,7 @@ import {
   type StoredSecrets,
   type AttemptRecord,
   type DestinationAttempt,
-  type DestinationTarget,
+  type LoadedDestination,
   type FailingStreak,
 } from "@mailhooks/delivery-state";
 import type { WorkJobResult } from "@mailhooks/queue";
@@ -56,8 +56,8 @@ export function withDefaults(context: DeliveryContext): WorkerContext {
   };
 }
 
-/** What an attempt sends: the target's URL, its webhook's secret and headers, the event id. */
-export interface SignedTarget {
+/** What an attempt sends: the URL (its webhook's endpoint, or a replay's target_url), the webhook's secret and headers, the event id. */
+export interface SigningInput {
   url: string;
   secret: string;
   eventId: string;
@@ -65,24 +65,24 @@ export interface SignedTarget {
 }
 
 /**
- * Sends `body` to `target` (see sendSigned), with the webhook's own headers decrypted just
+ * Sends `body` to `request.url` (see sendSigned), with the webhook's own headers decrypted just
  * before and dropped right after.
  * @throws SecretDecryptionError, StoredHeadersError from the stored headers
  */
-export function sendToWebhook(ctx: DeliveryContext, target: SignedTarget, body: string | Buffer): Promise<AttemptResult> {
-  const headers = decryptWebhookHeaders(ctx.keyring, target.storedHeaders);
+export function sendToWebhook(ctx: DeliveryContext, request: SigningInput, body: string | Buffer): Promise<AttemptResult> {
+  const headers = decryptWebhookHeaders(ctx.keyring, request.storedHeaders);
   return sendSigned(ctx.client, {
-    url: target.url,
+    url: request.url,
     body,
-    secret: target.secret,
-    eventId: target.eventId,
+    secret: request.secret,
+    eventId: request.eventId,
     headers,
     allowPrivateTargets: ctx.allowPrivateTargets,
   });
 }
 
 /**
- * Sends the stored envelope of `target` once to `url` (an attempt of a destination, a replay):
+ * Sends the stored envelope of `work` (a destination's attempt, a replay) once to `url`:
  * its payload held from the cache for the send, signed with whichever of the webhook's secrets
  * signs now (CONTRACT.md section 4). A payload purged meanwhile sends nothing: `sent` is false
  * and the result `payload_expired`.
@@ -90,16 +90,16 @@ export function sendToWebhook(ctx: DeliveryContext, target: SignedTarget, body: 
  */
 export async function sendStoredEnvelope(
   ctx: WorkerContext,
-  target: PayloadRef & { secrets: StoredSecrets; eventId: string; storedHeaders: string | null },
+  work: PayloadRef & { secrets: StoredSecrets; eventId: string; storedHeaders: string | null },
   url: string,
 ): Promise<{ result: AttemptRecord; sent: boolean }> {
-  const held = await ctx.payloads.acquire(target);
+  const held = await ctx.payloads.acquire(work);
   if (held === null)
     return { result: { ok: false, responseStatus: null, error: "payload_expired", responseBody: null, durationMs: 0 }, sent: false };
   try {
-    const secret = ctx.keyring.decrypt(signingSecretAt(target.secrets, new Date()));
+    const secret = ctx.keyring.decrypt(signingSecretAt(work.secrets, new Date()));
     return {
-      result: await sendToWebhook(ctx, { url, secret, eventId: target.eventId, storedHeaders: target.storedHeaders }, held.body),
+      result: await sendToWebhook(ctx, { url, secret, eventId: work.eventId, storedHeaders: work.storedHeaders }, held.body),
       sent: true,
     };
   } finally {
@@ -113,7 +113,7 @@ export async function sendStoredEnvelope(
  * beat a bare worker that writes one row per delivery.
  */
 export interface AttemptStore {
-  load(destinationId: string, attempt: number): Promise<DestinationTarget | null>;
+  load(destinationId: string, attempt: number): Promise<LoadedDestination | null>;
   record(attempt: DestinationAttempt): Promise<FailingStreak | null>;
 }
 
@@ -142,26 +142,26 @@ export const AUTO_DISABLE_MIN_EVENTS = 20;
  * Returns `leaseReleased` when the attempt's record ended the destination and its lease.
  */
 export async function deliverDestination(ctx: WorkerContext, destinationId: string, attempt: number): Promise<WorkJobResult> {
-  const target = await ctx.attempts.load(destinationId, attempt);
-  if (!target || target.status !== "pending") return;
-  if (!target.webhookEnabled) {
+  const destination = await ctx.attempts.load(destinationId, attempt);
+  if (!destination || destination.status !== "pending") return;
+  if (!destination.webhookEnabled) {
     await cancelDestination(ctx.pool, destinationId);
     return;
   }
   const trigger = attempt === 0 ? "initial" : "retry";
   let result: AttemptRecord;
-  if (target.recorded) {
-    result = { ok: target.recorded.ok, responseStatus: null, error: null, durationMs: 0 };
+  if (destination.recorded) {
+    result = { ok: destination.recorded.ok, responseStatus: null, error: null, durationMs: 0 };
   } else {
     // A payload purged before it could be delivered sends nothing, and no retry can change that.
-    const { result: sentResult, sent } = await sendStoredEnvelope(ctx, target, target.url);
+    const { result: sentResult, sent } = await sendStoredEnvelope(ctx, destination, destination.url);
     result = sentResult;
     if (sent) observeAttempt(ctx.metrics, trigger, result.ok, result.durationMs);
   }
   const outcome = decideAfterAttempt(ctx.retryDelaysMs, attempt, outcomeOf(result), new Date()).next;
-  const streak = await ctx.attempts.record({ target, attempt, result, outcome });
-  if (streak) await disableIfFailing(ctx, target.webhookId, streak);
-  if (result.ok && !target.recorded) ctx.metrics.endToEndLatency.observe((Date.now() - target.eventCreatedAt.getTime()) / 1000);
+  const streak = await ctx.attempts.record({ destination, attempt, result, outcome });
+  if (streak) await disableIfFailing(ctx, destination.webhookId, streak);
+  if (result.ok && !destination.recorded) ctx.metrics.endToEndLatency.observe((Date.now() - destination.eventCreatedAt.getTime()) / 1000);
   if (outcome === "retry") {
     ctx.metrics.retriesScheduled.inc();
     throw new RetryableDeliveryError(`attempt ${attempt} failed: ${result.error ?? result.responseStatus}`);

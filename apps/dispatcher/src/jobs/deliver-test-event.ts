@@ -13,23 +13,24 @@ import { sendToWebhook, type DeliveryContext } from "./deliver-destination.js";
  *   `failed` with an internal_error row)
  */
 export async function deliverTestEvent(ctx: DeliveryContext, testDeliveryId: string): Promise<void> {
-  const target = await loadTestDelivery(ctx.pool, testDeliveryId);
-  if (!target || target.status !== "pending") return;
-  if (!target.webhookEnabled) {
+  const testDelivery = await loadTestDelivery(ctx.pool, testDeliveryId);
+  if (!testDelivery || testDelivery.status !== "pending") return;
+  if (!testDelivery.webhookEnabled) {
     await cancelTestDelivery(ctx.pool, testDeliveryId);
     return;
   }
   const now = new Date();
   let body: string;
-  if (target.eventType === null) body = buildTestEnvelope(target.webhookId, target.url, now);
-  else if ((EVENT_TYPES as readonly string[]).includes(target.eventType)) body = buildExampleEnvelope(target.eventType as EventType, now);
+  if (testDelivery.eventType === null) body = buildTestEnvelope(testDelivery.webhookId, testDelivery.url, now);
+  else if ((EVENT_TYPES as readonly string[]).includes(testDelivery.eventType))
+    body = buildExampleEnvelope(testDelivery.eventType as EventType, now);
   else throw new Error(`test delivery ${testDeliveryId} asks for an unknown event_type`);
-  const secret = ctx.keyring.decrypt(signingSecretAt(target.secrets, now));
+  const secret = ctx.keyring.decrypt(signingSecretAt(testDelivery.secrets, now));
   const result = await sendToWebhook(
     ctx,
-    { url: target.url, secret, eventId: testDeliveryRowId(testDeliveryId), storedHeaders: target.storedHeaders },
+    { url: testDelivery.url, secret, eventId: testDeliveryRowId(testDeliveryId), storedHeaders: testDelivery.storedHeaders },
     body,
   );
   observeAttempt(ctx.metrics, "test", result.ok, result.durationMs);
-  await recordTestAttempt(ctx.pool, target, result);
+  await recordTestAttempt(ctx.pool, testDelivery, result);
 }

@@ -12,15 +12,15 @@ import { observeAttempt } from "../metrics.js";
  * delivery row (CONTRACT.md section 4: disabled and deleted webhooks get no new deliveries).
  */
 export async function replayEvent(ctx: WorkerContext, replayId: string): Promise<void> {
-  const target = await loadReplay(ctx.pool, replayId);
-  if (!target || target.status !== "pending") return;
-  if (replayCancelled(target)) {
-    await cancelReplay(ctx.pool, target);
+  const replay = await loadReplay(ctx.pool, replayId);
+  if (!replay || replay.status !== "pending") return;
+  if (replayCancelled(replay)) {
+    await cancelReplay(ctx.pool, replay);
     return;
   }
   // A payload purged between the request and the attempt sends nothing (payload_expired). Whichever secret signs at this
   // moment signs, also for an override URL (CONTRACT.md section 4).
-  const { result } = await sendStoredEnvelope(ctx, target, target.destinationUrl);
-  await recordReplayAttempt(ctx.pool, target, result);
+  const { result } = await sendStoredEnvelope(ctx, replay, replay.destinationUrl);
+  await recordReplayAttempt(ctx.pool, replay, result);
   observeAttempt(ctx.metrics, "replay", result.ok, result.durationMs);
 }
