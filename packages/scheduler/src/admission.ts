@@ -231,8 +231,9 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
           await redis.zadd(k("fast"), now + FAST_MEMORY_MS, input.webhookId);
         }
       }
-      // A slot of this webhook is free: the two jobs of it held back longest may ask again now;
-      // all of them when it was quick (the webhook is no longer slow, or its work is cancelled).
+      // A slot of this webhook is free: the job of it held back longest may take it now (one: a
+      // second would only be held again, in a wave with every other ended attempt's); all of them
+      // when it was quick (the webhook is no longer slow, or its work is cancelled).
       const woken = shares.wake(input.webhookId, quick);
       // A held job that is no longer delayed (it asked again meanwhile) cannot be promoted.
       for (const jobId of woken) await options.promote?.(jobId).catch(() => undefined);

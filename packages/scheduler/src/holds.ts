@@ -6,7 +6,7 @@
 /**
  * How long a job held back for its share waits before it asks again, in ms: 50 ms doubling to
  * 400 ms; a slow webhook's job SLOW_HOLD_MS, since what brings it back is the end of an attempt of
- * its webhook here, which wakes the two held longest at once (`promote`; a quick one wakes them
+ * its webhook here, which wakes the one held longest at once (`promote`; a quick one wakes them
  * all): its slots free at the pace of its receiver, and the timer is only for the jobs no attempt
  * here wakes (more than this dispatcher remembers, or its webhook's attempts run elsewhere).
  */

@@ -47,7 +47,7 @@ export interface ShareLedger {
   /** Remembers a job of a slow webhook held back here (to the end of its webhook's line). */
   hold(webhookId: string, jobId: string): void;
   unhold(webhookId: string, jobId: string): void;
-  /** Takes the held jobs of a webhook to wake, oldest first: two, or `all`. */
+  /** Takes the held jobs of a webhook to wake, oldest first: one (for the one slot that freed), or `all`. */
   wake(webhookId: string, all: boolean): string[];
 }
 
@@ -152,7 +152,7 @@ export function createShareLedger(options: { capacity: number; slowAttemptMs: nu
     wake(webhookId, all) {
       const jobs = held.get(webhookId);
       if (!jobs) return [];
-      const woken = all ? [...jobs] : [...jobs].slice(0, 2);
+      const woken = all ? [...jobs] : [...jobs].slice(0, 1);
       for (const jobId of woken) ledger.unhold(webhookId, jobId);
       return woken;
     },
