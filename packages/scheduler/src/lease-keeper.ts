@@ -56,18 +56,24 @@ export async function keepLeases(options: Omit<LeaseKeeperOptions, "intervalMs">
   }
 }
 
-/** Runs keepLeases every `intervalMs` until closed. */
+/**
+ * Runs keepLeases every `intervalMs` until closed. A tick while a pass is still running (Redis or
+ * PostgreSQL slow or hung) is skipped: passes never queue up behind one another.
+ */
 export function startLeaseKeeper(options: LeaseKeeperOptions): { close: () => Promise<void> } {
-  let running: Promise<void> = Promise.resolve();
+  let running: Promise<void> | null = null;
   const timer = setInterval(() => {
-    running = running.then(async () => {
+    if (running) return;
+    running = (async () => {
       try {
         const dropped = await keepLeases(options);
         if (dropped > 0) options.onDropped?.(dropped);
       } catch (error) {
         options.onError?.(error as Error);
+      } finally {
+        running = null;
       }
-    });
+    })();
   }, options.intervalMs);
   timer.unref();
   return {
