@@ -6,10 +6,16 @@ import { QUEUE_NAMES, type RedisClient } from "@mailhooks/queue";
  * The lease keeper (docs/scheduler.md, "Crash-safe bookkeeping"): a lease lives in PostgreSQL
  * while its job lives in Redis. A job's lease ends with its work (the worker releases it); when
  * that release was lost (a dispatcher killed at that moment, PostgreSQL away) or the job itself
- * was (a Redis flush, a failover), the webhook would go on believing it holds that job. So every
- * dispatcher walks its deployment's leases older than `graceMs` in turn, `batchSize` at a time,
- * asks Redis whether each job still exists and has not finished, and drops the leases whose job
- * does not (the relays are woken: the webhook's waiting work goes on).
+ * was (a Redis flush, a failover), the webhook would go on believing it holds that job. So the
+ * dispatchers walk the deployment's leases older than `graceMs`, `batchSize` at a time, ask Redis
+ * whether each job still exists and has not finished, and drop the leases whose job does not
+ * (the relays are woken: the webhook's waiting work goes on).
+ *
+ * The walk is bounded: a pass checks at most `maxLivePerPass` leases whose job still lives, and
+ * the next pass, of this dispatcher or another, goes on where it stopped (a cursor in Redis). So a
+ * deployment with any number of leases costs each dispatcher at most that many Redis reads and
+ * about that many rows per interval; a pass that keeps finding lost leases (after a flush) goes
+ * on, since each of those checks frees work.
  */
 export interface LeaseKeeperOptions {
   pool: pg.Pool;
@@ -22,38 +28,71 @@ export interface LeaseKeeperOptions {
   intervalMs: number;
   /** Leases younger than this, in ms, are left alone (their job may still be on its way to Redis). */
   graceMs?: number;
+  /** Leases read and checked at a time (one query, one Redis pipeline). */
   batchSize?: number;
+  /** A pass ends once it has checked this many leases whose job lives (default 4,000). */
+  maxLivePerPass?: number;
   /** Called with the number of leases dropped by a pass, when it dropped any. */
   onDropped?: (count: number) => void;
   onError?: (error: Error) => void;
 }
 
-/** One pass over the leases: returns how many were dropped. */
-export async function keepLeases(options: Omit<LeaseKeeperOptions, "intervalMs">): Promise<number> {
+/** What one pass did. */
+export interface LeasePass {
+  dropped: number;
+  /** Leases checked against Redis. */
+  checked: number;
+  /** Where the next pass starts: the last work id checked, or "" once the walk reached the end. */
+  next: string;
+}
+
+/** The Redis key that holds where the deployment's lease walk goes on. */
+export function leaseWalkKey(keyPrefix: string): string {
+  return `${keyPrefix}:scheduler:lease-walk`;
+}
+
+/**
+ * One pass over the leases, from the walk's cursor in Redis (or the start), leaving the cursor
+ * where it stopped. Throws what PostgreSQL or Redis throws (the next tick tries again).
+ */
+export async function keepLeases(options: Omit<LeaseKeeperOptions, "intervalMs">): Promise<LeasePass> {
   const graceMs = options.graceMs ?? 5_000;
   const batchSize = options.batchSize ?? 500;
-  let after = "";
-  let dropped = 0;
-  for (;;) {
-    const leases = await leasesAfter(options.pool, options.queuePrefix, after, graceMs, batchSize);
-    if (leases.length === 0) return dropped;
+  const jobKey = (workId: string) => `${options.keyPrefix}:${QUEUE_NAMES.deliveries}:${workId}`;
+  let budget = options.maxLivePerPass ?? 4_000;
+  let after = (await options.redis.get(leaseWalkKey(options.keyPrefix))) ?? "";
+  const pass: LeasePass = { dropped: 0, checked: 0, next: "" };
+  while (budget > 0) {
+    const limit = Math.min(batchSize, budget);
+    const leases = await leasesAfter(options.pool, options.queuePrefix, after, graceMs, limit);
     const pipeline = options.redis.pipeline();
-    for (const lease of leases) pipeline.hmget(`${options.keyPrefix}:${QUEUE_NAMES.deliveries}:${lease.workId}`, "timestamp", "finishedOn");
-    const answers = (await pipeline.exec()) ?? [];
+    for (const lease of leases) pipeline.hmget(jobKey(lease.workId), "timestamp", "finishedOn");
+    const answers = leases.length > 0 ? ((await pipeline.exec()) ?? []) : [];
     const gone = leases.filter((_, i) => {
       const [error, fields] = answers[i] ?? [new Error("no answer"), null];
       if (error) return false;
       const [timestamp, finishedOn] = fields as (string | null)[];
       return timestamp === null || finishedOn !== null;
     });
-    dropped += await dropLeases(
+    pass.dropped += await dropLeases(
       options.pool,
       gone.map((l) => l.workId),
       graceMs,
     );
-    if (leases.length < batchSize) return dropped;
+    pass.checked += leases.length;
+    budget -= leases.length - gone.length;
+    if (leases.length < limit) {
+      after = "";
+      break;
+    }
     after = leases[leases.length - 1].workId;
   }
+  pass.next = after;
+  // Another dispatcher's pass may have moved the cursor meanwhile: at worst a stretch is walked
+  // twice or skipped until the walk comes round again.
+  if (after === "") await options.redis.del(leaseWalkKey(options.keyPrefix));
+  else await options.redis.set(leaseWalkKey(options.keyPrefix), after);
+  return pass;
 }
 
 /**
@@ -66,7 +105,7 @@ export function startLeaseKeeper(options: LeaseKeeperOptions): { close: () => Pr
     if (running) return;
     running = (async () => {
       try {
-        const dropped = await keepLeases(options);
+        const { dropped } = await keepLeases(options);
         if (dropped > 0) options.onDropped?.(dropped);
       } catch (error) {
         options.onError?.(error as Error);
