@@ -2,18 +2,10 @@
  * The API process: REST API on PORT. Stateless; any number may run behind a load balancer.
  * SIGTERM stops accepting connections, lets in-flight requests finish, then exits 0.
  */
-import {
-  apiConfigSchema,
-  INSECURE_DEVELOPMENT_KEY_WARNING,
-  loadServiceConfig,
-  secretKeysOf,
-  usesInsecureDevelopmentKey,
-  type ApiConfig,
-} from "@mailhooks/config";
+import { apiConfigSchema, secretKeysOf } from "@mailhooks/config";
 import { createKeyring, parseKeys } from "@mailhooks/secrets";
 import { createDatabase } from "@mailhooks/db";
-import { configureLogger, getLogger } from "@mailhooks/logger";
-import { createCommand } from "@mailhooks/command-line";
+import { startService } from "@mailhooks/command-line/service";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Queue } from "bullmq";
 import { createRedisConnection, QUEUE_NAMES, redisKeyPrefix } from "@mailhooks/queue";
@@ -22,21 +14,13 @@ import { createApp } from "./app.js";
 import { startKeyAccess } from "./key-access.js";
 import { createApiServer } from "./http/server.js";
 
-// --help and usage errors are answered before anything starts (CONTRACT.md section 1).
-createCommand({
+const { config, logger } = startService("api", {
   name: "npm run start:api --",
   description:
     "Run the REST API (built: npm run build first) on PORT, with GET /openapi.json and GET /docs. Stateless: run as many as you like behind a load balancer. SIGTERM finishes the requests in flight, then exits 0.",
   examples: ["npm run start:api", "PORT=8080 DATABASE_URL=postgresql://postgres@db.internal:5432/webhooks npm run start:api"],
   environment: apiConfigSchema,
-})
-  .action(() => undefined)
-  .parse(process.argv);
-
-const config: ApiConfig = loadServiceConfig(apiConfigSchema, "api");
-configureLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT });
-const logger = getLogger("api");
-if (usesInsecureDevelopmentKey(config)) logger.warn(INSECURE_DEVELOPMENT_KEY_WARNING);
+});
 
 const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_SIZE, { statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
 const redis = createRedisConnection(config.REDIS_URL, "producer", { cluster: config.REDIS_CLUSTER });

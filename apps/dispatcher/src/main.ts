@@ -3,16 +3,10 @@
  * envelopes. Any number may run against one PostgreSQL and one Redis. SIGTERM lets in-flight
  * attempts finish, then exits 0.
  */
-import {
-  dispatcherConfigSchema,
-  INSECURE_DEVELOPMENT_KEY_WARNING,
-  loadServiceConfig,
-  usesInsecureDevelopmentKey,
-  type DispatcherConfig,
-} from "@mailhooks/config";
+import { dispatcherConfigSchema } from "@mailhooks/config";
 import { createDatabase } from "@mailhooks/db";
-import { configureLogger, getLogger } from "@mailhooks/logger";
-import { createCommand } from "@mailhooks/command-line";
+import { getLogger } from "@mailhooks/logger";
+import { startService } from "@mailhooks/command-line/service";
 import { attemptBudgetOf, ensurePayloadPartitions, schedulerBacklog } from "@mailhooks/delivery-state";
 import { createRedisConnection, DeliveryQueue, redisKeyPrefix } from "@mailhooks/queue";
 import { createAdmissionControl } from "@mailhooks/scheduler";
@@ -22,21 +16,13 @@ import { createDispatcherMetrics, registerSchedulerGauges, serveMetrics } from "
 import { startRelay } from "./relay.js";
 import { createConfiguredDeliveryWorker } from "./worker.js";
 
-// --help and usage errors are answered before anything starts (CONTRACT.md section 1).
-createCommand({
+const { config, logger } = startService("dispatcher", {
   name: "npm run start:dispatcher --",
   description:
     "Run one dispatcher (built: npm run build first): the outbox relay and the worker that signs, delivers and retries; Prometheus metrics on METRICS_PORT. Run as many as you like. SIGTERM lets the attempts in flight finish, then exits 0.",
   examples: ["npm run start:dispatcher", "DISPATCHER_CONCURRENCY=128 METRICS_PORT=9465 npm run start:dispatcher"],
   environment: dispatcherConfigSchema,
-})
-  .action(() => undefined)
-  .parse(process.argv);
-
-const config: DispatcherConfig = loadServiceConfig(dispatcherConfigSchema, "dispatcher");
-configureLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT });
-const logger = getLogger("dispatcher");
-if (usesInsecureDevelopmentKey(config)) logger.warn(INSECURE_DEVELOPMENT_KEY_WARNING);
+});
 
 const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_SIZE, { statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
 const cluster = { cluster: config.REDIS_CLUSTER };

@@ -6,7 +6,8 @@ import type { z } from "zod";
  * `--help` prints the usage, an example and the environment the command reads, and exits 0; an
  * unknown option, a missing or extra argument prints the error and the usage on stderr and
  * exits 2 (the usual code of a usage error). Used by every entry point: apps/cli (keys, replay,
- * db:migrate), the API and dispatcher processes, `npm start`, the demo and the benchmark.
+ * db:migrate), the API and dispatcher processes, `npm start`, the demo and the benchmark. The two
+ * service processes start with `startService` (`@mailhooks/command-line/service`).
  */
 
 export { Command, InvalidArgumentError, Option } from "commander";
