@@ -2,7 +2,17 @@
 export { createDatabase, createPool, createPrismaClient, DEFAULT_STATEMENT_TIMEOUT_MS, prismaOnPool } from "./client.js";
 export type { Database, PoolSettings, PrismaClient } from "./client.js";
 export { Prisma } from "./generated/prisma/client.js";
-export type { Webhook, Event, Destination, Delivery, ApiKey, Account, Replay, TestDelivery } from "./generated/prisma/client.js";
+export type {
+  Webhook,
+  Event,
+  Destination,
+  Delivery,
+  ApiKey,
+  Account,
+  Replay,
+  TestDelivery,
+  AuditEntry,
+} from "./generated/prisma/client.js";
 export { DeliveryStatus, DeliveryTrigger, WebhookStatus } from "./generated/prisma/enums.js";
 export { newId } from "./ids.js";
 export type { IdPrefix } from "./ids.js";

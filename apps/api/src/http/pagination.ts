@@ -46,16 +46,11 @@ export function encodeCursor(at: Date, id: string): string {
  * redundant `field <= at` is what PostgreSQL can use as an index bound (it cannot from the OR
  * alone), so a deep page starts where the cursor is instead of scanning from the top.
  */
-export function afterCursor<F extends string>(field: F, cursor: Cursor | undefined) {
+function afterCursor(field: string, cursor: Cursor | undefined): Record<string, unknown> {
   if (!cursor) return {};
   return {
     AND: [{ [field]: { lte: cursor.at } }, { OR: [{ [field]: { lt: cursor.at } }, { [field]: cursor.at, id: { lt: cursor.id } }] }],
-  } as Record<string, unknown>;
-}
-
-/** Prisma `orderBy` for (field desc, id desc). */
-export function newestFirst<F extends string>(field: F) {
-  return [{ [field]: "desc" }, { id: "desc" }] as Record<string, "desc">[];
+  };
 }
 
 export interface Page<T> {
@@ -63,15 +58,42 @@ export interface Page<T> {
   next_cursor: string | null;
 }
 
+/** What a list asks for: `limit` rows at most, after `cursor` (the previous page's end) if any. */
+export interface PageRequest {
+  limit: number;
+  cursor?: Cursor;
+}
+
+/** The Prisma `findMany` arguments of one page (see keysetPage). */
+export interface PageQuery {
+  where: Record<string, unknown>;
+  orderBy: Record<string, "desc">[];
+  take: number;
+}
+
 /**
- * Builds a page from rows fetched with `take: limit + 1`: the extra row only tells whether
- * there is a next page. `timeOf` gives a row's ordering time.
+ * One page of a list ordered by (`field` desc, id desc), `field` being a Date column of the rows
+ * (e.g. createdAt). `findMany` runs the query it is given: `where` (the caller's filters and the
+ * rows after the cursor), that order, and `take: limit + 1`, the extra row only telling whether
+ * there is a next page, whose cursor is the last row's (`field`, id). `map` turns a row into
+ * what the page lists.
  */
-export function toPage<R extends { id: string }, T>(rows: R[], limit: number, timeOf: (row: R) => Date, map: (row: R) => T): Page<T> {
-  const hasMore = rows.length > limit;
-  const pageRows = hasMore ? rows.slice(0, limit) : rows;
+export async function keysetPage<F extends string, R extends { id: string } & Record<F, Date>, T>(
+  field: F,
+  page: PageRequest,
+  where: Record<string, unknown>,
+  findMany: (query: PageQuery) => Promise<R[]>,
+  map: (row: R) => T,
+): Promise<Page<T>> {
+  const rows = await findMany({
+    where: { ...where, ...afterCursor(field, page.cursor) },
+    orderBy: [{ [field]: "desc" }, { id: "desc" }],
+    take: page.limit + 1,
+  });
+  const hasMore = rows.length > page.limit;
+  const pageRows = hasMore ? rows.slice(0, page.limit) : rows;
   const last = pageRows[pageRows.length - 1];
-  return { data: pageRows.map(map), next_cursor: hasMore && last ? encodeCursor(timeOf(last), last.id) : null };
+  return { data: pageRows.map(map), next_cursor: hasMore && last ? encodeCursor(last[field], last.id) : null };
 }
 
 /**

@@ -1,5 +1,6 @@
+import type { AuditEntry } from "@mailhooks/db";
 import type { ApiDeps } from "../deps.js";
-import { afterCursor, newestFirst, toPage, withinWindow, type Cursor, type Page } from "../http/pagination.js";
+import { keysetPage, withinWindow, type Cursor, type Page } from "../http/pagination.js";
 import type { AuditEntryView } from "../schemas/audit.js";
 
 /**
@@ -20,28 +21,20 @@ export interface AuditFilter {
 
 /** Entries of the account, newest `replayed_at` first; `since`/`until` bound `replayed_at`. */
 export async function listAuditEntries(deps: ApiDeps, accountId: string, filter: AuditFilter): Promise<Page<AuditEntryView>> {
-  const rows = await deps.prisma.auditEntry.findMany({
-    where: {
-      accountId,
-      ...(filter.event_id !== undefined ? { eventId: filter.event_id } : {}),
-      ...withinWindow("replayedAt", filter),
-      ...afterCursor("replayedAt", filter.cursor),
-    },
-    orderBy: newestFirst("replayedAt"),
-    take: filter.limit + 1,
-  });
-  return toPage(
-    rows,
-    filter.limit,
-    (r) => r.replayedAt,
-    (r) => ({
-      id: r.id,
-      event_id: r.eventId,
-      replayed_at: r.replayedAt.toISOString(),
-      destination_url: r.destinationUrl,
-      response_status: r.responseStatus,
-      error: r.error,
-      api_key_id: r.apiKeyId,
-    }),
-  );
+  const where = {
+    accountId,
+    ...(filter.event_id !== undefined ? { eventId: filter.event_id } : {}),
+    ...withinWindow("replayedAt", filter),
+  };
+  return keysetPage("replayedAt", filter, where, (query) => deps.prisma.auditEntry.findMany(query), toView);
 }
+
+const toView = (r: AuditEntry): AuditEntryView => ({
+  id: r.id,
+  event_id: r.eventId,
+  replayed_at: r.replayedAt.toISOString(),
+  destination_url: r.destinationUrl,
+  response_status: r.responseStatus,
+  error: r.error,
+  api_key_id: r.apiKeyId,
+});

@@ -1,6 +1,6 @@
 import type { Delivery } from "@mailhooks/db";
 import type { ApiDeps } from "../deps.js";
-import { afterCursor, newestFirst, toPage, type Cursor, type Page } from "../http/pagination.js";
+import { keysetPage, type Cursor, type Page } from "../http/pagination.js";
 import type { DeliveryView } from "../schemas/deliveries.js";
 
 /** The deliveries log (CONTRACT.md section 8): one row per attempt, newest first. */
@@ -29,15 +29,10 @@ const toView = (d: Delivery): DeliveryView => ({
 });
 
 export async function listDeliveries(deps: ApiDeps, accountId: string, filter: DeliveryFilter): Promise<Page<DeliveryView>> {
-  const rows = await deps.prisma.delivery.findMany({
-    where: {
-      accountId,
-      ...(filter.event_id ? { eventId: filter.event_id } : {}),
-      ...(filter.webhook_id ? { webhookId: filter.webhook_id } : {}),
-      ...afterCursor("createdAt", filter.cursor),
-    },
-    orderBy: newestFirst("createdAt"),
-    take: filter.limit + 1,
-  });
-  return toPage(rows, filter.limit, (d) => d.createdAt, toView);
+  const where = {
+    accountId,
+    ...(filter.event_id ? { eventId: filter.event_id } : {}),
+    ...(filter.webhook_id ? { webhookId: filter.webhook_id } : {}),
+  };
+  return keysetPage("createdAt", filter, where, (query) => deps.prisma.delivery.findMany(query), toView);
 }

@@ -3,7 +3,7 @@ import { IdempotencyConflictError, payloadHorizon, type AcceptedEvent, type Even
 import type { PrismaClient } from "@mailhooks/db";
 import type { ApiDeps } from "../deps.js";
 import { AppError, notFound } from "../errors.js";
-import { afterCursor, newestFirst, toPage, withinWindow, type Cursor, type Page } from "../http/pagination.js";
+import { keysetPage, withinWindow, type Cursor, type Page } from "../http/pagination.js";
 import type { DestinationView, EventDetail, EventListItem, EventSummary } from "../schemas/events.js";
 
 /**
@@ -197,24 +197,20 @@ export interface EventFilter {
  */
 export async function listEvents(deps: ApiDeps, accountId: string, filter: EventFilter): Promise<Page<EventListItem>> {
   const horizon = await payloadHorizon(deps.pool);
-  const rows = await deps.prisma.event.findMany({
-    where: {
-      accountId,
-      ...(filter.inbox_id !== undefined ? { inboxId: filter.inbox_id } : {}),
-      ...(filter.event_type !== undefined ? { eventType: filter.event_type } : {}),
-      ...(filter.status !== undefined ? { status: filter.status } : {}),
-      ...withinWindow("createdAt", filter),
-      ...afterCursor("createdAt", filter.cursor),
-    },
-    orderBy: newestFirst("createdAt"),
-    take: filter.limit + 1,
-    select: { id: true, eventType: true, inboxId: true, messageId: true, status: true, occurredAt: true, createdAt: true },
-  });
-  return toPage(
-    rows,
-    filter.limit,
-    (r) => r.createdAt,
-    (r) => ({
+  const where = {
+    accountId,
+    ...(filter.inbox_id !== undefined ? { inboxId: filter.inbox_id } : {}),
+    ...(filter.event_type !== undefined ? { eventType: filter.event_type } : {}),
+    ...(filter.status !== undefined ? { status: filter.status } : {}),
+    ...withinWindow("createdAt", filter),
+  };
+  const select = { id: true, eventType: true, inboxId: true, messageId: true, status: true, occurredAt: true, createdAt: true } as const;
+  return keysetPage(
+    "createdAt",
+    filter,
+    where,
+    (query) => deps.prisma.event.findMany({ ...query, select }),
+    (r): EventListItem => ({
       event_id: r.id,
       event_type: kindOf(r.eventType),
       inbox_id: r.inboxId,

@@ -13,7 +13,7 @@ import type { Keyring } from "@mailhooks/secrets";
 import { checkDestinationUrl } from "@mailhooks/url-policy";
 import type { ApiDeps } from "../deps.js";
 import { AppError, invalidInput, notFound } from "../errors.js";
-import { afterCursor, newestFirst, toPage, type Cursor, type Page } from "../http/pagination.js";
+import { keysetPage, type Page, type PageRequest } from "../http/pagination.js";
 import type { WebhookView, WebhookWithSecretView } from "../schemas/webhooks.js";
 import {
   decryptHeaders,
@@ -226,18 +226,10 @@ export const updateWebhookSchema = z.strictObject({
 export type UpdateWebhookInput = z.infer<typeof updateWebhookSchema>;
 
 /** The account's live webhooks, newest first; never their secrets. */
-export async function listWebhooks(deps: ApiDeps, accountId: string, page: { limit: number; cursor?: Cursor }): Promise<Page<WebhookView>> {
-  const rows = await deps.prisma.webhook.findMany({
-    where: { accountId, deletedAt: null, ...afterCursor("createdAt", page.cursor) },
-    orderBy: newestFirst("createdAt"),
-    take: page.limit + 1,
-  });
-  return toPage(
-    rows,
-    page.limit,
-    (w) => w.createdAt,
-    (w) => toWebhookView(w, deps.keyring),
-  );
+export async function listWebhooks(deps: ApiDeps, accountId: string, page: PageRequest): Promise<Page<WebhookView>> {
+  const where = { accountId, deletedAt: null };
+  const toView = (w: Webhook) => toWebhookView(w, deps.keyring);
+  return keysetPage("createdAt", page, where, (query) => deps.prisma.webhook.findMany(query), toView);
 }
 
 /**
