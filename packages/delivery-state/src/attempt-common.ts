@@ -48,9 +48,21 @@ export const PAYLOAD_JOIN = sql`LEFT JOIN event_payloads p ON p.event_id = e.id 
 export const PAYLOAD_COLUMNS = sql`octet_length(p.payload) AS "payloadBytes",
              CASE WHEN octet_length(p.payload) <= ${INLINE_PAYLOAD_BYTES} THEN p.payload END AS payload`;
 
-/** A webhook's secrets and its encrypted extra headers (`w` is the webhooks row). */
-export const SECRET_COLUMNS = sql`json_build_object('secret', w.secret, 'previous', w.previous_secret, 'activatesAt', w.secret_activates_at) AS secrets,
-             w.headers AS "storedHeaders"`;
+/** What an attempt of any kind of work reads of its webhook. */
+export interface AttemptWebhook {
+  secrets: StoredSecrets;
+  /** The webhook's extra request headers, encrypted (CONTRACT.md section 4); null: none. */
+  storedHeaders: string | null;
+  /** The webhook is enabled and not deleted, read at attempt time. */
+  webhookEnabled: boolean;
+}
+
+/**
+ * AttemptWebhook's columns (`w` is the webhooks row). `secrets` comes back as JSON, its times
+ * as strings: turn it into StoredSecrets with secretsOf.
+ */
+export const ATTEMPT_WEBHOOK_COLUMNS = sql`json_build_object('secret', w.secret, 'previous', w.previous_secret, 'activatesAt', w.secret_activates_at) AS secrets,
+             w.headers AS "storedHeaders", (w.status = 'enabled' AND w.deleted_at IS NULL) AS "webhookEnabled"`;
 
 /** JSON columns come back with times as strings. */
 export function secretsOf(raw: { secret: string; previous: string | null; activatesAt: string | null }): StoredSecrets {

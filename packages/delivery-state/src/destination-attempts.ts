@@ -3,15 +3,8 @@ import { newId } from "@mailhooks/db";
 import { run, runStatement, type Queryable } from "./db.js";
 import { endLeasesCte } from "./leases.js";
 import { eventStatusSql, moveDestinationCte, type DestinationStatus } from "./status.js";
-import {
-  PAYLOAD_COLUMNS,
-  PAYLOAD_JOIN,
-  SECRET_COLUMNS,
-  secretsOf,
-  type AttemptRecord,
-  type PayloadRef,
-  type StoredSecrets,
-} from "./attempt-common.js";
+import { ATTEMPT_WEBHOOK_COLUMNS, PAYLOAD_COLUMNS, PAYLOAD_JOIN, secretsOf } from "./attempt-common.js";
+import type { AttemptRecord, AttemptWebhook, PayloadRef } from "./attempt-common.js";
 
 /**
  * The attempts of destinations (event x webhook): what an attempt needs, read for many attempts
@@ -19,16 +12,12 @@ import {
  * attempt), so a job that runs twice (its dispatcher died after writing) never writes a second row.
  */
 
-export interface LoadedDestination extends PayloadRef {
+export interface LoadedDestination extends PayloadRef, AttemptWebhook {
   destinationId: string;
   accountId: string;
   webhookId: string;
   status: DestinationStatus;
   url: string;
-  secrets: StoredSecrets;
-  /** The webhook's extra request headers, encrypted (CONTRACT.md section 4); null: none. */
-  storedHeaders: string | null;
-  webhookEnabled: boolean;
   /** The row this attempt number already has (its job ran before and died), else null. */
   recorded: { ok: boolean } | null;
 }
@@ -47,7 +36,7 @@ export async function loadDestinations(
   >(
     db,
     sql`SELECT i.ord, d.id AS "destinationId", d.account_id AS "accountId", d.event_id AS "eventId", d.webhook_id AS "webhookId",
-               d.status::text AS status, w.url, ${SECRET_COLUMNS}, (w.status = 'enabled' AND w.deleted_at IS NULL) AS "webhookEnabled",
+               d.status::text AS status, w.url, ${ATTEMPT_WEBHOOK_COLUMNS},
                ${PAYLOAD_COLUMNS}, e.created_at AS "eventCreatedAt", x.id IS NOT NULL AS "hasRecord", x.response_status AS "recordedStatus"
           FROM unnest(${items.map((i) => i.destinationId)}::text[], ${items.map((i) => i.attempt)}::int[]) WITH ORDINALITY AS i(id, attempt, ord)
           JOIN destinations d ON d.id = i.id

@@ -2,16 +2,8 @@ import sql, { empty } from "sql-template-tag";
 import { newId } from "@mailhooks/db";
 import { run, runStatement, type Queryable } from "./db.js";
 import { moveDestinationCte } from "./status.js";
-import {
-  clearStreakCte,
-  PAYLOAD_COLUMNS,
-  PAYLOAD_JOIN,
-  SECRET_COLUMNS,
-  secretsOf,
-  type AttemptRecord,
-  type PayloadRef,
-  type StoredSecrets,
-} from "./attempt-common.js";
+import { ATTEMPT_WEBHOOK_COLUMNS, clearStreakCte, PAYLOAD_COLUMNS, PAYLOAD_JOIN, secretsOf } from "./attempt-common.js";
+import type { AttemptRecord, AttemptWebhook, PayloadRef } from "./attempt-common.js";
 
 /**
  * The one attempt of a replay (CONTRACT.md section 7): read what it needs, and write its
@@ -19,7 +11,8 @@ import {
  * when the statement runs (not when the attempt started: one clock for every log).
  */
 
-export interface LoadedReplay extends PayloadRef {
+/** A replay's attempt; its webhook's extra headers are sent to an override URL too. */
+export interface LoadedReplay extends PayloadRef, AttemptWebhook {
   replayId: string;
   accountId: string;
   webhookId: string;
@@ -29,11 +22,6 @@ export interface LoadedReplay extends PayloadRef {
   /** Asked for with a target_url. */
   hasTargetUrl: boolean;
   apiKeyId: string;
-  secrets: StoredSecrets;
-  /** The webhook's extra request headers, encrypted; sent to an override URL too. */
-  storedHeaders: string | null;
-  /** The webhook is enabled and not deleted (read at attempt time). */
-  webhookEnabled: boolean;
   status: "pending" | "delivered" | "failed" | "cancelled";
 }
 
@@ -53,8 +41,8 @@ export async function loadReplay(db: Queryable, replayId: string): Promise<Loade
     db,
     sql`SELECT r.id AS "replayId", r.account_id AS "accountId", r.event_id AS "eventId", r.webhook_id AS "webhookId",
                r.destination_id AS "destinationId", r.destination_url AS "destinationUrl", r.to_own_url AS "toOwnUrl",
-               r.has_target_url AS "hasTargetUrl", r.api_key_id AS "apiKeyId", r.status::text AS status, ${SECRET_COLUMNS},
-               (w.status = 'enabled' AND w.deleted_at IS NULL) AS "webhookEnabled", ${PAYLOAD_COLUMNS}, e.created_at AS "eventCreatedAt"
+               r.has_target_url AS "hasTargetUrl", r.api_key_id AS "apiKeyId", r.status::text AS status, ${ATTEMPT_WEBHOOK_COLUMNS},
+               ${PAYLOAD_COLUMNS}, e.created_at AS "eventCreatedAt"
           FROM replays r JOIN webhooks w ON w.id = r.webhook_id JOIN events e ON e.id = r.event_id ${PAYLOAD_JOIN}
          WHERE r.id = ${replayId}`,
     "delivery_state_load_replay_v3",

@@ -1,6 +1,6 @@
 import sql, { empty } from "sql-template-tag";
 import { run, runStatement, type Queryable } from "./db.js";
-import { clearStreakCte, SECRET_COLUMNS, secretsOf, type AttemptRecord, type StoredSecrets } from "./attempt-common.js";
+import { ATTEMPT_WEBHOOK_COLUMNS, clearStreakCte, secretsOf, type AttemptRecord, type AttemptWebhook } from "./attempt-common.js";
 
 /**
  * The one attempt of a test delivery (CONTRACT.md sections 4 and 6): `webhook.test`, or an
@@ -9,15 +9,11 @@ import { clearStreakCte, SECRET_COLUMNS, secretsOf, type AttemptRecord, type Sto
  * API can answer it as `delivery_id` when the test is asked for.
  */
 
-export interface LoadedTestDelivery {
+export interface LoadedTestDelivery extends AttemptWebhook {
   testDeliveryId: string;
   accountId: string;
   webhookId: string;
   url: string;
-  secrets: StoredSecrets;
-  /** The webhook's extra request headers, encrypted; null: none. */
-  storedHeaders: string | null;
-  webhookEnabled: boolean;
   /** null: the `webhook.test` envelope; else the kind of the example envelope to send. */
   eventType: string | null;
   status: "pending" | "delivered" | "failed" | "cancelled";
@@ -35,7 +31,7 @@ export async function loadTestDelivery(db: Queryable, testDeliveryId: string): P
   const { rows } = await run<LoadedTestDelivery & { secrets: never }>(
     db,
     sql`SELECT t.id AS "testDeliveryId", t.account_id AS "accountId", t.webhook_id AS "webhookId", t.status::text AS status,
-               t.event_type AS "eventType", w.url, ${SECRET_COLUMNS}, (w.status = 'enabled' AND w.deleted_at IS NULL) AS "webhookEnabled"
+               t.event_type AS "eventType", w.url, ${ATTEMPT_WEBHOOK_COLUMNS}
           FROM test_deliveries t JOIN webhooks w ON w.id = t.webhook_id
          WHERE t.id = ${testDeliveryId}`,
   );
