@@ -223,7 +223,7 @@ export function checkRequest(
 }
 
 /** The `invalid_signature` error for a well-formed signature that none of `count` secrets produced. */
-export function signatureMismatch(count: number): WebhookVerificationError {
+function signatureMismatch(count: number): WebhookVerificationError {
   const which = count === 1 ? "the secret" : `any of the ${count} secrets`;
   return new WebhookVerificationError(
     "invalid_signature",
@@ -239,7 +239,7 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
  * Parses a verified body; throws `invalid_payload` unless it is a UTF-8 JSON envelope. Its
  * `data` is typed by `event` (events.ts) but not checked field by field.
  */
-export function parseEnvelope(body: Uint8Array): WebhookEnvelope {
+function parseEnvelope(body: Uint8Array): WebhookEnvelope {
   let parsed: unknown;
   try {
     parsed = JSON.parse(decoder.decode(body));
@@ -255,8 +255,22 @@ export function parseEnvelope(body: Uint8Array): WebhookEnvelope {
   return parsed as unknown as WebhookEnvelope;
 }
 
-/** The envelope with the request's event id, as `verifyEvent` and the adapters hand it over. */
-export function withEventId(envelope: WebhookEnvelope, eventId: string | undefined): WebhookEvent {
-  // checkRequest(…, needsEventId = true) has refused a request without one.
-  return { id: eventId!, ...envelope };
+/**
+ * What `verify` returns once the MAC was compared: `matched` tells whether one of the request's
+ * secrets produced its signature. Throws `invalid_signature` when none did, then
+ * `invalid_payload` unless the body is an envelope: the last two checks, in this order in both
+ * variants.
+ */
+export function verifiedEnvelope(request: SignedRequest, matched: boolean): WebhookEnvelope {
+  if (!matched) throw signatureMismatch(request.secrets.length);
+  return parseEnvelope(request.body);
+}
+
+/**
+ * `verifiedEnvelope` plus the event id (`{id, event, timestamp, data}`), as `verifyEvent` and
+ * the adapters hand it over. The request must come from checkRequest(…, needsEventId = true),
+ * which has refused one without X-Service-Event-Id.
+ */
+export function verifiedEvent(request: SignedRequest, matched: boolean): WebhookEvent {
+  return { id: request.eventId!, ...verifiedEnvelope(request, matched) };
 }

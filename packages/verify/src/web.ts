@@ -1,13 +1,5 @@
-import {
-  checkRequest,
-  parseEnvelope,
-  signatureMismatch,
-  withEventId,
-  type HeadersInput,
-  type RawBody,
-  type SignedRequest,
-  type VerifyOptions,
-} from "./core.js";
+import { checkRequest, verifiedEnvelope, verifiedEvent } from "./core.js";
+import type { HeadersInput, RawBody, SignedRequest, VerifyOptions } from "./core.js";
 import type { WebhookEnvelope, WebhookEvent } from "./events.js";
 
 /**
@@ -37,15 +29,8 @@ function signedMessage(timestamp: string, body: Uint8Array) {
   return message;
 }
 
-/** The checks before the MAC, then the MAC against every secret; rejects on a mismatch. */
-async function checkSignature(
-  secret: string | readonly string[],
-  headers: HeadersInput,
-  rawBody: RawBody,
-  options: VerifyOptions,
-  needsEventId: boolean,
-): Promise<SignedRequest> {
-  const request = checkRequest(secret, headers, rawBody, options, needsEventId);
+/** Whether one of the request's secrets produced its signature (Web Crypto). */
+async function macMatches(request: SignedRequest): Promise<boolean> {
   const message = signedMessage(request.timestamp, request.body);
   const signature = hexBytes(request.signatureHex);
   let matched = false;
@@ -54,8 +39,7 @@ async function checkSignature(
     const hmacKey = await crypto.subtle.importKey("raw", encoder.encode(key), { name: "HMAC", hash: "SHA-256" }, false, ["verify"]);
     if (await crypto.subtle.verify("HMAC", hmacKey, signature, message)) matched = true;
   }
-  if (!matched) throw signatureMismatch(request.secrets.length);
-  return request;
+  return matched;
 }
 
 /**
@@ -71,7 +55,8 @@ export async function verify(
   rawBody: RawBody,
   options: VerifyOptions = {},
 ): Promise<WebhookEnvelope> {
-  return parseEnvelope((await checkSignature(secret, headers, rawBody, options, false)).body);
+  const request = checkRequest(secret, headers, rawBody, options);
+  return verifiedEnvelope(request, await macMatches(request));
 }
 
 /**
@@ -85,6 +70,6 @@ export async function verifyEvent(
   rawBody: RawBody,
   options: VerifyOptions = {},
 ): Promise<WebhookEvent> {
-  const request = await checkSignature(secret, headers, rawBody, options, true);
-  return withEventId(parseEnvelope(request.body), request.eventId);
+  const request = checkRequest(secret, headers, rawBody, options, true);
+  return verifiedEvent(request, await macMatches(request));
 }

@@ -1,4 +1,5 @@
 import { signPayload } from "@mailhooks/signing";
+import { COMMON, NOW } from "../scripts/vector-bodies.js";
 
 /**
  * A request as the service's dispatcher signs it (the real signing code, not this library),
@@ -25,19 +26,11 @@ export function withoutEventId(request: ReturnType<typeof signedRequest>) {
 export const EVENT_ID = "evt_019a2b3c4d5e7f00a1b2c3d4e5f6aa01";
 
 export const SECRET = "whsec_adapter_test_5d1f";
+/** A message.delivered envelope: the test vectors' message and clock (scripts/vector-bodies.ts). */
 export const ENVELOPE = {
   event: "message.delivered",
-  timestamp: 1795341600,
-  data: {
-    messageId: "<m1@example.com>",
-    threadId: "thr_1",
-    inboxId: "inb_1",
-    from: "alice@example.com",
-    to: ["bob@example.com"],
-    subject: "Hello",
-    status: "delivered",
-    deliveredAt: "2026-11-22T10:00:05Z",
-  },
+  timestamp: NOW,
+  data: { ...COMMON, status: "delivered", deliveredAt: "2026-11-22T10:00:05Z" },
 };
 /** What the adapters hand over for ENVELOPE sent as EVENT_ID: the event id, then the envelope. */
 export const WEBHOOK = { id: EVENT_ID, ...ENVELOPE };
