@@ -22,6 +22,28 @@ async function load(b: Bench, request: Omit<LoadRequest, "connections"> & { conn
   return result;
 }
 
+/**
+ * The closed loop most phases run: `events` POST /v1/events of one event each to the main API,
+ * as the single account, messageIds of kind "ok"; `overrides` for what a phase does otherwise.
+ */
+function postEvents(
+  b: Bench,
+  runId: string,
+  events: number,
+  overrides: Partial<Pick<LoadRequest, "apiKey" | "kind" | "connections">> = {},
+): Promise<LoadResult> {
+  return load(b, {
+    mode: "closed",
+    url: `${b.apiUrl}/v1/events`,
+    apiKey: b.single.key,
+    requests: events,
+    eventsPerRequest: 1,
+    kind: "ok",
+    runId,
+    ...overrides,
+  });
+}
+
 /** The share of one core the bench process (the receiver) used since the last reading. */
 const receiverCpuShare = (b: Bench, fromMs: number) => b.receiver.cpuMsSince() / (now() - fromMs);
 
@@ -54,15 +76,7 @@ export async function ingest(b: Bench, runId: string, events: number): Promise<I
   pause(b.dispatcher);
   let r: LoadResult;
   try {
-    r = await load(b, {
-      mode: "closed",
-      url: `${b.apiUrl}/v1/events`,
-      apiKey: b.single.key,
-      requests: events,
-      eventsPerRequest: 1,
-      kind: "ok",
-      runId,
-    });
+    r = await postEvents(b, runId, events);
   } finally {
     resume(b.dispatcher);
   }
@@ -143,15 +157,7 @@ export interface BurstSample extends ThroughputSample {
 export async function burst(b: Bench, runId: string, events: number): Promise<BurstSample> {
   await Promise.all([resetPeakRss(b.api.pid), resetPeakRss(b.dispatcher.pid)]);
   b.receiver.cpuMsSince();
-  const r = await load(b, {
-    mode: "closed",
-    url: `${b.apiUrl}/v1/events`,
-    apiKey: b.single.key,
-    requests: events,
-    eventsPerRequest: 1,
-    kind: "ok",
-    runId,
-  });
+  const r = await postEvents(b, runId, events);
   const arrived = await b.receiver.waitFor(runId, (a) => a.distinct >= events, ARRIVAL_TIMEOUT_MS);
   return {
     rate: perSecond(events, r.firstStart, arrived.lastFirstAt),
@@ -164,15 +170,7 @@ export async function burst(b: Bench, runId: string, events: number): Promise<Bu
 
 /** Events to an account with 5 webhooks: deliveries from the first request to the last 2xx. */
 export async function fanout(b: Bench, runId: string, events: number): Promise<ThroughputSample> {
-  const r = await load(b, {
-    mode: "closed",
-    url: `${b.apiUrl}/v1/events`,
-    apiKey: b.fanout.key,
-    requests: events,
-    eventsPerRequest: 1,
-    kind: "ok",
-    runId,
-  });
+  const r = await postEvents(b, runId, events, { apiKey: b.fanout.key });
   const arrived = await b.receiver.waitFor(runId, (a) => a.ok >= events * 5, ARRIVAL_TIMEOUT_MS);
   return { rate: perSecond(events * 5, r.firstStart, arrived.lastOkAt), loadCpuShare: r.cpuShare };
 }
@@ -201,16 +199,7 @@ export async function paced(b: Bench, runId: string, rate: number, durationMs: n
 
 /** Each delivery fails once (500); how late its retry arrives against its schedule. */
 export async function retryTiming(b: Bench, runId: string, count: number, retryDelayMs: number) {
-  await load(b, {
-    mode: "closed",
-    url: `${b.apiUrl}/v1/events`,
-    apiKey: b.single.key,
-    requests: count,
-    eventsPerRequest: 1,
-    kind: "fail",
-    runId,
-    connections: 8,
-  });
+  await postEvents(b, runId, count, { kind: "fail", connections: 8 });
   const arrived = await b.receiver.waitFor(runId, (a) => a.retryLatenessMs.length >= count, 60_000 + retryDelayMs);
   return percentiles(arrived.retryLatenessMs);
 }
