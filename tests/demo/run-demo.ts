@@ -1,7 +1,6 @@
-import type { ChildProcess } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { startNode } from "@mailhooks/processes";
+import { startNode, type StartedProcess } from "@mailhooks/processes";
 
 /** `npm run demo` as the tests run it: from source, in a child process, its output collected. */
 
@@ -11,12 +10,14 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "
 export const SIGN_IN_LINE = /^dashboard: {2}(http:\/\/127\.0\.0\.1:\d+\/dashboard\/sign-in\/\S+)$/;
 
 export interface RunningDemo {
-  child: ChildProcess;
+  child: StartedProcess["child"];
   /** stdout and stderr so far, interleaved as they came. */
   output: () => string;
   /** The lines of stdout so far. */
   stdoutLines: () => string[];
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** SIGTERM, then SIGKILL after `graceMs` (StartedProcess's stop). */
+  stop: StartedProcess["stop"];
 }
 
 /** Starts the demo with `args` and `env` over this process's environment. */
@@ -32,6 +33,7 @@ export function startDemo(args: string[], env: Record<string, string>): RunningD
         .split("\n")
         .filter((line) => line !== ""),
     exited: demo.exited,
+    stop: demo.stop,
   };
 }
 
@@ -45,7 +47,8 @@ export async function runDemo(
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
-    demo.child.kill("SIGTERM");
+    // No SIGKILL: on SIGTERM the demo stops what it started, however long that takes.
+    void demo.stop(Infinity);
   }, timeoutMs);
   const { code } = await demo.exited;
   clearTimeout(timer);

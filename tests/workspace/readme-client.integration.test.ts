@@ -1,9 +1,8 @@
-import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
+import { runProcess } from "@mailhooks/processes";
 import { startStack, type Stack } from "../support/stack.js";
 
 /**
@@ -17,11 +16,10 @@ import { startStack, type Stack } from "../support/stack.js";
  * The last test compiles calls a client makes beyond the README's (a rotation with the default
  * grace period): the generated types must accept every request the API accepts.
  */
-const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const tsc = path.join(root, "node_modules/typescript/bin/tsc");
 // Without jest's NODE_OPTIONS (--experimental-vm-modules) in the children.
-const env = { ...process.env, NODE_OPTIONS: "" };
+const env = { NODE_OPTIONS: "" };
 /** What the README's `npm install` lines install, linked from this repository's node_modules. */
 const INSTALLED = ["openapi-fetch", "openapi-typescript", "typescript"];
 
@@ -83,21 +81,21 @@ describe("README, For integrators: the typed client", () => {
     expect(lines).toHaveLength(installs.length + 1);
     const [npx, ...args] = generate.replace("http://127.0.0.1:3000", stack.baseUrl).split(" ");
     expect(npx).toBe("npx");
-    // stdin closed: a prompt (`Need to install the following packages`) would end the run, not hang it.
-    await run("npx", args, { cwd: project, env, timeout: 120_000 });
+    // stdin at its end (runProcess gives it /dev/null): a prompt (`Need to install the following packages`) would end the run, not hang it.
+    await runProcess("npx", args, { cwd: project, env, timeoutMs: 120_000, check: true });
     expect(readFileSync(path.join(project, "src/mailhooks.ts"), "utf8")).toContain("export interface paths");
 
     const [client] = integratorBlocks("ts");
     writeFileSync(path.join(project, "src/client.ts"), client);
-    const compiled = await run(process.execPath, [tsc, "-p", project], { cwd: project, env }).catch((error: { stdout: string }) => ({
-      stdout: error.stdout,
-    }));
+    // tsc prints its errors on stdout (and exits 2): its stdout is the verdict.
+    const compiled = await runProcess(process.execPath, [tsc, "-p", project], { cwd: project, env });
     expect(compiled.stdout).toBe("");
 
     const webhookUrl = "https://receiver.example.com/readme-client";
-    const { stdout } = await run(process.execPath, [path.join(project, "dist/client.js")], {
+    const { stdout } = await runProcess(process.execPath, [path.join(project, "dist/client.js")], {
       cwd: project,
       env: { ...env, API_URL: stack.baseUrl, API_KEY: stack.apiKey, WEBHOOK_URL: webhookUrl },
+      check: true,
     });
     const [created, failed] = stdout.trim().split("\n");
     const [id, secret] = created.split(" ");
@@ -129,9 +127,7 @@ describe("README, For integrators: the typed client", () => {
         "",
       ].join("\n"),
     );
-    const compiled = await run(process.execPath, [tsc, "-p", project], { cwd: project, env }).catch((error: { stdout: string }) => ({
-      stdout: error.stdout,
-    }));
+    const compiled = await runProcess(process.execPath, [tsc, "-p", project], { cwd: project, env });
     rmSync(path.join(project, "src/rotate.ts"));
     expect(compiled.stdout).toBe("");
   }, 120_000);

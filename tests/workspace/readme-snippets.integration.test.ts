@@ -1,11 +1,11 @@
-import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { format, promisify } from "node:util";
+import { format } from "node:util";
 import getPort from "get-port";
+import { findOnPath, runProcess, startProcess, type StartedProcess } from "@mailhooks/processes";
 import { testCertDir } from "../support/env.js";
 import { bodyOf, loadVectors, VECTORS_PATH, type TestVector } from "../../packages/verify/scripts/vectors.js";
 
@@ -19,7 +19,6 @@ import { bodyOf, loadVectors, VECTORS_PATH, type TestVector } from "../../packag
  */
 
 const require = createRequire(import.meta.url);
-const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const vectorsPath = fileURLToPath(VECTORS_PATH);
 
@@ -91,7 +90,7 @@ describe("README, Verifying a signature", () => {
         "",
       ].join("\n"),
     );
-    const { stdout } = await run("python3", [path.join(dir, "run_vectors.py"), vectorsPath], { cwd: dir });
+    const { stdout } = await runProcess("python3", [path.join(dir, "run_vectors.py"), vectorsPath], { cwd: dir, check: true });
     expectEveryOutcome(outcomesOf(stdout));
   });
 
@@ -127,10 +126,9 @@ describe("README, Verifying a signature", () => {
         const port = await getPort();
         // One process (tsx as a loader, not its CLI, which would start another), killed at the end.
         const loaders = ["--import", pathToFileURL(require.resolve("tsx")).href, "--import", pathToFileURL(clock).href];
-        const child = spawn(process.execPath, ["--conditions=source", ...loaders, program], {
+        const child = startProcess("the Node example", process.execPath, ["--conditions=source", ...loaders, program], {
           cwd: dir,
           env: {
-            ...process.env,
             NODE_OPTIONS: "",
             FIXED_NOW_MS: String(group[0].now * 1000),
             WEBHOOK_SECRET: group[0].secrets.join(","),
@@ -138,12 +136,11 @@ describe("README, Verifying a signature", () => {
             TLS_KEY_FILE: path.join(testCertDir(), "localhost.key"),
             PORT: String(port),
           },
-          stdio: ["ignore", "pipe", "pipe"],
         });
         try {
           for (const [name, outcome] of await sendVectors(child, port, group)) outcomes.set(name, outcome);
         } finally {
-          child.kill();
+          await child.stop();
         }
       }),
     );
@@ -163,8 +160,7 @@ describe("README, Verifying a signature", () => {
     }
   }, 240_000);
 
-  const go = spawnSync("go", ["version"], { encoding: "utf8" });
-  (go.status === 0 ? test : test.skip)(
+  (findOnPath("go") ? test : test.skip)(
     "the Go example reaches every test vector's outcome (needs go on the PATH)",
     async () => {
       const dir = path.join(work, "go");
@@ -174,10 +170,11 @@ describe("README, Verifying a signature", () => {
       expect(source).toMatch(/^package \w+\n/);
       writeFileSync(path.join(dir, "verify.go"), source.replace(/^package \w+\n/, "package main\n"));
       writeFileSync(path.join(dir, "main.go"), GO_RUNNER);
-      const { stdout } = await run("go", ["run", ".", vectorsPath], {
+      const { stdout } = await runProcess("go", ["run", ".", vectorsPath], {
         cwd: dir,
-        env: { ...process.env, GOTOOLCHAIN: "local", GOFLAGS: "-mod=mod", GOWORK: "off" },
-        timeout: 240_000,
+        env: { GOTOOLCHAIN: "local", GOFLAGS: "-mod=mod", GOWORK: "off" },
+        timeoutMs: 240_000,
+        check: true,
       });
       expectEveryOutcome(outcomesOf(stdout));
     },
@@ -189,22 +186,18 @@ describe("README, Verifying a signature", () => {
  * Waits for the example to listen, posts each vector's request over HTTPS (the test certificate
  * is trusted through NODE_EXTRA_CA_CERTS), and collects what it answered and logged.
  */
-async function sendVectors(child: ChildProcess, port: number, group: TestVector[]): Promise<Map<string, unknown>> {
-  let stdout = "";
-  let stderr = "";
-  child.stdout!.on("data", (chunk) => (stdout += chunk));
-  child.stderr!.on("data", (chunk) => (stderr += chunk));
+async function sendVectors(child: StartedProcess, port: number, group: TestVector[]): Promise<Map<string, unknown>> {
   const url = `https://localhost:${port}/webhooks`;
   // tsx compiles the example at start: several at once on a busy machine take a while.
   const deadline = Date.now() + 120_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`the example exited with ${child.exitCode}: ${stderr}`);
+    if (!child.running()) throw new Error(`the example exited with ${(await child.exited).code}: ${child.output()}`);
     const up = await fetch(url, { method: "GET" }).then(
       () => true,
       () => false,
     );
     if (up) break;
-    if (Date.now() > deadline) throw new Error(`the example did not listen on ${port}: ${stderr}`);
+    if (Date.now() > deadline) throw new Error(`the example did not listen on ${port}: ${child.output()}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 
@@ -230,8 +223,9 @@ async function sendVectors(child: ChildProcess, port: number, group: TestVector[
     );
   }
   // Each request that passed logged one line before its answer; the pipe may still hold the last ones.
-  for (let i = 0; i < 100 && stdout.split("\n").length <= passed.length; i++) await new Promise((resolve) => setTimeout(resolve, 20));
-  const lines = stdout.split("\n").filter(Boolean);
+  for (let i = 0; i < 100 && child.stdout().split("\n").length <= passed.length; i++)
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  const lines = child.stdout().split("\n").filter(Boolean);
   expect(lines).toHaveLength(passed.length);
   passed.forEach((name, i) => (answers.get(name)!.logged = lines[i]));
   return answers;

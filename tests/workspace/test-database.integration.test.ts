@@ -1,7 +1,7 @@
-import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
+import { runProcess } from "@mailhooks/processes";
 import { testDatabaseUrl } from "../support/env.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -16,7 +16,7 @@ describe("npm test's database", () => {
   it("a second run leaves this run's database alone, drops a killed run's, and drops its own at the end", async () => {
     const pool = new pg.Pool({ connectionString: testDatabaseUrl(), max: 1 });
     // A run killed before its end: its process is gone, its database stayed.
-    const killed = spawnSync(process.execPath, ["-e", ""]).pid;
+    const { pid: killed } = await runProcess(process.execPath, ["-e", ""]);
     const leftover = `webhooks_test_${killed}`;
     try {
       await pool.query("CREATE TABLE IF NOT EXISTS test_database_marker (id int)");
@@ -25,15 +25,12 @@ describe("npm test's database", () => {
 
       // Another run, as a person starts it: no TEST_DATABASE_URL. `--listTests` prepares
       // everything (certificate, database), lists the files and ends without running them.
-      const env: NodeJS.ProcessEnv = { ...process.env };
-      delete env.TEST_DATABASE_URL;
-      const other = spawnSync(process.execPath, [path.join(ROOT, "scripts/test.mjs"), "--listTests"], {
+      const other = await runProcess(process.execPath, [path.join(ROOT, "scripts/test.mjs"), "--listTests"], {
         cwd: ROOT,
-        env,
-        encoding: "utf8",
-        timeout: 120_000,
+        env: { TEST_DATABASE_URL: undefined },
+        timeoutMs: 120_000,
       });
-      expect({ status: other.status, stderr: other.status === 0 ? "" : other.stderr }).toEqual({ status: 0, stderr: "" });
+      expect({ status: other.code, stderr: other.code === 0 ? "" : other.stderr }).toEqual({ status: 0, stderr: "" });
 
       expect((await pool.query("SELECT count(*)::int AS n FROM test_database_marker")).rows[0].n).toBe(1);
       const leftovers = await pool.query("SELECT datname FROM pg_database WHERE datname = ANY($1)", [

@@ -1,10 +1,9 @@
-import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import getPort from "get-port";
+import { runProcess, startProcess, type RunOptions, type StartedProcess } from "@mailhooks/processes";
 import { signPayload } from "@mailhooks/signing";
 import { testCertDir } from "../support/env.js";
 
@@ -20,12 +19,13 @@ import { testCertDir } from "../support/env.js";
  * express and the type packages, which a user installs from the registry, are linked from this
  * repository's node_modules so that the test needs no network.
  */
-const run = promisify(execFile);
+/** Runs a command to its end; an exit other than 0 rejects, with its output. */
+const run = (command: string, args: string[], options: RunOptions = {}) => runProcess(command, args, { ...options, check: true });
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const packageReadme = readFileSync(path.join(root, "packages/verify/README.md"), "utf8");
 const tsc = path.join(root, "node_modules/typescript/bin/tsc");
 // Without jest's NODE_OPTIONS (--experimental-vm-modules) in the children.
-const env = { ...process.env, NODE_OPTIONS: "" };
+const env = { NODE_OPTIONS: "" };
 
 /**
  * The fenced blocks of `language` in the README's part that starts with the heading `heading`,
@@ -86,7 +86,7 @@ interface Project {
 
 let scratch: string;
 const projects = new Map<string, Project>();
-const children: ChildProcess[] = [];
+const children: StartedProcess[] = [];
 
 beforeAll(async () => {
   // The clone's part of the README: `npm run build` (its `npm ci` is this checkout's install).
@@ -94,7 +94,7 @@ beforeAll(async () => {
   // Without the CommonJS build of an earlier run, so that this build has to make it.
   const dist = path.join(root, "packages/verify/dist");
   for (const made of ["cjs", "tsconfig.cjs.tsbuildinfo"]) rmSync(path.join(dist, made), { recursive: true, force: true });
-  await run("npm", ["run", "-s", "build"], { cwd: root, env, maxBuffer: 16 * 1024 * 1024 });
+  await run("npm", ["run", "-s", "build"], { cwd: root, env });
   scratch = mkdtempSync(path.join(os.tmpdir(), "mailhooks-verify-install-"));
 
   const tarballs = path.join(scratch, "tarballs");
@@ -153,8 +153,8 @@ beforeAll(async () => {
   }
 }, 600_000);
 
-afterAll(() => {
-  for (const child of children) child.kill();
+afterAll(async () => {
+  await Promise.all(children.map((child) => child.stop()));
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
 
@@ -175,9 +175,7 @@ function deliver(url: string, envelope: unknown, id: string | null, secret = SEC
 async function startReceiver(dir: string, name: string): Promise<{ url: string; lines: () => string[] }> {
   const port = await getPort();
   const certs = testCertDir();
-  let stdout = "";
-  let stderr = "";
-  const child = spawn(process.execPath, [path.join(dir, "dist", `${name}.js`)], {
+  const child = startProcess(name, process.execPath, [path.join(dir, "dist", `${name}.js`)], {
     cwd: dir,
     env: {
       ...env,
@@ -186,15 +184,12 @@ async function startReceiver(dir: string, name: string): Promise<{ url: string; 
       TLS_KEY_FILE: path.join(certs, "localhost.key"),
       PORT: String(port),
     },
-    stdio: ["ignore", "pipe", "pipe"],
   });
   children.push(child);
-  child.stdout.on("data", (chunk) => (stdout += chunk));
-  child.stderr.on("data", (chunk) => (stderr += chunk));
   const url = `https://localhost:${port}/webhooks`;
   const deadline = Date.now() + 30_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}: ${stderr}`);
+    if (!child.running()) throw new Error(`${name} exited with ${(await child.exited).code}: ${child.output()}`);
     if (
       await fetch(url).then(
         () => true,
@@ -202,10 +197,10 @@ async function startReceiver(dir: string, name: string): Promise<{ url: string; 
       )
     )
       break;
-    if (Date.now() > deadline) throw new Error(`${name} did not listen on ${port}: ${stderr}`);
+    if (Date.now() > deadline) throw new Error(`${name} did not listen on ${port}: ${child.output()}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  return { url, lines: () => stdout.split("\n").filter(Boolean) };
+  return { url, lines: () => child.stdout().split("\n").filter(Boolean) };
 }
 
 const COMMON = {
@@ -241,9 +236,8 @@ describe.each(["commonjs, linked to the clone", "ESM, linked to the clone", "com
 
     test("compiles the README's Node and Express receivers with tsc --strict (module nodenext)", async () => {
       const { dir } = projects.get(name)!;
-      const result = await run(process.execPath, [tsc, "-p", dir], { cwd: dir, env }).catch((error: { stdout: string }) => ({
-        stdout: error.stdout,
-      }));
+      // tsc prints its errors on stdout (and exits 2): its stdout is the verdict.
+      const result = await runProcess(process.execPath, [tsc, "-p", dir], { cwd: dir, env });
       expect(result.stdout).toBe("");
     }, 120_000);
 

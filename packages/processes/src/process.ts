@@ -140,22 +140,30 @@ export function startNode(
 
 /** How a program run to its end (runProcess) ended, and what it printed, stdout and stderr apart. */
 export interface CompletedProcess {
+  /** Its pid, e.g. to find what it named after itself. */
+  pid: number;
   code: number | null;
   signal: NodeJS.Signals | null;
   stdout: string;
   stderr: string;
 }
 
+export interface RunOptions extends Pick<StartOptions, "cwd" | "env"> {
+  /** Written to its stdin, which is then closed (default: no stdin at all). */
+  input?: string;
+  /** Rejects unless it exits with 0 (default false: any exit resolves). */
+  check?: boolean;
+  /** SIGTERMs it after this many ms (SIGKILL 5 s later if it still runs) and rejects. */
+  timeoutMs?: number;
+}
+
 /**
  * Runs `command` with `args` to its end: a one-shot program (a CLI command, pg_dump), for the
- * tests. `cwd` and `env` as startProcess takes them; `input` is written to its stdin.
- * @throws Error when it cannot start (ENOENT: not on PATH), naming it
+ * tests. `cwd` and `env` as startProcess takes them; see RunOptions for the rest.
+ * @throws Error when it cannot start (ENOENT: not on PATH), when it runs longer than `timeoutMs`,
+ * or with `check` when it exits other than with 0; each names it, the last two with its output
  */
-export function runProcess(
-  command: string,
-  args: string[],
-  options: Pick<StartOptions, "cwd" | "env"> & { input?: string } = {},
-): Promise<CompletedProcess> {
+export function runProcess(command: string, args: string[], options: RunOptions = {}): Promise<CompletedProcess> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, {
       cwd: options.cwd,
@@ -164,13 +172,38 @@ export function runProcess(
     });
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
+    const printed = () =>
+      [stderr, stdout]
+        .map((chunks) => Buffer.concat(chunks).toString("utf8").trim())
+        .filter(Boolean)
+        .join("\n");
+    const named = `${command} ${args.join(" ")}`.trim();
     child.stdout!.on("data", (chunk: Buffer) => stdout.push(chunk));
     child.stderr!.on("data", (chunk: Buffer) => stderr.push(chunk));
     child.once("error", (error) => reject(new Error(`${command} could not start: ${error.message}`)));
+    let killer: NodeJS.Timeout | undefined;
+    const timer =
+      options.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            child.kill("SIGTERM");
+            killer = setTimeout(() => child.kill("SIGKILL"), 5_000).unref();
+            // Now, not at its "close": a grandchild may hold its pipes open.
+            reject(new Error(`${named} did not end within ${options.timeoutMs} ms; output:\n${printed()}`));
+          }, options.timeoutMs);
+    child.once("exit", () => clearTimeout(killer));
     // "close", not "exit": the pipes are drained by then.
-    child.once("close", (code, signal) =>
-      resolve({ code, signal, stdout: Buffer.concat(stdout).toString("utf8"), stderr: Buffer.concat(stderr).toString("utf8") }),
-    );
+    child.once("close", (code, signal) => {
+      clearTimeout(timer);
+      if (options.check && code !== 0) reject(new Error(`${named} exited with ${code ?? signal}; output:\n${printed()}`));
+      resolve({
+        pid: child.pid!,
+        code,
+        signal,
+        stdout: Buffer.concat(stdout).toString("utf8"),
+        stderr: Buffer.concat(stderr).toString("utf8"),
+      });
+    });
     if (options.input !== undefined) child.stdin!.end(options.input);
   });
 }

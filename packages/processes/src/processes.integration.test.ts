@@ -40,12 +40,37 @@ describe("startProcess", () => {
     const script =
       "process.stdin.on('data', (d) => process.stdout.write(String(d).toUpperCase())); console.error('to stderr'); process.exitCode = 3";
     expect(await runProcess(process.execPath, ["-e", script], { input: "hello", env: { NODE_OPTIONS: undefined } })).toEqual({
+      pid: expect.any(Number),
       code: 3,
       signal: null,
       stdout: "HELLO",
       stderr: "to stderr\n",
     });
     await expect(runProcess("no-such-program-here", [])).rejects.toThrow("no-such-program-here could not start");
+  });
+
+  test("runProcess: its pid, in its folder; with check, an exit other than 0 rejects with its output", async () => {
+    const env = { NODE_OPTIONS: undefined };
+    const printPid = await runProcess(process.execPath, ["-e", "console.log(process.pid, process.cwd())"], { cwd: dir, env });
+    expect(printPid.stdout).toBe(`${printPid.pid} ${dir}\n`);
+    const fail = ["-e", "console.log('said'); console.error('why'); process.exit(4)"];
+    await expect(runProcess(process.execPath, fail, { env })).resolves.toMatchObject({ code: 4, stdout: "said\n", stderr: "why\n" });
+    await expect(runProcess(process.execPath, fail, { env, check: true })).rejects.toThrow(/ exited with 4; output:\nwhy\nsaid$/);
+    await expect(runProcess(process.execPath, ["-e", ""], { env, check: true })).resolves.toMatchObject({ code: 0 });
+  });
+
+  test("runProcess with timeoutMs: SIGTERM once it is over, and a rejection with its output so far", async () => {
+    const marker = path.join(dir, "terminated");
+    const slow = `console.log('started'); process.on('SIGTERM', () => { require('fs').writeFileSync(${JSON.stringify(marker)}, ''); process.exit(1); }); setInterval(() => {}, 1000)`;
+    const started = Date.now();
+    await expect(runProcess(process.execPath, ["-e", slow], { env: { NODE_OPTIONS: undefined }, timeoutMs: 1_000 })).rejects.toThrow(
+      /did not end within 1000 ms; output:\nstarted$/,
+    );
+    expect(Date.now() - started).toBeLessThan(10_000);
+    for (let i = 0; i < 100 && !existsSync(marker); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(existsSync(marker)).toBe(true);
+    // One that ends in time is neither killed nor rejected.
+    expect((await runProcess(process.execPath, ["-e", ""], { timeoutMs: 10_000 })).code).toBe(0);
   });
 
   test("passes the program's arguments after the entry, and the environment over this one's", async () => {

@@ -1,18 +1,18 @@
-import { execFile } from "node:child_process";
-import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
+import { runProcess, type RunOptions } from "@mailhooks/processes";
 
 // The package as a user gets it: built, packed, installed from the tarball into a folder
 // outside the repository, then loaded from ESM and from CommonJS; publint and
 // arethetypeswrong check the tarball's exports and types.
-const run = promisify(execFile);
 const packageDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const bin = (name: string) => path.resolve(packageDir, "../../node_modules/.bin", name);
 // Without jest's NODE_OPTIONS (--experimental-vm-modules) in the children.
-const env = { ...process.env, NODE_OPTIONS: "" };
+const env = { NODE_OPTIONS: "" };
+/** Runs a command to its end; an exit other than 0 rejects, with its output. */
+const run = (command: string, args: string[], options: RunOptions = {}) => runProcess(command, args, { ...options, check: true });
 
 // Both builds answer every vector like the sources do (the sources' own tests check that).
 const CHECK = (load: string) => `
@@ -75,7 +75,7 @@ beforeAll(async () => {
     (await readdir(scratch)).find((f) => f.endsWith(".tgz"))!,
   );
   const app = path.join(scratch, "app");
-  await run("mkdir", [app]);
+  await mkdir(app);
   await writeFile(path.join(app, "package.json"), JSON.stringify({ name: "scratch-app", private: true }));
   await run("npm", ["install", "--no-audit", "--no-fund", "--offline", tarball], { cwd: app, env });
   await writeFile(path.join(app, "check.mjs"), ESM);
@@ -116,7 +116,7 @@ describe("the packed @mailhooks/verify", () => {
 
   it("passes arethetypeswrong (ESM, CJS, bundlers and node10 type resolution)", async () => {
     // attw exits non-zero on any problem, which rejects here.
-    const { stdout } = await run(bin("attw"), [tarball, "--format", "json"], { env, maxBuffer: 16 * 1024 * 1024 });
+    const { stdout } = await run(bin("attw"), [tarball, "--format", "json"], { env });
     expect(JSON.parse(stdout).problems).toEqual({});
   });
 });
