@@ -1,8 +1,7 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { Queue } from "bullmq";
-import type { Redis } from "ioredis";
 import { acceptEvents } from "@mailhooks/delivery-state";
-import { createRedisConnection, QUEUE_NAMES } from "@mailhooks/queue";
+import { createRedisConnection, QUEUE_NAMES, type RedisClient } from "@mailhooks/queue";
 import { listenHttps, testCertificate } from "@mailhooks/receiver";
 import { testRedisUrl } from "../support/env.js";
 import { createHook, deliveryRows, emailArrivals, startHookReceiver } from "../support/hooks.js";
@@ -34,7 +33,7 @@ const MB = 1024 * 1024;
 
 describe("dispatchers that die", () => {
   let stack: Stack;
-  let connection: Redis;
+  let connection: RedisClient;
   let deliveries: Queue;
   beforeAll(async () => {
     stack = await startStack({ dispatcher: false });

@@ -1,6 +1,5 @@
 import { Queue } from "bullmq";
-import type { Redis } from "ioredis";
-import { createRedisConnection, QUEUE_NAMES } from "@mailhooks/queue";
+import { createRedisConnection, QUEUE_NAMES, type RedisClient } from "@mailhooks/queue";
 import { GIB, startHostileReceiver, testCertificate, type HostileReceiver } from "@mailhooks/receiver";
 import { testRedisUrl } from "../support/env.js";
 import { createHook, deliveryRows, emailArrivals, startHookReceiver } from "../support/hooks.js";
@@ -49,7 +48,7 @@ const KINDS: Kind[] = ["endless", "trickle", "huge-header", "stall"];
 describe("hostile receivers against a dispatcher process", () => {
   let stack: Stack;
   let hostile: HostileReceiver;
-  let connection: Redis;
+  let connection: RedisClient;
   let deliveries: Queue;
   beforeAll(async () => {
     await buildDispatcher();

@@ -1,6 +1,5 @@
 import { Queue } from "bullmq";
-import type { Redis } from "ioredis";
-import { createRedisConnection, QUEUE_NAMES } from "@mailhooks/queue";
+import { createRedisConnection, QUEUE_NAMES, type RedisClient } from "@mailhooks/queue";
 import { verify } from "@mailhooks/verify";
 import { testRedisUrl } from "../support/env.js";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
@@ -25,7 +24,7 @@ const STALLED_MS = 1_000;
 
 describe("a dispatcher killed mid-delivery", () => {
   let stack: Stack;
-  let connection: Redis;
+  let connection: RedisClient;
   let deliveries: Queue;
   beforeAll(async () => {
     stack = await startStack({ dispatcher: false });

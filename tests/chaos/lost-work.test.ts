@@ -1,7 +1,6 @@
 import { Queue } from "bullmq";
-import type { Redis } from "ioredis";
 import { acceptEvents, attemptBudgetOf } from "@mailhooks/delivery-state";
-import { createRedisConnection, DeliveryQueue, QUEUE_NAMES } from "@mailhooks/queue";
+import { createRedisConnection, DeliveryQueue, QUEUE_NAMES, type RedisClient } from "@mailhooks/queue";
 import { verify } from "@mailhooks/verify";
 import { sweepLostWork } from "../../apps/dispatcher/src/jobs/sweep-lost-work.js";
 import { sampleData, startStack, waitUntil, type Stack, queued } from "../support/stack.js";
@@ -21,7 +20,7 @@ const RETRY_MS = 3_000;
 
 describe("work whose job Redis lost", () => {
   let stack: Stack;
-  let redis: Redis;
+  let redis: RedisClient;
   let deliveries: Queue;
 
   beforeAll(async () => {
@@ -154,7 +153,7 @@ describe("work whose job Redis lost", () => {
 
 describe("the sweeper walks in keyset batches: a backlog of live jobs cannot hide a lost one", () => {
   let stack: Stack;
-  let redis: Redis;
+  let redis: RedisClient;
   let queue: DeliveryQueue;
   beforeAll(async () => {
     stack = await startStack({ dispatcher: "relay-only" });

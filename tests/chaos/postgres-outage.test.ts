@@ -1,11 +1,10 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Queue } from "bullmq";
-import type { Redis } from "ioredis";
 import { apiConfigSchema, loadConfig, secretKeysOf } from "@mailhooks/config";
 import { createKeyring, parseKeys } from "@mailhooks/secrets";
 import { createDatabase, type Database } from "@mailhooks/db";
-import { createRedisConnection, QUEUE_NAMES } from "@mailhooks/queue";
+import { createRedisConnection, QUEUE_NAMES, type RedisClient } from "@mailhooks/queue";
 import { createApp } from "../../apps/api/src/app.js";
 import { startKeyAccess } from "../../apps/api/src/key-access.js";
 import { callApi } from "../support/api-call.js";
@@ -34,7 +33,7 @@ describe("PostgreSQL unreachable during a delivery", () => {
   let proxy: TcpProxy;
   // An API whose PostgreSQL is behind the proxy.
   let proxiedDb: Database;
-  let proxiedRedis: Redis;
+  let proxiedRedis: RedisClient;
   let proxiedQueue: Queue;
   let proxiedServer: Server;
   let proxiedKeys: ReturnType<typeof startKeyAccess>;

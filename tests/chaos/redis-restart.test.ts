@@ -1,6 +1,5 @@
 import { Queue } from "bullmq";
-import type { Redis } from "ioredis";
-import { createRedisConnection, QUEUE_NAMES } from "@mailhooks/queue";
+import { createRedisConnection, QUEUE_NAMES, type RedisClient } from "@mailhooks/queue";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { apiAs, createHook, deliveryRows, emailArrivals, startHookReceiver } from "../support/hooks.js";
 import { killAll, startDispatcher } from "./support/processes.js";
@@ -21,7 +20,7 @@ const LATE_MS = 1_000;
 describe("Redis restarted while a retry is scheduled", () => {
   let redisServer: RedisServer;
   let stack: Stack;
-  let connection: Redis;
+  let connection: RedisClient;
   let deliveries: Queue;
 
   beforeAll(async () => {

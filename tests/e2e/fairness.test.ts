@@ -1,6 +1,6 @@
 import type { Arrival } from "@mailhooks/receiver";
 import { sampleData, startStack, waitUntil, type Account, type Stack } from "../support/stack.js";
-import { createHook, emailArrivals, startHookReceiver, type HookReceiver } from "../support/hooks.js";
+import { createHook, emailArrivals, startHookReceiver, type CreatedHook, type HookReceiver } from "../support/hooks.js";
 
 /**
  * No endpoint waits for another (CONTRACT.md section 6, fairness; docs/scheduler.md): webhooks
@@ -116,7 +116,7 @@ describe("fair delivery across webhooks and accounts", () => {
   }, 180_000);
 
   test("25 hanging webhooks of one account: the other account's and the same account's healthy endpoints still get theirs within 1 s", async () => {
-    const hanging = [];
+    const hanging: CreatedHook[] = [];
     for (let i = 0; i < 25; i++) hanging.push(await createHook(stack, hr, `/hang-many-${i}`, ["message.opened"]));
     const ownHealthy = await createHook(stack, hr, "/own-healthy-2", ["message.clicked"]);
     const otherHealthy = await createHook(other, hr, "/other-healthy-2", ["message.opened"]);

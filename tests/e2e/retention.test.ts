@@ -1,9 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { Queue, QueueEvents } from "bullmq";
-import type { Redis } from "ioredis";
 import { attemptBudgetOf, ensurePayloadPartitions, purgeExpiredPayloads } from "@mailhooks/delivery-state";
 import { getLogger } from "@mailhooks/logger";
-import { createRedisConnection, DeliveryQueue } from "@mailhooks/queue";
+import { createRedisConnection, DeliveryQueue, type RedisClient } from "@mailhooks/queue";
 import { startMaintenance } from "../../apps/dispatcher/src/maintenance.js";
 import { createDispatcherMetrics } from "../../apps/dispatcher/src/metrics.js";
 import { backdateEvent } from "../support/backdate.js";
@@ -171,7 +170,7 @@ describe("retention on a database of its own", () => {
   test("startMaintenance registers one 'retention' job scheduler whatever the number of replicas, and its job purges", async () => {
     const prefix = `test-maint-${randomUUID()}`;
     const url = testRedisUrl();
-    const connections: Redis[] = [];
+    const connections: RedisClient[] = [];
     const connect = () => {
       const c = createRedisConnection(url, "worker");
       connections.push(c);

@@ -1,9 +1,8 @@
 import { randomUUID } from "node:crypto";
-import type { Redis } from "ioredis";
 import { createPool } from "@mailhooks/db";
 import { attemptBudgetOf, enqueue, releaseLeases } from "@mailhooks/delivery-state";
 import { getLogger } from "@mailhooks/logger";
-import { createRedisConnection, DeliveryQueue, JOB_NAMES } from "@mailhooks/queue";
+import { createRedisConnection, DeliveryQueue, JOB_NAMES, type RedisClient } from "@mailhooks/queue";
 import { createDispatcherMetrics } from "./metrics.js";
 import { startRelay, type Relay } from "./relay.js";
 
@@ -18,7 +17,7 @@ const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 describe("the outbox relay", () => {
   const pool = createPool(databaseUrl, 4);
   const queuePrefix = `test-relay-${randomUUID()}`;
-  let connection: Redis;
+  let connection: RedisClient;
   let queue: DeliveryQueue;
   let relay: Relay | undefined;
 

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import { eventDataSchemas } from "@mailhooks/events";
-import { deriveThreadId, parseRawMessage, UnparseableMessageError, type ParsedInbound } from "./parse-message.js";
+import { deriveThreadId, parseRawMessage, UnparseableMessageError, type ParsedInbound, type ParsedReceived } from "./parse-message.js";
 
 const INBOX = "inb_support";
 const NOW = new Date("2026-12-01T08:00:00.000Z");
@@ -16,6 +16,12 @@ function sample(name: string): Buffer {
 
 function parseSample(name: string): Promise<ParsedInbound> {
   return parseRawMessage(sample(name), INBOX, NOW);
+}
+
+/** Narrows to a received message (whose data has headers and body); throws on a bounce. */
+function asReceived(parsed: ParsedInbound): ParsedReceived {
+  if (parsed.eventType !== "message.received") throw new Error(`expected message.received, got ${parsed.eventType}`);
+  return parsed;
 }
 
 /** Builds an LF-terminated message from lines; CRLF is not needed by the parser. */
@@ -49,7 +55,7 @@ describe("parseRawMessage: received messages", () => {
 
   test("02: References folded onto its own line is unfolded", async () => {
     expect(sample("02-reply.eml").toString()).toContain(`References:\n ${ID_01}\n`);
-    const parsed = await parseSample("02-reply.eml");
+    const parsed = asReceived(await parseSample("02-reply.eml"));
     expect(parsed.data.messageId).toBe(ID_02);
     expect(parsed.data.headers).toEqual({ messageId: ID_02, inReplyTo: ID_01, references: ID_01 });
     expect(parsed.data.to).toEqual(["support@inbox.example.net", "alice@example.com"]);
@@ -59,7 +65,7 @@ describe("parseRawMessage: received messages", () => {
 
   test("03: References folded over two lines becomes single-spaced", async () => {
     expect(sample("03-reply-2.eml").toString()).toContain(`References: ${ID_01}\n\t${ID_02}\n`);
-    const parsed = await parseSample("03-reply-2.eml");
+    const parsed = asReceived(await parseSample("03-reply-2.eml"));
     expect(parsed.data.headers).toEqual({
       messageId: ID_03,
       inReplyTo: ID_02,
@@ -76,20 +82,22 @@ describe("parseRawMessage: received messages", () => {
   });
 
   test("raw values keep comments and brackets; whitespace runs collapse to one space", async () => {
-    const parsed = await parseRawMessage(
-      message([
-        "From: Carol <carol@example.com>",
-        "To: support@inbox.example.net",
-        "Subject: odd headers",
-        "Message-ID:   <odd.1@example.com>  ",
-        "In-Reply-To: <parent@example.com>   (Alice's message of",
-        "    Mon, 16 Nov 2026 09:12:03 +0000)",
-        "References: <root@example.com>\t\t<parent@example.com>",
-        "",
-        "text",
-      ]),
-      INBOX,
-      NOW,
+    const parsed = asReceived(
+      await parseRawMessage(
+        message([
+          "From: Carol <carol@example.com>",
+          "To: support@inbox.example.net",
+          "Subject: odd headers",
+          "Message-ID:   <odd.1@example.com>  ",
+          "In-Reply-To: <parent@example.com>   (Alice's message of",
+          "    Mon, 16 Nov 2026 09:12:03 +0000)",
+          "References: <root@example.com>\t\t<parent@example.com>",
+          "",
+          "text",
+        ]),
+        INBOX,
+        NOW,
+      ),
     );
     expect(parsed.data.headers).toEqual({
       messageId: "<odd.1@example.com>",
@@ -127,7 +135,7 @@ describe("parseRawMessage: received messages", () => {
   });
 
   test("04: encoded-word subject is decoded, text part chosen over HTML and attachment", async () => {
-    const parsed = await parseSample("04-multipart.eml");
+    const parsed = asReceived(await parseSample("04-multipart.eml"));
     expect(parsed.eventType).toBe("message.received");
     expect(parsed.data.subject).toBe("Résumé and portfolio — Renée Lévesque");
     expect(parsed.data.from).toBe("renee.levesque@example.fr");
@@ -142,8 +150,8 @@ describe("parseRawMessage: received messages", () => {
   });
 
   test("05: HTML-only message without Message-ID gets a generated one and a text body", async () => {
-    const parsed = await parseSample("05-html-only.eml");
-    const headers = parsed.data.headers as { messageId: string; inReplyTo: string; references: string };
+    const parsed = asReceived(await parseSample("05-html-only.eml"));
+    const headers = parsed.data.headers;
     expect(parsed.data.messageId).toMatch(/^<[0-9a-f-]{36}@mailhooks\.invalid>$/);
     expect(headers).toEqual({ messageId: parsed.data.messageId, inReplyTo: "", references: "" });
     expect(parsed.threadRootId).toBe(parsed.data.messageId);
@@ -154,28 +162,30 @@ describe("parseRawMessage: received messages", () => {
   });
 
   test("HTML-only part nested in multipart/mixed still yields a text body", async () => {
-    const parsed = await parseRawMessage(
-      message([
-        "From: a@example.com",
-        "To: b@example.com",
-        "Message-ID: <nested@x>",
-        "MIME-Version: 1.0",
-        'Content-Type: multipart/mixed; boundary="b1"',
-        "",
-        "--b1",
-        "Content-Type: text/html; charset=utf-8",
-        "",
-        "<p>Hello <b>there</b></p>",
-        "--b1",
-        "Content-Type: application/pdf; name=a.pdf",
-        "Content-Disposition: attachment; filename=a.pdf",
-        "Content-Transfer-Encoding: base64",
-        "",
-        "JVBERi0xLjQK",
-        "--b1--",
-      ]),
-      INBOX,
-      NOW,
+    const parsed = asReceived(
+      await parseRawMessage(
+        message([
+          "From: a@example.com",
+          "To: b@example.com",
+          "Message-ID: <nested@x>",
+          "MIME-Version: 1.0",
+          'Content-Type: multipart/mixed; boundary="b1"',
+          "",
+          "--b1",
+          "Content-Type: text/html; charset=utf-8",
+          "",
+          "<p>Hello <b>there</b></p>",
+          "--b1",
+          "Content-Type: application/pdf; name=a.pdf",
+          "Content-Disposition: attachment; filename=a.pdf",
+          "Content-Transfer-Encoding: base64",
+          "",
+          "JVBERi0xLjQK",
+          "--b1--",
+        ]),
+        INBOX,
+        NOW,
+      ),
     );
     expect(parsed.data.body).toBe("Hello there");
   });
