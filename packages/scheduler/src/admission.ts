@@ -1,6 +1,6 @@
 import type { RedisClient } from "@mailhooks/queue";
 import { FORFEIT_TURN, LIFT, RATE_TURN } from "./scripts.js";
-import { createSlotWaits, holdDelayMs } from "./holds.js";
+import { createSlotWaits, createWakePacer, holdDelayMs } from "./holds.js";
 import { createShareLedger } from "./shares.js";
 
 /**
@@ -158,6 +158,8 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
   ];
 
   const reserveWaits = createSlotWaits();
+  const promote = (jobId: string) => options.promote?.(jobId) ?? Promise.resolve();
+  const wakes = createWakePacer({ intervalMs: options.slowAttemptMs / capacity, maxQueued: capacity * 4, promote });
 
   return {
     async admit(input) {
@@ -231,12 +233,12 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
           await redis.zadd(k("fast"), now + FAST_MEMORY_MS, input.webhookId);
         }
       }
-      // A slot of this webhook is free: the job of it held back longest may take it now (one: a
-      // second would only be held again, in a wave with every other ended attempt's); all of them
-      // when it was quick (the webhook is no longer slow, or its work is cancelled).
+      // A slot of this webhook is free: the job of it held back longest may take it (one: a second
+      // would only be held again), paced; all of them at once when it was quick (the webhook is no
+      // longer slow, or its work is cancelled). A held job that asked again meanwhile is not promoted.
       const woken = shares.wake(input.webhookId, quick);
-      // A held job that is no longer delayed (it asked again meanwhile) cannot be promoted.
-      for (const jobId of woken) await options.promote?.(jobId).catch(() => undefined);
+      if (quick) for (const jobId of woken) await promote(jobId).catch(() => undefined);
+      else await wakes.wake(woken);
     },
     async refreshSlowMarks() {
       const now = Date.now();
@@ -268,7 +270,7 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
           webhookId,
           k("turn:"),
         );
-        for (const jobId of jobs) await options.promote?.(jobId).catch(() => undefined);
+        for (const jobId of jobs) await promote(jobId).catch(() => undefined);
         lifted++;
       }
       return lifted;

@@ -5,22 +5,81 @@
 
 /**
  * How long a job held back for its share waits before it asks again, in ms: 50 ms doubling to
- * 400 ms; a slow webhook's job SLOW_HOLD_MS, since what brings it back is the end of an attempt of
- * its webhook here, which wakes the one held longest at once (`promote`; a quick one wakes them
- * all): its slots free at the pace of its receiver, and the timer is only for the jobs no attempt
- * here wakes (more than this dispatcher remembers, or its webhook's attempts run elsewhere).
+ * 400 ms; a slow webhook's job SLOW_HOLD_MS, give or take half of it at random, since what brings
+ * it back is the end of an attempt of its webhook here, which wakes the one held longest
+ * (`promote`, paced: createWakePacer; a quick one wakes them all): its slots free at the pace of
+ * its receiver, and the timer is only for the jobs no attempt here wakes (more than this
+ * dispatcher remembers, or its webhook's attempts run elsewhere). The jitter: a hanging webhook's
+ * jobs are held in a wave (its backlog fetched at once, its attempts ending together), and a wave
+ * that comes back at once keeps the event loop from everyone else's jobs for as long as it takes
+ * to hold it again.
  */
-export function holdDelayMs(holds: number, slow = false): number {
-  return slow ? SLOW_HOLD_MS : Math.min(400, 50 * 2 ** Math.min(6, Math.max(0, holds)));
+export function holdDelayMs(holds: number, slow = false, random: () => number = Math.random): number {
+  return slow ? Math.round(SLOW_HOLD_MS * (0.5 + random())) : Math.min(400, 50 * 2 ** Math.min(6, Math.max(0, holds)));
 }
 
 /**
- * The hold of a slow webhook's job, in ms. Each hold costs a fetch, a move to the delayed set and
- * a promotion in Redis, and a hanging webhook has up to its job limit of them in the queue (128
- * from before it was known slow): with holds from 500 ms doubling, the neighbour bench's five
- * hanging webhooks made 238 holds a second (MONITOR, 3 s of the loaded run).
+ * The hold of a slow webhook's job, in ms (on average). Each hold costs a fetch, a move to the
+ * delayed set and a promotion in Redis, and a hanging webhook has up to its job limit of them in
+ * the queue (128 from before it was known slow): with holds from 500 ms doubling, the neighbour
+ * bench's five hanging webhooks made 238 holds a second (MONITOR, 3 s of the loaded run).
  */
 export const SLOW_HOLD_MS = 10_000;
+
+/** Wakes held jobs of slow webhooks, one at a time (see createWakePacer). */
+export interface WakePacer {
+  /**
+   * Promotes `jobIds` (a slot of their webhook freed for each): the first at once when the last
+   * wake was at least the pacer's interval ago, the rest one interval apart. Resolves once those
+   * promoted at once are; a failed promotion is ignored (the job asks again at its hold's end).
+   */
+  wake(jobIds: string[]): Promise<void>;
+  /** Jobs waiting for their wake. */
+  readonly queued: number;
+}
+
+/**
+ * The wakes of one dispatcher, paced at one per `intervalMs` (slowAttemptMs / C: a slow webhook's
+ * attempt runs at least slowAttemptMs, so C slots cannot free faster than that; at that pace every
+ * slot is refilled as fast as it frees, but a wave of attempts that ended together, which would
+ * start together and end together again, is spread over a second). At most `maxQueued` wait (a
+ * dispatcher's memory is shared by every account); past that a job comes back at its hold's end.
+ */
+export function createWakePacer(options: { intervalMs: number; maxQueued: number; promote: (jobId: string) => Promise<void> }): WakePacer {
+  const queue: string[] = [];
+  let nextAt = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const promote = (jobId: string) => {
+    nextAt = Date.now() + options.intervalMs;
+    return options.promote(jobId).catch(() => undefined);
+  };
+  const tick = () => {
+    timer = undefined;
+    const jobId = queue.shift();
+    if (jobId === undefined) return;
+    void promote(jobId);
+    schedule();
+  };
+  const schedule = () => {
+    if (timer || queue.length === 0) return;
+    timer = setTimeout(tick, Math.max(0, nextAt - Date.now()));
+    timer.unref();
+  };
+  return {
+    async wake(jobIds) {
+      let now: Promise<void> | undefined;
+      for (const jobId of jobIds) {
+        if (!now && !timer && queue.length === 0 && nextAt <= Date.now()) now = promote(jobId);
+        else if (queue.length < options.maxQueued) queue.push(jobId);
+      }
+      schedule();
+      await now;
+    },
+    get queued() {
+      return queue.length;
+    },
+  };
+}
 
 /**
  * How long, in ms, a job of a webhook that is not slow, fetched while this dispatcher's C slots
