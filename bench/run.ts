@@ -7,13 +7,13 @@
  * machine load touches all of them alike), then the latency phases, then the neighbour phase (on
  * processes of its own: bench/neighbour.ts), and writes one table and bench/results/latest.json. bench/README.md explains each figure.
  */
-import { execSync, spawnSync } from "node:child_process";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { migrate, MIGRATIONS_DIR } from "@mailhooks/db";
+import { runProcess } from "@mailhooks/processes";
 import { parseBenchArgs } from "./args.js";
 import { dropDatabase, prepareGrownDatabase, type SeedReport } from "./grown/seed.js";
 import { explainListQueries, SLOW_BUFFERS, type ExplainReport } from "./grown/explain.js";
@@ -69,8 +69,8 @@ async function main() {
       .join(" ")}`,
   );
   log("building");
-  const built = spawnSync(process.execPath, [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-b"], { cwd: ROOT, stdio: "inherit" });
-  if (built.status !== 0) fail("build failed");
+  const built = await runProcess(process.execPath, [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-b"], { cwd: ROOT });
+  if (built.code !== 0) fail(`build failed:\n${built.stdout}${built.stderr}`);
 
   let seed: SeedReport | undefined;
   const databaseUrl = args.grown ? GROWN_URL : EMPTY_URL;
@@ -257,9 +257,10 @@ async function main() {
   printTargets(allTargets);
 
   let commit = "unknown";
+  const git = (args: string[]) => runProcess("git", args, { cwd: ROOT, check: true }).then((r) => r.stdout.trim());
   try {
-    commit = execSync("git rev-parse --short HEAD", { cwd: ROOT }).toString().trim();
-    if (execSync("git status --porcelain --untracked-files=no", { cwd: ROOT }).toString().trim()) commit += "+changes";
+    commit = await git(["rev-parse", "--short", "HEAD"]);
+    if (await git(["status", "--porcelain", "--untracked-files=no"])) commit += "+changes";
   } catch {
     // not a git checkout
   }

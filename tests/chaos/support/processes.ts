@@ -1,10 +1,9 @@
-import { execFile } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Queue } from "bullmq";
-import { startNode, type StartedProcess } from "@mailhooks/processes";
+import { runProcess, startNode, type StartedProcess } from "@mailhooks/processes";
 import { createRedisConnection, QUEUE_NAMES } from "@mailhooks/queue";
 import { testCertDir, testDatabaseUrl, testRedisUrl } from "../../support/env.js";
 
@@ -95,13 +94,10 @@ export function buildDispatcher(): Promise<void> {
  * Compiles `workspace` (e.g. "apps/api") and the packages it uses with `tsc -b` (incremental).
  * @throws Error with tsc's output when the build fails.
  */
-export function buildWorkspace(workspace: string): Promise<void> {
+export async function buildWorkspace(workspace: string): Promise<void> {
   const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
-  return new Promise((resolve, reject) => {
-    execFile(process.execPath, [tsc, "-b", workspace], { cwd: ROOT }, (error, stdout, stderr) =>
-      error ? reject(new Error(`tsc -b ${workspace} failed:\n${stdout}${stderr}`)) : resolve(),
-    );
-  });
+  const built = await runProcess(process.execPath, [tsc, "-b", workspace], { cwd: ROOT });
+  if (built.code !== 0) throw new Error(`tsc -b ${workspace} failed:\n${built.stdout}${built.stderr}`);
 }
 
 /** A dispatcher process from its build (apps/dispatcher/dist/main.js), as `npm run start:dispatcher` starts it. */

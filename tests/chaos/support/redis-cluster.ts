@@ -1,8 +1,6 @@
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
-import { startRedisServer, type RedisServer } from "@mailhooks/processes";
+import { runProcess, startRedisServer, type RedisServer } from "@mailhooks/processes";
 
-const run = promisify(execFile);
+const run = (command: string, args: string[]) => runProcess(command, args, { check: true });
 
 /**
  * A throwaway Redis Cluster of `primaries` primaries (no replicas) on free loopback ports, made
