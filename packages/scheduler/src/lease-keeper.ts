@@ -65,9 +65,13 @@ export async function keepLeases(options: Omit<LeaseKeeperOptions, "intervalMs">
   while (budget > 0) {
     const limit = Math.min(batchSize, budget);
     const leases = await leasesAfter(options.pool, options.queuePrefix, after, graceMs, limit);
+    if (leases.length === 0) {
+      after = "";
+      break;
+    }
     const pipeline = options.redis.pipeline();
     for (const lease of leases) pipeline.hmget(jobKey(lease.workId), "timestamp", "finishedOn");
-    const answers = leases.length > 0 ? ((await pipeline.exec()) ?? []) : [];
+    const answers = (await pipeline.exec()) ?? [];
     const gone = leases.filter((_, i) => {
       const [error, fields] = answers[i] ?? [new Error("no answer"), null];
       if (error) return false;
