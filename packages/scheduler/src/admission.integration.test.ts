@@ -42,9 +42,8 @@ describe("admission", () => {
   test("alone, a webhook takes all C slots; the reserve is a newcomer's, of another account or the same one", async () => {
     for (let i = 0; i < 8; i++) expect(await ask(`a${i}`, "wh_a", "acct_1")).toEqual({ admitted: true });
     expect(await ask("a8", "wh_a", "acct_1")).toMatchObject({ admitted: false, reason: "share" });
-    // Another account's webhook, and (once the first account's attempts are no longer quick)
-    // another webhook of the same account, find the reserve.
-    expect(await ask("b0", "wh_b", "acct_2")).toEqual({ admitted: true });
+    // Another webhook, of another account or of the same one (which holds none of the reserve), finds the reserve.
+    expect(await ask("b0", "wh_b", "acct_1")).toEqual({ admitted: true });
     expect((await admission.state()).running).toBe(9);
     expect(await ask("c0", "wh_c", "acct_3")).toMatchObject({ admitted: false, reason: "share" });
   });
@@ -60,6 +59,16 @@ describe("admission", () => {
     // No second slot freed within RESERVE_WAIT_MS: a9 is held back as before.
     expect(await second).toMatchObject({ admitted: false, reason: "share" });
     expect((await admission.state()).running).toBe(8);
+  });
+
+  test("a job whose webhook runs nothing here does not wait in its worker slot: it is held at once", async () => {
+    for (let i = 0; i < 8; i++) expect(await ask(`a${i}`, "wh_a", "acct_1")).toEqual({ admitted: true });
+    expect(await ask("b0", "wh_b", "acct_2")).toEqual({ admitted: true });
+    // C + R run: a newcomer is refused. Waiting for a slot would keep the worker slot that fetched
+    // it from fetching anything else (a job of another newcomer) while the C hang.
+    const c0 = ask("c0", "wh_c", "acct_3");
+    await admission.release({ jobId: "a0", webhookId: "wh_a", accountId: "acct_1", durationMs: 20 });
+    expect(await c0).toMatchObject({ admitted: false, reason: "share" });
   });
 
   test("a slow webhook gets its fair share and never the reserve; a quick attempt makes it fast again", async () => {

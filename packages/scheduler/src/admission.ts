@@ -19,10 +19,15 @@ import { createShareLedger } from "./shares.js";
  *   webhook uses all C), or, in the reserve, while it runs fewer than C / (N + 1) (a newcomer's
  *   share): so a webhook that has had little always finds a slot at once, however many slots
  *   others hold;
- * - and in the reserve only while its account's quick attempts (started less than
- *   `slowAttemptMs` ago, by webhooks not known slow) are fewer than C / (accounts running + 1):
- *   an account whose many new webhooks all hang cannot take the reserve from the others in the
- *   first moments;
+ * - and in the reserve only while its account runs fewer reserve attempts (attempts that found C
+ *   running when they started, of any age) than R / (accounts running reserve attempts + 1), at
+ *   least one: an account whose many new webhooks all start hanging, none of them known slow
+ *   yet, holds that share of the reserve for their first deadline, and every other account finds
+ *   the rest (with R >= 2, i.e. C >= 16);
+ * - a job refused a slot waits in its worker slot for one to free (RESERVE_WAIT_MS) only when its
+ *   webhook runs attempts here (a lone fast webhook: one of them ends within milliseconds);
+ *   any other is held at once, so that the worker slots past C keep fetching: a newcomer's job
+ *   is fetched through them;
  * - a webhook is slow while an attempt of it runs longer than `slowAttemptMs`, or for
  *   `slowMemoryMs` after one took longer, on any dispatcher (a receiver that hangs until the
  *   deadline, or answers slowly); a slow webhook gets only its fair share (C / accounts running,
@@ -170,11 +175,15 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
       // Takes the slot in the same tick as the check: two jobs woken by one free slot cannot both take it.
       const takeSlot = () => {
         const at = Date.now();
-        if (!shares.hasShare(input.webhookId, input.accountId, at, slow)) return false;
-        shares.start(input.jobId, input.webhookId, input.accountId, at, slow);
+        if (!shares.hasShare(input.webhookId, input.accountId, slow)) return false;
+        shares.start(input.jobId, input.webhookId, input.accountId, at);
         return true;
       };
-      if (!takeSlot() && (slow || !(await reserveWaits.wait(takeSlot)))) {
+      // Only a job whose webhook runs attempts here waits in its worker slot: one of them ending
+      // frees its slot. Any other would hold the worker slot for nothing, and the few worker
+      // slots past C are how a newcomer's job gets fetched at all.
+      const mayWait = !slow && shares.runningOf(input.webhookId) > 0;
+      if (!takeSlot() && (!mayWait || !(await reserveWaits.wait(takeSlot)))) {
         if (input.rateLimit)
           await redis.schedulerForfeitTurn(
             k(`turn:${input.jobId}`),

@@ -19,8 +19,8 @@ interface Running {
   webhookId: string;
   accountId: string;
   startedAt: number;
-  /** Its webhook was known slow when it started: it never counts as its account's quick attempt. */
-  slow: boolean;
+  /** It took a reserve slot (C attempts ran when it started): it counts toward its account's reserve share while it runs. */
+  reserve: boolean;
 }
 
 const MAX_SLOW_MARKS = 50_000;
@@ -30,10 +30,12 @@ const MAX_HELD = 20_000;
 export interface ShareLedger {
   /** Attempts running here now. */
   readonly running: number;
-  /** The share rule for this dispatcher's slots at `now` (ms); true: the attempt may take a slot. */
-  hasShare(webhookId: string, accountId: string, now: number, slow: boolean): boolean;
-  /** Counts an admitted attempt from `now` (ms); `slow`: its webhook was known slow then. */
-  start(jobId: string, webhookId: string, accountId: string, now: number, slow: boolean): void;
+  /** The share rule for this dispatcher's slots; true: the attempt may take a slot. */
+  hasShare(webhookId: string, accountId: string, slow: boolean): boolean;
+  /** Counts an admitted attempt from `now` (ms); one that finds C running takes a reserve slot. */
+  start(jobId: string, webhookId: string, accountId: string, now: number): void;
+  /** Attempts of `webhookId` running here now. */
+  runningOf(webhookId: string): number;
   /** The attempt of `jobId` ended (or asks again): it no longer counts. Unknown ids are ignored. */
   forget(jobId: string): void;
   /** Marked slow until after `now`, or an attempt of it here has run longer than slowAttemptMs. */
@@ -57,6 +59,8 @@ export function createShareLedger(options: { capacity: number; slowAttemptMs: nu
   const running = new Map<string, Running>();
   const byWebhook = new Map<string, Set<string>>();
   const byAccount = new Map<string, Set<string>>();
+  /** Per account, its attempts running here that took a reserve slot. */
+  const reserveHeld = new Map<string, number>();
   /** Per account, its webhooks with attempts running here and how many each. */
   const accountWebhooks = new Map<string, Map<string, number>>();
   /** Slow marks: webhook -> until (ms), this dispatcher's own and those learnt from Redis. */
@@ -78,7 +82,7 @@ export function createShareLedger(options: { capacity: number; slowAttemptMs: nu
     get running() {
       return running.size;
     },
-    hasShare(webhookId, accountId, now, slow) {
+    hasShare(webhookId, accountId, slow) {
       const total = running.size;
       const activeA = byAccount.get(accountId)?.size ?? 0;
       const activeW = byWebhook.get(webhookId)?.size ?? 0;
@@ -90,26 +94,34 @@ export function createShareLedger(options: { capacity: number; slowAttemptMs: nu
       if (total >= capacity + reserve) return false;
       const newcomerShare = Math.max(1, capacity / (byWebhook.size + 1));
       if (activeW >= newcomerShare) return false;
-      let quickA = 0;
-      for (const jobId of byAccount.get(accountId) ?? []) {
-        const r = running.get(jobId)!;
-        if (!r.slow && r.startedAt >= now - slowAttemptMs) quickA++;
-      }
-      return quickA < Math.max(1, capacity / (nAcc + 1));
+      // An account's share of the reserve counts its reserve attempts of any age: one whose new
+      // webhooks all start hanging holds at most this share for their first deadline, and every
+      // other account still finds the rest.
+      const heldA = reserveHeld.get(accountId) ?? 0;
+      const holders = reserveHeld.size + (heldA === 0 ? 1 : 0);
+      return heldA < Math.max(1, reserve / (holders + 1));
     },
-    start(jobId, webhookId, accountId, now, slow) {
+    start(jobId, webhookId, accountId, now) {
       ledger.unhold(webhookId, jobId);
-      running.set(jobId, { webhookId, accountId, startedAt: now, slow });
+      const inReserve = running.size >= capacity;
+      if (inReserve) reserveHeld.set(accountId, (reserveHeld.get(accountId) ?? 0) + 1);
+      running.set(jobId, { webhookId, accountId, startedAt: now, reserve: inReserve });
       add(byWebhook, webhookId, jobId);
       add(byAccount, accountId, jobId);
       const hooks = accountWebhooks.get(accountId) ?? new Map<string, number>();
       hooks.set(webhookId, (hooks.get(webhookId) ?? 0) + 1);
       accountWebhooks.set(accountId, hooks);
     },
+    runningOf: (webhookId) => byWebhook.get(webhookId)?.size ?? 0,
     forget(jobId) {
       const r = running.get(jobId);
       if (!r) return;
       running.delete(jobId);
+      if (r.reserve) {
+        const heldA = reserveHeld.get(r.accountId)! - 1;
+        if (heldA > 0) reserveHeld.set(r.accountId, heldA);
+        else reserveHeld.delete(r.accountId);
+      }
       remove(byWebhook, r.webhookId, jobId);
       remove(byAccount, r.accountId, jobId);
       const hooks = accountWebhooks.get(r.accountId)!;
