@@ -49,23 +49,24 @@ describe("admission", () => {
   });
 
   test("a job the reserve is not for waits in its worker slot for one of the C to free, takes it at once, one job per freed slot", async () => {
-    for (let i = 0; i < 8; i++) expect(await ask(`a${i}`, "wh_a", "acct_1")).toEqual({ admitted: true });
-    const first = ask("a8", "wh_a", "acct_1");
-    const second = ask("a9", "wh_a", "acct_1");
-    await admission.release({ jobId: "a0", webhookId: "wh_a", accountId: "acct_1", durationMs: 20 });
-    // The slot a0 freed is a8's (it waited longest), not a trip through the delayed set.
+    // C = 16 and R = 2: 18 worker slots.
+    const wide = createAdmissionControl({ redis, keyPrefix: prefix, localConcurrency: 16, slowAttemptMs: 1_000 });
+    const askWide = (jobId: string) => wide.admit({ jobId, webhookId: "wh_a", accountId: "acct_1", holds: 0, rateLimit: null });
+    for (let i = 0; i < 16; i++) expect(await askWide(`a${i}`)).toEqual({ admitted: true });
+    const first = askWide("a16");
+    // 16 run and a16 waits: the last worker slot is left free to fetch, so a17 does not wait.
+    expect(await askWide("a17")).toMatchObject({ admitted: false, reason: "share" });
+    await wide.release({ jobId: "a0", webhookId: "wh_a", accountId: "acct_1", durationMs: 20 });
+    // The slot a0 freed is a16's, not a trip through the delayed set.
     expect(await first).toEqual({ admitted: true });
-    expect((await admission.state()).running).toBe(8);
-    // No second slot freed within RESERVE_WAIT_MS: a9 is held back as before.
-    expect(await second).toMatchObject({ admitted: false, reason: "share" });
-    expect((await admission.state()).running).toBe(8);
+    expect((await wide.state()).running).toBe(16);
   });
 
-  test("a job whose webhook runs nothing here does not wait in its worker slot: it is held at once", async () => {
+  test("a refused job waits in its worker slot only while another is left free to fetch: else it is held at once", async () => {
     for (let i = 0; i < 8; i++) expect(await ask(`a${i}`, "wh_a", "acct_1")).toEqual({ admitted: true });
     expect(await ask("b0", "wh_b", "acct_2")).toEqual({ admitted: true });
-    // C + R run: a newcomer is refused. Waiting for a slot would keep the worker slot that fetched
-    // it from fetching anything else (a job of another newcomer) while the C hang.
+    // C + R run (C = 8, R = 1): the newcomer's worker slot is the only one left. Waiting in it
+    // would keep every other job from being fetched while the C hang.
     const c0 = ask("c0", "wh_c", "acct_3");
     await admission.release({ jobId: "a0", webhookId: "wh_a", accountId: "acct_1", durationMs: 20 });
     expect(await c0).toMatchObject({ admitted: false, reason: "share" });

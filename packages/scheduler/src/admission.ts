@@ -1,7 +1,7 @@
 import type { RedisClient } from "@mailhooks/queue";
 import { FORFEIT_TURN, LIFT, RATE_TURN } from "./scripts.js";
 import { createSlotWaits, createWakePacer, holdDelayMs } from "./holds.js";
-import { createShareLedger } from "./shares.js";
+import { createShareLedger, reserveSlots } from "./shares.js";
 
 /**
  * Admission of delivery attempts (CONTRACT.md section 6, fairness; section 4, `rate_limit`;
@@ -24,10 +24,10 @@ import { createShareLedger } from "./shares.js";
  *   least one: an account whose many new webhooks all start hanging, none of them known slow
  *   yet, holds that share of the reserve for their first deadline, and every other account finds
  *   the rest (with R >= 2, i.e. C >= 16);
- * - a job refused a slot waits in its worker slot for one to free (RESERVE_WAIT_MS) only when its
- *   webhook runs attempts here (a lone fast webhook: one of them ends within milliseconds);
- *   any other is held at once, so that the worker slots past C keep fetching: a newcomer's job
- *   is fetched through them;
+ * - a job of a webhook that is not slow, refused a slot, waits in its worker slot for one to free
+ *   (RESERVE_WAIT_MS: a lone fast webhook's C attempts free one within milliseconds) only while
+ *   another worker slot is left free to fetch; otherwise it is held at once, so that a newcomer's
+ *   job is always fetched;
  * - a webhook is slow while an attempt of it runs longer than `slowAttemptMs`, or for
  *   `slowMemoryMs` after one took longer, on any dispatcher (a receiver that hangs until the
  *   deadline, or answers slowly); a slow webhook gets only its fair share (C / accounts running,
@@ -163,6 +163,8 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
   ];
 
   const reserveWaits = createSlotWaits();
+  /** The worker's concurrency: C + R (createConfiguredDeliveryWorker). */
+  const workerSlots = capacity + reserveSlots(capacity);
   const promote = (jobId: string) => options.promote?.(jobId) ?? Promise.resolve();
   const wakes = createWakePacer({ intervalMs: options.slowAttemptMs / capacity, maxQueued: capacity * 4, promote });
 
@@ -179,10 +181,9 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
         shares.start(input.jobId, input.webhookId, input.accountId, at);
         return true;
       };
-      // Only a job whose webhook runs attempts here waits in its worker slot: one of them ending
-      // frees its slot. Any other would hold the worker slot for nothing, and the few worker
-      // slots past C are how a newcomer's job gets fetched at all.
-      const mayWait = !slow && shares.runningOf(input.webhookId) > 0;
+      // A job waits in its worker slot only while another worker slot is left free to fetch:
+      // jobs waiting in every free one would keep any other job (a newcomer's) from being fetched.
+      const mayWait = !slow && shares.running + reserveWaits.waiting + 1 < workerSlots;
       if (!takeSlot() && (!mayWait || !(await reserveWaits.wait(takeSlot)))) {
         if (input.rateLimit)
           await redis.schedulerForfeitTurn(

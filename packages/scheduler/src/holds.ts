@@ -104,6 +104,8 @@ export interface SlotWaits {
   wait(takeSlot: () => boolean): Promise<boolean>;
   /** An attempt ended here: the job waiting longest whose takeSlot succeeds has the slot. */
   slotFreed(): void;
+  /** Jobs waiting now. */
+  readonly waiting: number;
 }
 
 export function createSlotWaits(): SlotWaits {
@@ -127,6 +129,9 @@ export function createSlotWaits(): SlotWaits {
       }),
     slotFreed() {
       for (const tryTake of waiting) if (tryTake()) break;
+    },
+    get waiting() {
+      return waiting.size;
     },
   };
 }

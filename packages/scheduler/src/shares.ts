@@ -34,8 +34,6 @@ export interface ShareLedger {
   hasShare(webhookId: string, accountId: string, slow: boolean): boolean;
   /** Counts an admitted attempt from `now` (ms); one that finds C running takes a reserve slot. */
   start(jobId: string, webhookId: string, accountId: string, now: number): void;
-  /** Attempts of `webhookId` running here now. */
-  runningOf(webhookId: string): number;
   /** The attempt of `jobId` ended (or asks again): it no longer counts. Unknown ids are ignored. */
   forget(jobId: string): void;
   /** Marked slow until after `now`, or an attempt of it here has run longer than slowAttemptMs. */
@@ -112,7 +110,6 @@ export function createShareLedger(options: { capacity: number; slowAttemptMs: nu
       hooks.set(webhookId, (hooks.get(webhookId) ?? 0) + 1);
       accountWebhooks.set(accountId, hooks);
     },
-    runningOf: (webhookId) => byWebhook.get(webhookId)?.size ?? 0,
     forget(jobId) {
       const r = running.get(jobId);
       if (!r) return;
