@@ -5,7 +5,7 @@ import { Queue } from "bullmq";
 import type pg from "pg";
 import { apiConfigSchema, dispatcherConfigSchema, loadConfig, secretKeysOf } from "@mailhooks/config";
 import { createKeyring, parseKeys } from "@mailhooks/secrets";
-import { createDatabase, type PrismaClient } from "@mailhooks/db";
+import { createConfiguredDatabase, type PrismaClient } from "@mailhooks/db";
 import { configureLogger } from "@mailhooks/logger";
 import { createRedisConnection, QUEUE_NAMES, redisKeyPrefix } from "@mailhooks/queue";
 import { startReceiver, testCertificate, type Receiver, type ReceiverOptions } from "@mailhooks/receiver";
@@ -98,9 +98,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const apiConfig = loadConfig(apiConfigSchema, env);
   const dispatcherConfig = loadConfig(dispatcherConfigSchema, { DISPATCHER_CONCURRENCY: "16", ...env });
 
-  const db = createDatabase(apiConfig.DATABASE_URL, apiConfig.DATABASE_POOL_SIZE, {
-    statementTimeoutMs: apiConfig.DATABASE_STATEMENT_TIMEOUT_MS,
-  });
+  const db = createConfiguredDatabase(apiConfig);
   /** The Redis key prefix: `prefix`, hash-tagged on a Redis Cluster. */
   const keyPrefix = redisKeyPrefix(prefix, apiConfig.REDIS_CLUSTER);
   const keyring = createKeyring(parseKeys(secretKeysOf(apiConfig)));

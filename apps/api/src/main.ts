@@ -2,29 +2,22 @@
  * The API process: REST API on PORT. Stateless; any number may run behind a load balancer.
  * SIGTERM stops accepting connections, lets in-flight requests finish, then exits 0.
  */
-import { apiConfigSchema, secretKeysOf } from "@mailhooks/config";
+import { secretKeysOf } from "@mailhooks/config";
 import { createKeyring, parseKeys } from "@mailhooks/secrets";
-import { createDatabase } from "@mailhooks/db";
+import { createConfiguredDatabase } from "@mailhooks/db";
 import { startService } from "@mailhooks/command-line/service";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Queue } from "bullmq";
-import { createRedisConnection, QUEUE_NAMES, redisKeyPrefix } from "@mailhooks/queue";
+import { createConfiguredRedis, QUEUE_NAMES } from "@mailhooks/queue";
 import { createAdminApp } from "./admin-app.js";
 import { createApp } from "./app.js";
 import { startKeyAccess } from "./key-access.js";
 import { createApiServer } from "./http/server.js";
 
-const { config, logger } = startService("api", {
-  name: "npm run start:api --",
-  description:
-    "Run the REST API (built: npm run build first) on PORT, with GET /openapi.json and GET /docs. Stateless: run as many as you like behind a load balancer. SIGTERM finishes the requests in flight, then exits 0.",
-  examples: ["npm run start:api", "PORT=8080 DATABASE_URL=postgresql://postgres@db.internal:5432/webhooks npm run start:api"],
-  environment: apiConfigSchema,
-});
+const { config, logger } = startService("api");
 
-const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_SIZE, { statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
-const redis = createRedisConnection(config.REDIS_URL, "producer", { cluster: config.REDIS_CLUSTER });
-const keyPrefix = redisKeyPrefix(config.QUEUE_PREFIX, config.REDIS_CLUSTER);
+const db = createConfiguredDatabase(config);
+const { connection: redis, keyPrefix } = createConfiguredRedis(config, "producer");
 redis.on("error", (error: Error) => logger.warn("redis error", { error: error.message }));
 // Read only (queue depth, the operators' board): the API never adds jobs.
 const queue = new Queue(QUEUE_NAMES.deliveries, { connection: redis, prefix: keyPrefix });

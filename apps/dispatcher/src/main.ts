@@ -3,12 +3,11 @@
  * envelopes. Any number may run against one PostgreSQL and one Redis. SIGTERM lets in-flight
  * attempts finish, then exits 0.
  */
-import { dispatcherConfigSchema } from "@mailhooks/config";
-import { createDatabase } from "@mailhooks/db";
+import { createConfiguredDatabase } from "@mailhooks/db";
 import { getLogger } from "@mailhooks/logger";
 import { startService } from "@mailhooks/command-line/service";
 import { attemptBudgetOf, ensurePayloadPartitions, schedulerBacklog } from "@mailhooks/delivery-state";
-import { createRedisConnection, DeliveryQueue, redisKeyPrefix } from "@mailhooks/queue";
+import { createConfiguredRedis, DeliveryQueue } from "@mailhooks/queue";
 import { createAdmissionControl } from "@mailhooks/scheduler";
 import { createHttpClient } from "./delivery/http-client.js";
 import { startMaintenance } from "./maintenance.js";
@@ -16,21 +15,13 @@ import { createDispatcherMetrics, registerSchedulerGauges, serveMetrics } from "
 import { startRelay } from "./relay.js";
 import { createConfiguredDeliveryWorker } from "./worker.js";
 
-const { config, logger } = startService("dispatcher", {
-  name: "npm run start:dispatcher --",
-  description:
-    "Run one dispatcher (built: npm run build first): the outbox relay and the worker that signs, delivers and retries; Prometheus metrics on METRICS_PORT. Run as many as you like. SIGTERM lets the attempts in flight finish, then exits 0.",
-  examples: ["npm run start:dispatcher", "DISPATCHER_CONCURRENCY=128 METRICS_PORT=9465 npm run start:dispatcher"],
-  environment: dispatcherConfigSchema,
-});
+const { config, logger } = startService("dispatcher");
 
-const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_SIZE, { statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
-const cluster = { cluster: config.REDIS_CLUSTER };
-const keyPrefix = redisKeyPrefix(config.QUEUE_PREFIX, config.REDIS_CLUSTER);
-const connection = createRedisConnection(config.REDIS_URL, "worker", cluster);
+const db = createConfiguredDatabase(config);
+const { connection, keyPrefix } = createConfiguredRedis(config, "worker");
 connection.on("error", (error: Error) => logger.warn("redis error", { error: error.message }));
 // The relay's own connection fails fast while Redis is away (its batch rolls back and waits).
-const relayConnection = createRedisConnection(config.REDIS_URL, "producer", cluster);
+const relayConnection = createConfiguredRedis(config, "producer").connection;
 relayConnection.on("error", () => undefined);
 const { client, agent } = createHttpClient({ timeoutMs: config.DELIVERY_TIMEOUT_MS, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS });
 const deliveryQueue = new DeliveryQueue(connection, keyPrefix, attemptBudgetOf(config.DELIVERY_RETRY_DELAYS_MS));

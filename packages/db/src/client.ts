@@ -67,6 +67,19 @@ export function prismaOnPool(pool: pg.Pool): PrismaClient {
   return new PrismaClient({ adapter: new PrismaPg(pool) });
 }
 
+/** What a service's configuration (@mailhooks/config) says of its database. */
+export interface DatabaseConfig {
+  DATABASE_URL: string;
+  DATABASE_POOL_SIZE: number;
+  /** statement_timeout of each connection, in ms (0: the server's). */
+  DATABASE_STATEMENT_TIMEOUT_MS: number;
+}
+
+/** createDatabase as a service's configuration names it: its URL, pool size and statement timeout. */
+export function createConfiguredDatabase(config: DatabaseConfig): Database {
+  return createDatabase(config.DATABASE_URL, config.DATABASE_POOL_SIZE, { statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
+}
+
 /** The pool and a Prisma client on top of it. */
 export function createDatabase(databaseUrl: string, poolSize = 10, settings: PoolSettings = {}): Database {
   const pool = createPool(databaseUrl, poolSize, settings);

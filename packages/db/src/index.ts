@@ -1,6 +1,13 @@
 /** PostgreSQL access shared by the API and the dispatcher: the Prisma client, ids, migrations. */
-export { createDatabase, createPool, createPrismaClient, DEFAULT_STATEMENT_TIMEOUT_MS, prismaOnPool } from "./client.js";
-export type { Database, PoolSettings, PrismaClient } from "./client.js";
+export {
+  createConfiguredDatabase,
+  createDatabase,
+  createPool,
+  createPrismaClient,
+  DEFAULT_STATEMENT_TIMEOUT_MS,
+  prismaOnPool,
+} from "./client.js";
+export type { Database, DatabaseConfig, PoolSettings, PrismaClient } from "./client.js";
 export { Prisma } from "./generated/prisma/client.js";
 export type {
   Webhook,

@@ -1,17 +1,13 @@
-/**
- * The six email event kinds of the specification ("Events" table). The order is the
- * specification's and is used wherever kinds are listed.
- */
-export const EVENT_TYPES = [
-  "message.sent",
-  "message.delivered",
-  "message.opened",
-  "message.clicked",
-  "message.received",
-  "message.bounced",
-] as const;
+import { EMAIL_EVENT_TYPES, type EmailEventType } from "@mailhooks/verify";
 
-export type EventType = (typeof EVENT_TYPES)[number];
+/**
+ * The six email event kinds of the specification ("Events" table), in its order, used wherever
+ * kinds are listed. Declared once, by @mailhooks/verify (which receivers install and which keeps no
+ * dependency), so that the service and its receivers' library cannot disagree.
+ */
+export const EVENT_TYPES = EMAIL_EVENT_TYPES;
+
+export type EventType = EmailEventType;
 
 /** The envelope `event` of the test event sent when a webhook is created (CONTRACT.md 6). */
 export const TEST_EVENT_TYPE = "webhook.test";

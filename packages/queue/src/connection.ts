@@ -56,6 +56,24 @@ export function createRedisConnection(url: string, role: "worker" | "producer", 
   });
 }
 
+/** What a service's configuration (@mailhooks/config) says of its Redis. */
+export interface RedisConfig {
+  REDIS_URL: string;
+  REDIS_CLUSTER: boolean;
+  QUEUE_PREFIX: string;
+}
+
+/**
+ * A connection (createRedisConnection) to the Redis a service's configuration names, and the
+ * prefix of the deployment's keys there (redisKeyPrefix).
+ */
+export function createConfiguredRedis(config: RedisConfig, role: "worker" | "producer"): { connection: RedisClient; keyPrefix: string } {
+  return {
+    connection: createRedisConnection(config.REDIS_URL, role, { cluster: config.REDIS_CLUSTER }),
+    keyPrefix: redisKeyPrefix(config.QUEUE_PREFIX, config.REDIS_CLUSTER),
+  };
+}
+
 /**
  * The prefix of every key of a deployment in Redis: QUEUE_PREFIX, hash-tagged on a Redis Cluster
  * (`{whk}`), so that each BullMQ queue's keys, which its Lua scripts use together, and the

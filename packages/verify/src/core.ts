@@ -82,6 +82,12 @@ export interface HeadersLike {
  */
 export type HeadersInput = HeadersLike | Record<string, string | readonly string[] | undefined | null>;
 
+/**
+ * The webhook's signing secret (`whsec_...`), or several: during a rotation (CONTRACT.md section 4)
+ * a request signed with any of them is accepted.
+ */
+export type SecretInput = string | readonly string[];
+
 /** The request body exactly as received: bytes (Buffer, Uint8Array, ArrayBuffer) or text. */
 export type RawBody = string | Uint8Array | ArrayBuffer;
 
@@ -112,7 +118,7 @@ const encoder = new TextEncoder();
 // the text and JSON.parse refuses it, as Python's json and Go's encoding/json do.
 const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
-function secretList(secret: string | readonly string[]): string[] {
+function secretList(secret: SecretInput): string[] {
   // unknown until checked: JavaScript callers may pass anything.
   const secrets: unknown[] = typeof secret === "string" ? [secret] : Array.isArray(secret) ? [...(secret as readonly unknown[])] : [];
   if (secrets.length === 0 || secrets.some((s) => typeof s !== "string" || s === "")) {
@@ -188,7 +194,7 @@ const SIGNATURE_FORMAT = /^sha256=([0-9a-f]{64})$/;
  * WebhookVerificationError for a request to refuse.
  */
 export function checkRequest(
-  secret: string | readonly string[],
+  secret: SecretInput,
   headers: HeadersInput,
   rawBody: RawBody,
   options: VerifyOptions = {},

@@ -4,7 +4,8 @@
  * specification's tables ("data fields common to all six event kinds" and "Additional data
  * fields per event kind"); `webhook.test` is the test request of CONTRACT.md section 6.
  *
- * Declared here rather than imported, so that the package keeps no dependency. Types only: the
+ * Declared here, where the service's own packages/events takes the kinds from, so that the
+ * package keeps no dependency and the two cannot disagree. Types only: the
  * signature vouches for the sender, and `verify` checks the envelope's shape (`event` a string,
  * `timestamp` a number, `data` an object), not each field of `data`.
  */

@@ -1,6 +1,6 @@
 import { verifyEvent } from "./index.js";
 import { unauthorizedBody } from "./errors.js";
-import type { VerifyOptions } from "./core.js";
+import type { SecretInput, VerifyOptions } from "./core.js";
 import type { WebhookEvent } from "./events.js";
 
 /**
@@ -61,7 +61,7 @@ async function readRaw(req: ExpressRequestLike, limit: number): Promise<Buffer> 
  * any body parser (it then reads the body itself, up to `maxBodyBytes`). After
  * `express.json()` it passes a TypeError to `next`, because the signed bytes are gone.
  */
-export function verifyWebhook(secret: string | readonly string[], options: ExpressVerifyOptions = {}) {
+export function verifyWebhook(secret: SecretInput, options: ExpressVerifyOptions = {}) {
   const { maxBodyBytes = DEFAULT_MAX_BODY_BYTES, ...verifyOptions } = options;
   return function verifyWebhookMiddleware(req: ExpressRequestLike, res: ExpressResponseLike, next: (error?: unknown) => void): void {
     // Express 5 leaves `body` undefined when no parser ran; the stream is then still unread.

@@ -1,6 +1,6 @@
 import { verifyEvent } from "./index.js";
 import { unauthorizedBody } from "./errors.js";
-import type { VerifyOptions } from "./core.js";
+import type { SecretInput, VerifyOptions } from "./core.js";
 import type { WebhookEvent } from "./events.js";
 
 /**
@@ -40,7 +40,7 @@ export interface FastifyInstanceLike {
 
 export interface FastifyVerifyOptions extends VerifyOptions {
   /** The webhook secret, or the old and the new one during a rotation. */
-  secret: string | readonly string[];
+  secret: SecretInput;
   /** Largest JSON body accepted, in bytes (default 25 MiB; Fastify's own default of 1 MiB is too small for inbound mail). */
   bodyLimit?: number;
 }

@@ -1,6 +1,6 @@
 import { verifyEvent } from "./web.js";
 import { unauthorizedBody, unauthorizedResponse } from "./errors.js";
-import type { HeadersLike, VerifyOptions } from "./core.js";
+import type { HeadersLike, SecretInput, VerifyOptions } from "./core.js";
 import type { WebhookEvent } from "./events.js";
 
 /**
@@ -24,7 +24,7 @@ export interface HonoContextLike {
  * stores the event `{id, event, timestamp, data}` (`verifyEvent`) as `c.get("webhook")` and calls `next()`. A request that fails answers 401
  * with `{"error": {"code", "message"}}`. Hono keeps the body, so `c.req.json()` still works after it.
  */
-export function verifyWebhook(secret: string | readonly string[], options: VerifyOptions = {}) {
+export function verifyWebhook(secret: SecretInput, options: VerifyOptions = {}) {
   return async function verifyWebhookMiddleware<C extends HonoContextLike>(c: C, next: () => Promise<void>): Promise<Response | void> {
     const raw = await c.req.arrayBuffer();
     let webhook: WebhookEvent;

@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { checkRequest, verifiedEnvelope, verifiedEvent } from "./core.js";
-import type { HeadersInput, RawBody, SignedRequest, VerifyOptions } from "./core.js";
+import type { HeadersInput, RawBody, SecretInput, SignedRequest, VerifyOptions } from "./core.js";
 import type { WebhookEnvelope, WebhookEvent } from "./events.js";
 
 /**
@@ -41,12 +41,7 @@ function macMatches(request: SignedRequest): boolean {
  * TypeError for wrong arguments, e.g. a body that was already parsed into an object.
  * To de-duplicate, use `verifyEvent`, which also returns the event id.
  */
-export function verify(
-  secret: string | readonly string[],
-  headers: HeadersInput,
-  rawBody: RawBody,
-  options: VerifyOptions = {},
-): WebhookEnvelope {
+export function verify(secret: SecretInput, headers: HeadersInput, rawBody: RawBody, options: VerifyOptions = {}): WebhookEnvelope {
   const request = checkRequest(secret, headers, rawBody, options);
   return verifiedEnvelope(request, macMatches(request));
 }
@@ -57,12 +52,7 @@ export function verify(
  * the event. Process each `id` once: deliveries are at least once. Same arguments and errors as
  * `verify`; a request without X-Service-Event-Id is refused with `missing_header`.
  */
-export function verifyEvent(
-  secret: string | readonly string[],
-  headers: HeadersInput,
-  rawBody: RawBody,
-  options: VerifyOptions = {},
-): WebhookEvent {
+export function verifyEvent(secret: SecretInput, headers: HeadersInput, rawBody: RawBody, options: VerifyOptions = {}): WebhookEvent {
   const request = checkRequest(secret, headers, rawBody, options, true);
   return verifiedEvent(request, macMatches(request));
 }

@@ -1,6 +1,6 @@
 import { verifyEvent } from "./web.js";
 import { unauthorizedBody, unauthorizedResponse } from "./errors.js";
-import type { HeadersLike, VerifyOptions } from "./core.js";
+import type { HeadersLike, SecretInput, VerifyOptions } from "./core.js";
 import type { WebhookEvent } from "./events.js";
 
 /**
@@ -29,7 +29,7 @@ export interface RequestLike {
  *     });
  */
 export function withVerifiedWebhook<Req extends RequestLike = Request, Rest extends unknown[] = []>(
-  secret: string | readonly string[],
+  secret: SecretInput,
   handler: (request: Req, webhook: WebhookEvent, ...rest: Rest) => Response | Promise<Response>,
   options: VerifyOptions = {},
 ): (request: Req, ...rest: Rest) => Promise<Response> {

@@ -10,6 +10,6 @@ export {
   WebhookVerificationError,
   isWebhookVerificationError,
 } from "./core.js";
-export type { WebhookVerificationErrorCode, HeadersInput, HeadersLike, RawBody, VerifyOptions } from "./core.js";
+export type { WebhookVerificationErrorCode, HeadersInput, HeadersLike, RawBody, SecretInput, VerifyOptions } from "./core.js";
 export { EMAIL_EVENT_TYPES } from "./events.js";
 export type * from "./events.js";

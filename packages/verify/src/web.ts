@@ -1,5 +1,5 @@
 import { checkRequest, verifiedEnvelope, verifiedEvent } from "./core.js";
-import type { HeadersInput, RawBody, SignedRequest, VerifyOptions } from "./core.js";
+import type { HeadersInput, RawBody, SecretInput, SignedRequest, VerifyOptions } from "./core.js";
 import type { WebhookEnvelope, WebhookEvent } from "./events.js";
 
 /**
@@ -50,7 +50,7 @@ async function macMatches(request: SignedRequest): Promise<boolean> {
  * TypeError for wrong arguments.
  */
 export async function verify(
-  secret: string | readonly string[],
+  secret: SecretInput,
   headers: HeadersInput,
   rawBody: RawBody,
   options: VerifyOptions = {},
@@ -65,7 +65,7 @@ export async function verify(
  * request without that header is refused with `missing_header`.
  */
 export async function verifyEvent(
-  secret: string | readonly string[],
+  secret: SecretInput,
   headers: HeadersInput,
   rawBody: RawBody,
   options: VerifyOptions = {},
