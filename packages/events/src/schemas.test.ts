@@ -1,34 +1,9 @@
 import { ENVELOPE_MAX_BYTES, EVENT_TYPES, type EventType } from "./kinds.js";
+import { EVENT_EXAMPLES } from "./examples.js";
 import { eventDataSchemas } from "./schemas.js";
 
-const common = {
-  messageId: "<m1@example.com>",
-  threadId: "thr_1",
-  inboxId: "inb_1",
-  from: "alice@example.com",
-  to: ["bob@example.com"],
-  subject: "Hello",
-};
-
-/** One valid `data` per kind, from the spec's tables. */
-const samples: Record<EventType, Record<string, unknown>> = {
-  "message.sent": { ...common, status: "sent" },
-  "message.delivered": { ...common, status: "delivered", deliveredAt: "2026-11-22T10:00:05Z" },
-  "message.opened": { ...common, openCount: 1, openedAt: "2026-11-22T11:00:00.123Z" },
-  "message.clicked": { ...common, url: "https://example.com/x", clickCount: 3, clickedAt: "2026-11-22T11:30:00Z" },
-  "message.received": {
-    ...common,
-    body: "Hi",
-    headers: { messageId: "<m1@example.com>", inReplyTo: "", references: "" },
-  },
-  "message.bounced": {
-    ...common,
-    bounceType: "hard",
-    bounceCode: "5.1.1",
-    bounceMessage: "User unknown",
-    bouncedAt: "2026-11-22T10:01:00Z",
-  },
-};
+/** One valid `data` per kind, from the spec's tables: the documentation's examples (examples.ts). */
+const samples: Record<EventType, Record<string, unknown>> = EVENT_EXAMPLES;
 
 /** The kind's own ISO 8601 UTC timestamp field, when it has one. */
 const timestampField: Partial<Record<EventType, string>> = {
