@@ -7,7 +7,7 @@ import { replayRequestSchema } from "../../services/replays.js";
 import { eventBatchSchema, eventDetailSchema, eventKindName, eventSummarySchema, replayAcceptedSchema } from "../../schemas/events.js";
 import { eventListSchema } from "../../schemas/lists.js";
 import { errorResponses, JSON_BODY_ERRORS } from "../responses.js";
-import { json, listOperation } from "./media.js";
+import { createOperation, json, listOperation } from "./media.js";
 
 /**
  * /v1/events (CONTRACT.md sections 5 and 7). The routes validate an event in two steps (the
@@ -49,23 +49,19 @@ const eventPath = { path: z.object({ event_id: resourceId.meta({ description: "e
 
 export const eventPaths: ZodOpenApiPathsObject = {
   "/v1/events": {
-    post: {
+    post: createOperation({
       operationId: "createEvent",
       tags: ["Events"],
       summary: "Publish an email event",
       description:
         "Accepted means delivered: the answer follows the commit of the event and of one destination per enabled webhook of the account whose `events` include its kind. Redis being unreachable does not refuse it.",
-      requestParams: idempotencyHeader,
-      requestBody: { required: true, content: json(eventInput) },
-      responses: {
-        "200": {
-          description: "a repeat of an Idempotency-Key: the first event, nothing delivered again",
-          content: json(eventSummarySchema),
-        },
-        "201": { description: "accepted", content: json(eventSummarySchema) },
-        ...errorResponses({ ...JSON_BODY_ERRORS, 409: "the Idempotency-Key was used with another body" }),
-      },
-    },
+      idempotency: idempotencyHeader,
+      body: eventInput,
+      result: eventSummarySchema,
+      repeated: "a repeat of an Idempotency-Key: the first event, nothing delivered again",
+      created: "accepted",
+      conflict: "the Idempotency-Key was used with another body",
+    }),
     get: listOperation({
       operationId: "listEvents",
       tags: ["Events"],

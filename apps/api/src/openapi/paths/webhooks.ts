@@ -14,7 +14,7 @@ import {
   webhookWithSecretSchema,
 } from "../../schemas/webhooks.js";
 import { errorResponses, JSON_BODY_ERRORS } from "../responses.js";
-import { json, listOperation } from "./media.js";
+import { createOperation, json, listOperation } from "./media.js";
 
 /** /v1/webhooks (CONTRACT.md section 4). */
 
@@ -57,26 +57,20 @@ export const webhookPaths: ZodOpenApiPathsObject = {
       page: webhookListSchema,
       what: "a page of webhooks",
     }),
-    post: {
+    post: createOperation({
       operationId: "createWebhook",
       tags: ["Webhooks"],
       summary: "Register a webhook",
       description:
         "Registers an endpoint and queues a test event (`webhook.test`) to it at once. The answer is the only one, with GET /v1/webhooks/{id}/secret, that shows the secret. `rate_limit` (default null: no limit), `inbox_ids` (default null: every inbox) and `headers` (default `{}`; values stored encrypted, answered as `***`) are optional.",
-      requestParams: idempotencyHeader,
-      requestBody: { required: true, content: json(createRequest) },
-      responses: {
-        "200": {
-          description: "a repeat of an Idempotency-Key with the same body: the first webhook, its secret included; no second test event",
-          content: json(webhookWithSecretSchema),
-        },
-        "201": { description: "registered (status `enabled`)", content: json(webhookWithSecretSchema) },
-        ...errorResponses({
-          ...JSON_BODY_ERRORS,
-          409: "the account already has MAX_WEBHOOKS_PER_ACCOUNT webhooks; or the Idempotency-Key was used with another body, or its webhook was deleted since",
-        }),
-      },
-    },
+      idempotency: idempotencyHeader,
+      body: createRequest,
+      result: webhookWithSecretSchema,
+      repeated: "a repeat of an Idempotency-Key with the same body: the first webhook, its secret included; no second test event",
+      created: "registered (status `enabled`)",
+      conflict:
+        "the account already has MAX_WEBHOOKS_PER_ACCOUNT webhooks; or the Idempotency-Key was used with another body, or its webhook was deleted since",
+    }),
   },
   "/v1/webhooks/{id}": {
     get: {
