@@ -25,24 +25,14 @@ export interface DashboardPrincipal extends Principal {
 export async function authenticateSession(prisma: PrismaClient, token: string): Promise<DashboardPrincipal | null> {
   if (!TOKEN_PATTERN.test(token)) return null;
   const idleSeconds = DASHBOARD_SESSION_IDLE_MS / 1000;
-  const rows = await prisma.$queryRaw<
-    { id: string; account_id: string; api_key_id: string; key_name: string | null; account_name: string }[]
-  >`
+  const rows = await prisma.$queryRaw<DashboardPrincipal[]>`
     UPDATE dashboard_sessions s SET last_seen_at = now()
       FROM api_keys k JOIN accounts a ON a.id = k.account_id
      WHERE s.token_hash = ${hashToken(token)} AND s.ended_at IS NULL
        AND s.last_seen_at > now() - make_interval(secs => ${idleSeconds})
        AND k.id = s.api_key_id AND k.revoked_at IS NULL
-    RETURNING s.id, s.account_id, s.api_key_id, k.name AS key_name, a.name AS account_name`;
-  const row = rows[0];
-  if (!row) return null;
-  return {
-    sessionId: row.id,
-    accountId: row.account_id,
-    apiKeyId: row.api_key_id,
-    apiKeyName: row.key_name,
-    accountName: row.account_name,
-  };
+    RETURNING s.id AS "sessionId", s.account_id AS "accountId", s.api_key_id AS "apiKeyId", k.name AS "apiKeyName", a.name AS "accountName"`;
+  return rows[0] ?? null;
 }
 
 /** Signs a session out; an unknown or ended one is left as it is. */

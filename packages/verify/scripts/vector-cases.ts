@@ -18,6 +18,11 @@ import {
   TEST_EVENT,
 } from "./vector-bodies.js";
 
+/** A receiver holding `secrets` during a rotation (CONTRACT.md section 4), the request signed with `signedWith`. */
+function rotation(name: string, description: string, secrets: string[], signedWith: string, expected: Case["expected"] = "ok"): Case {
+  return { name, description, secrets, signedWith, expected };
+}
+
 export const CASES: Case[] = [
   { name: "valid", description: "message.sent signed with the secret, sent now", expected: "ok" },
   {
@@ -223,34 +228,26 @@ export const CASES: Case[] = [
     body: LATIN1,
     expected: error("invalid_payload"),
   },
-  {
-    name: "rotation_signed_with_new",
-    description: "a receiver holding the old and the new secret; signed with the new one",
-    secrets: [OLD_SECRET, NEW_SECRET],
-    signedWith: NEW_SECRET,
-    expected: "ok",
-  },
-  {
-    name: "rotation_signed_with_old",
-    description: "a receiver holding the old and the new secret; signed with the old one (before activates_at)",
-    secrets: [OLD_SECRET, NEW_SECRET],
-    signedWith: OLD_SECRET,
-    expected: "ok",
-  },
-  {
-    name: "rotation_order_does_not_matter",
-    description: "the secrets in the other order",
-    secrets: [NEW_SECRET, OLD_SECRET],
-    signedWith: OLD_SECRET,
-    expected: "ok",
-  },
-  {
-    name: "rotation_signed_with_neither",
-    description: "two secrets held, signed with a third",
-    secrets: [OLD_SECRET, NEW_SECRET],
-    signedWith: SECRET,
-    expected: error("invalid_signature"),
-  },
+  rotation(
+    "rotation_signed_with_new",
+    "a receiver holding the old and the new secret; signed with the new one",
+    [OLD_SECRET, NEW_SECRET],
+    NEW_SECRET,
+  ),
+  rotation(
+    "rotation_signed_with_old",
+    "a receiver holding the old and the new secret; signed with the old one (before activates_at)",
+    [OLD_SECRET, NEW_SECRET],
+    OLD_SECRET,
+  ),
+  rotation("rotation_order_does_not_matter", "the secrets in the other order", [NEW_SECRET, OLD_SECRET], OLD_SECRET),
+  rotation(
+    "rotation_signed_with_neither",
+    "two secrets held, signed with a third",
+    [OLD_SECRET, NEW_SECRET],
+    SECRET,
+    error("invalid_signature"),
+  ),
   {
     name: "order_timestamp_before_signature",
     description: "expired and signed with a wrong secret: the timestamp is checked first",
