@@ -2,7 +2,7 @@ import type pg from "pg";
 import { dispatcherConfigSchema, loadConfig, type DispatcherConfig } from "@mailhooks/config";
 import { attemptBudgetOf } from "@mailhooks/delivery-state";
 import { getLogger } from "@mailhooks/logger";
-import { createRedisConnection, DeliveryQueue } from "@mailhooks/queue";
+import { createConfiguredRedis, DeliveryQueue } from "@mailhooks/queue";
 import { createAdmissionControl } from "@mailhooks/scheduler";
 import { createHttpClient } from "../../apps/dispatcher/src/delivery/http-client.js";
 import { createDispatcherMetrics, type DispatcherMetrics } from "../../apps/dispatcher/src/metrics.js";
@@ -26,12 +26,11 @@ export function startInProcessDispatcher(
   config: DispatcherConfig,
   options: { queuePrefix: string; keyPrefix: string; parts: "all" | "relay-only" | "worker-only" },
 ): InProcessDispatcher {
-  const cluster = { cluster: config.REDIS_CLUSTER };
   const metrics = createDispatcherMetrics();
   const logger = getLogger("dispatcher");
   const closers: (() => Promise<void>)[] = [];
   if (options.parts !== "relay-only") {
-    const connection = createRedisConnection(config.REDIS_URL, "worker", cluster);
+    const connection = createConfiguredRedis(config, "worker").connection;
     const { client, agent } = createHttpClient({
       timeoutMs: config.DELIVERY_TIMEOUT_MS,
       allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS,
@@ -52,7 +51,7 @@ export function startInProcessDispatcher(
     });
   }
   if (options.parts !== "worker-only") {
-    const connection = createRedisConnection(config.REDIS_URL, "producer", cluster);
+    const connection = createConfiguredRedis(config, "producer").connection;
     connection.on("error", () => undefined);
     const queue = new DeliveryQueue(connection, options.keyPrefix, attemptBudgetOf(config.DELIVERY_RETRY_DELAYS_MS));
     queue.queue.on("error", () => undefined);

@@ -7,7 +7,7 @@ import { apiConfigSchema, dispatcherConfigSchema, loadConfig, secretKeysOf } fro
 import { createKeyring, parseKeys } from "@mailhooks/secrets";
 import { createConfiguredDatabase, type PrismaClient } from "@mailhooks/db";
 import { configureLogger } from "@mailhooks/logger";
-import { createRedisConnection, QUEUE_NAMES, redisKeyPrefix } from "@mailhooks/queue";
+import { createConfiguredRedis, QUEUE_NAMES, redisKeyPrefix } from "@mailhooks/queue";
 import { startReceiver, testCertificate, type Receiver, type ReceiverOptions } from "@mailhooks/receiver";
 import { createAdminApp } from "../../apps/api/src/admin-app.js";
 import { createApp } from "../../apps/api/src/app.js";
@@ -105,7 +105,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const { prisma, pool } = db;
   /** One API process: its own Redis connection, queue and HTTP server on an ephemeral port. */
   const startApi = async () => {
-    const redis = createRedisConnection(apiConfig.REDIS_URL, "producer", { cluster: apiConfig.REDIS_CLUSTER });
+    const redis = createConfiguredRedis(apiConfig, "producer").connection;
     // As main.ts does: connection errors are logged, not an unhandled 'error' event.
     redis.on("error", () => undefined);
     const queue = new Queue(QUEUE_NAMES.deliveries, { connection: redis, prefix: keyPrefix });
