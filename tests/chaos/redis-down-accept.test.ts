@@ -1,7 +1,9 @@
 import { verify } from "@mailhooks/verify";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
-import { apiAs, createHook, deliveryRows, eventOf, startHookReceiver } from "../support/hooks.js";
-import { killAll, removeMaintenanceQueue, startDispatcher, waitForOutput } from "./support/processes.js";
+import { Queue } from "bullmq";
+import { createRedisConnection, QUEUE_NAMES } from "@mailhooks/queue";
+import { apiAs, createHook, deliveryRows, eventOf, startHookReceiver, type HookReceiver } from "../support/hooks.js";
+import { killAll, removeMaintenanceQueue, startDispatcher, waitForOutput, type ServiceProcess } from "./support/processes.js";
 import { startRedisServer, type RedisServer } from "@mailhooks/processes";
 
 /**
@@ -28,7 +30,15 @@ describe("accepted while Redis is down, delivered once it is back", () => {
   });
 
   test("webhook + test event, event, raw message, batch and replay: 201/202 while down, each delivered once after", async () => {
-    const dispatcher = startDispatcher("dispatcher", { REDIS_URL: redisServer.url, QUEUE_PREFIX: stack.prefix, LOG_LEVEL: "info" });
+    // The sweeper (the safety net for work whose job Redis lost) looks every second at work older
+    // than 5 s, instead of every 30 s at work older than 60 s: see the note on late arrivals below.
+    const dispatcher = startDispatcher("dispatcher", {
+      REDIS_URL: redisServer.url,
+      QUEUE_PREFIX: stack.prefix,
+      LOG_LEVEL: "info",
+      SWEEP_INTERVAL_MS: "1000",
+      SWEEP_AFTER_MS: "5000",
+    });
     await waitForOutput(dispatcher, "dispatcher started");
     await redisServer.stop();
     const ready = await apiAs(stack, null, "GET", "/readyz");
@@ -57,24 +67,25 @@ describe("accepted while Redis is down, delivered once it is back", () => {
 
     await redisServer.start();
     const back = Date.now();
-    // 1 test event + 4 events + 1 replay.
-    // About 3 s after the restart in every run but two of about 25: once in CI and once locally
-    // beside other tests, one of the six had not arrived after 30 s (nor, locally, by the test's
-    // 60 s timeout; cause not found). Accepted means delivered, not delivered within 30 s: past 30 s
-    // the test waits up to 120 s (the sweeper takes back lost work older than SWEEP_AFTER_MS) and
-    // prints what was late, for whoever finds the cause.
+    // 1 test event + 4 events + 1 replay, about 3 s after the restart in nearly every run. In
+    // three of about 110 runs (twice in CI, once locally beside other test files) one of the six
+    // had not arrived 30 s after the restart, nor 120 s after it (the sweeper's default 60 s
+    // included); the cause is not found. Accepted means delivered, by the relay or, for work
+    // whose job was lost, by the sweeper (sooner here, by configuration): past 30 s the test
+    // prints what it sees (diagnosis below) and waits up to 120 s, and a failure carries the
+    // same picture. Work the sweeper had to queue again is told too (a warning, not a failure).
     const arrivals = await hr.receiver
       .waitFor((a) => a.length >= 6, 30_000)
       .catch(async () => {
-        const all = await hr.receiver.waitFor((a) => a.length >= 6, 90_000);
-        const rows = await deliveryRows(stack, { webhook_id: hook.id });
-        const outbox = await stack.pool.query("SELECT job_name, job_id, created_at FROM outbox WHERE queue_prefix = $1", [stack.prefix]);
-        console.warn(
-          `redis-down-accept: arrivals 30 s or more after the restart. Arrived (ms after the restart): ${all.map((a) => `${eventOf(a)} ${a.receivedAt - back}`).join(", ")}. ` +
-            `Delivery rows: ${JSON.stringify(rows.map((r) => [r.trigger, r.attempt, r.response_status, r.error, r.created_at]))}. Outbox: ${JSON.stringify(outbox.rows)}`,
-        );
-        return all;
+        console.warn(await diagnosis(stack, redisServer, dispatcher, hr, hook.id, eventIds, back));
+        return hr.receiver
+          .waitFor((a) => a.length >= 6, 90_000)
+          .catch(async (error: Error) => {
+            throw new Error(`${error.message}\n${await diagnosis(stack, redisServer, dispatcher, hr, hook.id, eventIds, back)}`);
+          });
       });
+    if (dispatcher.output().includes("work whose job was lost queued again"))
+      console.warn(`the sweeper queued lost work again:\n${await diagnosis(stack, redisServer, dispatcher, hr, hook.id, eventIds, back)}`);
     for (const id of eventIds)
       await waitUntil(
         () => stack.api("GET", `/v1/events/${id}`),
@@ -103,3 +114,69 @@ describe("accepted while Redis is down, delivered once it is back", () => {
     expect(dispatcher.running()).toBe(true);
   }, 180_000);
 });
+
+/**
+ * What the test sees of the six pieces of work when one is late: the arrivals (ms after the
+ * restart), each event's status, the webhook's delivery rows, the outbox and the leases, every
+ * job of the deliveries queue with its state, whether the dispatcher still runs, and the end of
+ * its log.
+ */
+async function diagnosis(
+  stack: Stack,
+  redisServer: RedisServer,
+  dispatcher: ServiceProcess,
+  hr: HookReceiver,
+  webhookId: string,
+  eventIds: string[],
+  back: number,
+): Promise<string> {
+  const lines = [`redis-down-accept: late arrival, ${Date.now() - back} ms after the restart`];
+  const add = async (label: string, read: () => Promise<unknown>) =>
+    lines.push(
+      `${label}: ${await read().then(
+        (v) => JSON.stringify(v),
+        (error: Error) => `(could not read: ${error.message})`,
+      )}`,
+    );
+  await add("arrivals (event, ms after the restart, status)", async () =>
+    hr.receiver.arrivals.map((a) => [eventOf(a), a.receivedAt - back, a.status]),
+  );
+  await add("event statuses", () =>
+    Promise.all(eventIds.map((id) => stack.api("GET", `/v1/events/${id}`).then((r) => [id, r.body.status]))),
+  );
+  await add("delivery rows", async () =>
+    (await deliveryRows(stack, { webhook_id: webhookId })).map((r) => [r.trigger, r.attempt, r.response_status, r.error, r.created_at]),
+  );
+  await add(
+    "outbox",
+    async () => (await stack.pool.query("SELECT job_name, job_id, created_at FROM outbox WHERE queue_prefix = $1", [stack.prefix])).rows,
+  );
+  await add(
+    "leases",
+    async () => (await stack.pool.query("SELECT work_id, created_at FROM webhook_leases WHERE queue_prefix = $1", [stack.prefix])).rows,
+  );
+  const connection = createRedisConnection(redisServer.url, "producer");
+  connection.on("error", () => undefined);
+  const queue = new Queue(QUEUE_NAMES.deliveries, { connection, prefix: stack.prefix });
+  queue.on("error", () => undefined);
+  await add("deliveries queue", () => queue.getJobCounts());
+  await add("jobs (id, name, state, attempts started/made, processed, finished, delay, reason)", async () =>
+    Promise.all(
+      (await queue.getJobs()).map(async (job) => [
+        job.id,
+        job.name,
+        await job.getState(),
+        job.attemptsStarted,
+        job.attemptsMade,
+        job.processedOn,
+        job.finishedOn,
+        job.delay,
+        job.failedReason,
+      ]),
+    ),
+  );
+  await queue.close();
+  connection.disconnect();
+  lines.push(`dispatcher running: ${dispatcher.running()}`, "dispatcher log (end):", dispatcher.output().split("\n").slice(-80).join("\n"));
+  return lines.join("\n");
+}
