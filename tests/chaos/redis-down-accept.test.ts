@@ -68,7 +68,7 @@ describe("accepted while Redis is down, delivered once it is back", () => {
     await redisServer.start();
     const back = Date.now();
     // 1 test event + 4 events + 1 replay, about 3 s after the restart in nearly every run. In
-    // three of about 110 runs (twice in CI, once locally beside other test files) one of the six
+    // three of about 80 runs (twice in CI, once locally beside other test files) one of the six
     // had not arrived 30 s after the restart, nor 120 s after it (the sweeper's default 60 s
     // included); the cause is not found. Accepted means delivered, by the relay or, for work
     // whose job was lost, by the sweeper (sooner here, by configuration): past 30 s the test
