@@ -20,10 +20,10 @@ import { createShareLedger, reserveSlots } from "./shares.js";
  *   share): so a webhook that has had little always finds a slot at once, however many slots
  *   others hold;
  * - and in the reserve only while its account runs fewer reserve attempts (attempts that found C
- *   running when they started, of any age) than R / (accounts running reserve attempts + 1), at
- *   least one: an account whose many new webhooks all start hanging, none of them known slow
- *   yet, holds that share of the reserve for their first deadline, and every other account finds
- *   the rest (with R >= 2, i.e. C >= 16);
+ *   running when they started, of any age) than R / (accounts running reserve attempts, its own
+ *   counted among them, + 1), at least one: an account whose many new webhooks all start
+ *   hanging, none of them known slow yet, holds that share of the reserve for their first
+ *   deadline, and every other account finds the rest (with R >= 2, i.e. C >= 16);
  * - a job of a webhook that is not slow, refused a slot, waits in its worker slot for one to free
  *   (RESERVE_WAIT_MS: a lone fast webhook's C attempts free one within milliseconds) only while
  *   another worker slot is left free to fetch; otherwise it is held at once, so that a newcomer's
