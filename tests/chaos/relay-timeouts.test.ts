@@ -17,12 +17,14 @@ import { startTcpProxy, type TcpProxy } from "./support/tcp-proxy.js";
  * rows go back to the other dispatchers' relays and the work arrives, signed, once.
  *
  * Dispatcher A reaches Redis through a TCP proxy that the test freezes (connections stay open,
- * nothing passes); dispatcher B reaches it directly. Both use the defaults (5 s command timeout
- * for the relay's Redis connection, 15 s lock timeout).
+ * nothing passes); dispatcher B reaches it directly. Both have short relay timeouts, by
+ * configuration: RELAY_PUSH_TIMEOUT_MS (10 s by default) and RELAY_LOCK_TIMEOUT_MS (15 s).
  */
 const EVENTS = 3;
-/** RELAY_LOCK_TIMEOUT_MS (apps/dispatcher/src/relay.ts) and some room for a busy machine. */
-const LOCK_BOUND_MS = 15_000 + 15_000;
+const PUSH_TIMEOUT_MS = 2_000;
+const LOCK_TIMEOUT_MS = 3_000;
+/** RELAY_LOCK_TIMEOUT_MS and some room for a busy machine. */
+const LOCK_BOUND_MS = LOCK_TIMEOUT_MS + 15_000;
 
 describe("a relay holding claimed outbox rows", () => {
   let stack: Stack;
@@ -45,7 +47,16 @@ describe("a relay holding claimed outbox rows", () => {
     await stack?.close();
   });
 
-  const env = (redisUrl: string) => ({ QUEUE_PREFIX: stack.prefix, REDIS_URL: redisUrl, RELAY_POLL_INTERVAL_MS: "50" });
+  const env = (redisUrl: string) => ({
+    QUEUE_PREFIX: stack.prefix,
+    REDIS_URL: redisUrl,
+    RELAY_POLL_INTERVAL_MS: "50",
+    RELAY_PUSH_TIMEOUT_MS: String(PUSH_TIMEOUT_MS),
+    RELAY_LOCK_TIMEOUT_MS: String(LOCK_TIMEOUT_MS),
+    // A job a frozen dispatcher was running is taken over within seconds, not 15 s.
+    DISPATCHER_LOCK_DURATION_MS: "2000",
+    DISPATCHER_STALLED_INTERVAL_MS: "1000",
+  });
   const viaProxy = () => `redis://127.0.0.1:${proxy.port}`;
 
   /** Outbox rows of the stack, and how many of them no transaction holds locked. */

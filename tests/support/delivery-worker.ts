@@ -6,7 +6,7 @@ import { createConfiguredRedis, DeliveryQueue } from "@mailhooks/queue";
 import { createAdmissionControl } from "@mailhooks/scheduler";
 import { createHttpClient } from "../../apps/dispatcher/src/delivery/http-client.js";
 import { createDispatcherMetrics, type DispatcherMetrics } from "../../apps/dispatcher/src/metrics.js";
-import { startRelay } from "../../apps/dispatcher/src/relay.js";
+import { startConfiguredRelay } from "../../apps/dispatcher/src/relay.js";
 import { createConfiguredDeliveryWorker } from "../../apps/dispatcher/src/worker.js";
 import { testDatabaseUrl, testRedisUrl } from "./env.js";
 import type { Stack } from "./stack.js";
@@ -61,13 +61,10 @@ export function startInProcessDispatcher(
       localConcurrency: config.DISPATCHER_CONCURRENCY,
       slowAttemptMs: config.DISPATCHER_SLOW_ATTEMPT_MS,
     });
-    const relay = startRelay({
+    const relay = startConfiguredRelay(config, {
       pool,
-      databaseUrl: config.DATABASE_URL,
       queue,
       queuePrefix: options.queuePrefix,
-      pollIntervalMs: config.RELAY_POLL_INTERVAL_MS,
-      webhookJobLimit: config.DISPATCHER_WEBHOOK_JOB_LIMIT,
       webhookClasses: () => schedulerState.webhookClasses(),
       logger,
       metrics,

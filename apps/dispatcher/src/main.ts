@@ -12,7 +12,7 @@ import { createAdmissionControl } from "@mailhooks/scheduler";
 import { createHttpClient } from "./delivery/http-client.js";
 import { startMaintenance } from "./maintenance.js";
 import { createDispatcherMetrics, registerSchedulerGauges, serveMetrics } from "./metrics.js";
-import { startRelay } from "./relay.js";
+import { startConfiguredRelay } from "./relay.js";
 import { createConfiguredDeliveryWorker } from "./worker.js";
 
 const { config, logger } = startService("dispatcher");
@@ -59,13 +59,9 @@ registerSchedulerGauges(metrics.registry, {
     return { waiting: state.waitingForRateLimit, webhooks: state.rateLimitedWebhooks };
   },
 });
-const relay = startRelay({
+const relay = startConfiguredRelay(config, {
   pool: db.pool,
-  databaseUrl: config.DATABASE_URL,
   queue: relayQueue,
-  queuePrefix: config.QUEUE_PREFIX,
-  pollIntervalMs: config.RELAY_POLL_INTERVAL_MS,
-  webhookJobLimit: config.DISPATCHER_WEBHOOK_JOB_LIMIT,
   webhookClasses: () => schedulerState.webhookClasses(),
   logger: getLogger("relay"),
   metrics,

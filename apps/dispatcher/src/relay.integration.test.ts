@@ -1,10 +1,11 @@
 import { randomUUID } from "node:crypto";
+import { dispatcherConfigSchema, loadConfig } from "@mailhooks/config";
 import { createPool } from "@mailhooks/db";
 import { attemptBudgetOf, enqueue, releaseLeases } from "@mailhooks/delivery-state";
 import { getLogger } from "@mailhooks/logger";
 import { createRedisConnection, DeliveryQueue, JOB_NAMES, type RedisClient } from "@mailhooks/queue";
 import { createDispatcherMetrics } from "./metrics.js";
-import { startRelay, type Relay } from "./relay.js";
+import { startConfiguredRelay, type Relay } from "./relay.js";
 
 /**
  * The relay against the test database and a real Redis, with a poll interval longer than the
@@ -60,13 +61,15 @@ describe("the outbox relay", () => {
         accountId: "acct_relay",
       })),
     );
-    relay = startRelay({
+    const config = loadConfig(dispatcherConfigSchema, {
+      DATABASE_URL: databaseUrl,
+      RELAY_POLL_INTERVAL_MS: "600000",
+      DISPATCHER_WEBHOOK_JOB_LIMIT: "2",
+    });
+    relay = startConfiguredRelay(config, {
       pool,
-      databaseUrl,
       queue,
       queuePrefix,
-      pollIntervalMs: 600_000,
-      webhookJobLimit: 2,
       logger: getLogger("relay-test"),
       metrics: createDispatcherMetrics(),
     });

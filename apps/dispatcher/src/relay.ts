@@ -1,4 +1,5 @@
 import type pg from "pg";
+import type { DispatcherConfig } from "@mailhooks/config";
 import { startListener } from "@mailhooks/db";
 import type { Logger } from "@mailhooks/logger";
 import {
@@ -12,10 +13,6 @@ import {
 import type { DeliveryQueue } from "@mailhooks/queue";
 import type { DispatcherMetrics } from "./metrics.js";
 
-/** Default bound on adding one batch to Redis, in ms: a healthy Redis takes milliseconds. */
-export const RELAY_PUSH_TIMEOUT_MS = 10_000;
-/** Default bound on how long a claimed batch holds its row locks, in ms. */
-export const RELAY_LOCK_TIMEOUT_MS = 15_000;
 /**
  * The least time, in ms, from the start of a relay pass to one woken by room (OUTBOX_ROOM_CHANNEL:
  * a webhook's work ended while it had more waiting). New work (OUTBOX_CHANNEL) wakes the relay at
@@ -67,11 +64,12 @@ export interface RelayOptions {
    * one); none when absent. Read at most every RELAY_CLASSES_MAX_AGE_MS.
    */
   webhookClasses?: () => Promise<WebhookClasses>;
-  /** How long adding a batch to Redis may take before it is rolled back, in ms. */
-  pushTimeoutMs?: number;
+  /** How long adding a batch to Redis may take before it is rolled back, in ms
+   * (RELAY_PUSH_TIMEOUT_MS; a healthy Redis takes milliseconds). */
+  pushTimeoutMs: number;
   /** How long a claimed batch may hold its row locks before PostgreSQL ends the transaction, in ms
-   * (greater than pushTimeoutMs). */
-  lockTimeoutMs?: number;
+   * (RELAY_LOCK_TIMEOUT_MS, greater than pushTimeoutMs). */
+  lockTimeoutMs: number;
   logger: Logger;
   metrics: DispatcherMetrics;
 }
@@ -85,8 +83,7 @@ export interface Relay {
 
 export function startRelay(options: RelayOptions): Relay {
   const batchSize = options.batchSize ?? 500;
-  const pushTimeoutMs = options.pushTimeoutMs ?? RELAY_PUSH_TIMEOUT_MS;
-  const lockTimeoutMs = options.lockTimeoutMs ?? RELAY_LOCK_TIMEOUT_MS;
+  const { pushTimeoutMs, lockTimeoutMs } = options;
   let stopped = false;
   let pending = true;
   let wakeUp: (() => void) | null = null;
@@ -210,6 +207,27 @@ export function startRelay(options: RelayOptions): Relay {
       await listener.close();
     },
   };
+}
+
+/**
+ * The relay of a dispatcher configured by `config` (apps/dispatcher/src/main.ts, and the tests'
+ * in-process dispatchers): which settings feed it (DATABASE_URL, QUEUE_PREFIX unless
+ * `wiring.queuePrefix` names another, RELAY_POLL_INTERVAL_MS, RELAY_PUSH_TIMEOUT_MS,
+ * RELAY_LOCK_TIMEOUT_MS, DISPATCHER_WEBHOOK_JOB_LIMIT) is written here once.
+ */
+export function startConfiguredRelay(
+  config: DispatcherConfig,
+  wiring: Pick<RelayOptions, "pool" | "queue" | "webhookClasses" | "logger" | "metrics"> & { queuePrefix?: string },
+): Relay {
+  return startRelay({
+    ...wiring,
+    databaseUrl: config.DATABASE_URL,
+    queuePrefix: wiring.queuePrefix ?? config.QUEUE_PREFIX,
+    pollIntervalMs: config.RELAY_POLL_INTERVAL_MS,
+    pushTimeoutMs: config.RELAY_PUSH_TIMEOUT_MS,
+    lockTimeoutMs: config.RELAY_LOCK_TIMEOUT_MS,
+    webhookJobLimit: config.DISPATCHER_WEBHOOK_JOB_LIMIT,
+  });
 }
 
 /** `promise`, or a rejection with `message` after `ms`. */

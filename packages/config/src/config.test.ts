@@ -154,6 +154,18 @@ describe("ADMIN_PORT", () => {
   });
 });
 
+describe("RELAY_PUSH_TIMEOUT_MS and RELAY_LOCK_TIMEOUT_MS", () => {
+  it("default to 10 s and 15 s; the lock timeout must exceed the push timeout", () => {
+    expect(loadConfig(dispatcherConfigSchema, {})).toMatchObject({ RELAY_PUSH_TIMEOUT_MS: 10_000, RELAY_LOCK_TIMEOUT_MS: 15_000 });
+    expect(loadConfig(dispatcherConfigSchema, { RELAY_PUSH_TIMEOUT_MS: "1000", RELAY_LOCK_TIMEOUT_MS: "2000" })).toMatchObject({
+      RELAY_PUSH_TIMEOUT_MS: 1000,
+      RELAY_LOCK_TIMEOUT_MS: 2000,
+    });
+    const error = configErrorOf(() => loadConfig(dispatcherConfigSchema, { RELAY_PUSH_TIMEOUT_MS: "5000", RELAY_LOCK_TIMEOUT_MS: "5000" }));
+    expect(error.message).toContain("RELAY_LOCK_TIMEOUT_MS: must exceed RELAY_PUSH_TIMEOUT_MS");
+  });
+});
+
 describe("usesInsecureDevelopmentKey (start-up warning)", () => {
   const key = Buffer.alloc(32, 7).toString("base64");
   it("is true when the public development key is among the keys, false otherwise", () => {

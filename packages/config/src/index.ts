@@ -172,6 +172,14 @@ export const dispatcherConfigSchema = z.object({
   DISPATCHER_SLOW_ATTEMPT_MS: z.coerce.number().int().min(10).default(1_000),
   /** How often the outbox relay looks for rows without being notified, in ms. */
   RELAY_POLL_INTERVAL_MS: z.coerce.number().int().min(10).default(1_000),
+  /** How long the relay waits for Redis to take a claimed batch before it rolls the batch back,
+   * in ms (apps/dispatcher/src/relay.ts): a frozen Redis keeps the batch's rows from the other
+   * dispatchers this long. Less than RELAY_LOCK_TIMEOUT_MS. */
+  RELAY_PUSH_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  /** How long a claimed batch may hold its rows' locks before PostgreSQL ends the relay's
+   * transaction, in ms (idle_in_transaction_session_timeout and statement_timeout): what a frozen
+   * or vanished dispatcher holds them. Greater than RELAY_PUSH_TIMEOUT_MS. */
+  RELAY_LOCK_TIMEOUT_MS: z.coerce.number().int().min(200).default(15_000),
   /** How often pending work whose job was lost is looked for, in ms. */
   SWEEP_INTERVAL_MS: z.coerce.number().int().min(1_000).default(30_000),
   /** Pending work younger than this (ms) is left to the relay by the sweeper. */
@@ -214,6 +222,12 @@ export function loadConfig<S extends z.ZodType>(schema: S, env: Record<string, s
   if (result.success && shape && "PORT" in shape && "ADMIN_PORT" in shape) {
     if (data.PORT === data.ADMIN_PORT && data.PORT !== 0)
       lines.push(`ADMIN_PORT: must differ from PORT (both are ${String(data.PORT)}): the operators' listener never shares the public port`);
+  }
+  if (result.success && shape && "RELAY_LOCK_TIMEOUT_MS" in shape && "RELAY_PUSH_TIMEOUT_MS" in shape) {
+    if (Number(data.RELAY_LOCK_TIMEOUT_MS) <= Number(data.RELAY_PUSH_TIMEOUT_MS))
+      lines.push(
+        `RELAY_LOCK_TIMEOUT_MS: must exceed RELAY_PUSH_TIMEOUT_MS (${String(data.RELAY_LOCK_TIMEOUT_MS)} <= ${String(data.RELAY_PUSH_TIMEOUT_MS)}): PostgreSQL would end the relay's transaction while Redis may still take the batch`,
+      );
   }
   if (lines.length > 0) throw new ConfigError(`invalid configuration: ${lines.join("; ")}`);
   return data as z.infer<S>;
