@@ -16,8 +16,9 @@ import { endChaosFile, startDispatcher, waitForExit } from "./support/processes.
  * event + messageId). The killed attempt wrote nothing, so it is not counted: the deliveries log
  * shows the attempts whose outcome is known, numbered without gaps.
  */
-/** Long enough for a second dispatcher to start while the first one's request is held (a few
- * seconds on a quiet machine, much more when the machine is loaded). */
+/** The longest the first request is held: the test ends the hold as soon as A is killed. Long
+ * enough for a second dispatcher to start meanwhile (a few seconds on a quiet machine, much more
+ * when the machine is loaded). */
 const HOLD_MS = 20_000;
 const LOCK_MS = 2_000;
 const STALLED_MS = 1_000;
@@ -43,13 +44,19 @@ describe("a dispatcher killed mid-delivery", () => {
     const acct = await stack.newAccount();
     let inFlight = 0;
     let requests = 0;
-    // The first email request is held HOLD_MS before its answer; the ones after are answered at once.
+    let endHold = () => {};
+    const holdEnded = new Promise<void>((resolve) => {
+      endHold = resolve;
+      setTimeout(resolve, HOLD_MS);
+    });
+    // The first email request is held until A is killed (HOLD_MS at most); the ones after are
+    // answered at once.
     const hr = await startHookReceiver(stack, (a, nth) => {
       if (a.event === "webhook.test") return {};
       requests++;
       if (nth > 1) return {};
       inFlight = Date.now();
-      return { delayMs: HOLD_MS };
+      return { hold: holdEnded };
     });
     const hook = await createHook(acct, hr, "/crash", ["message.sent"]);
     const posted = await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
@@ -83,11 +90,14 @@ describe("a dispatcher killed mid-delivery", () => {
     a.child.kill("SIGKILL");
     const killed = await waitForExit(a, 5_000);
     expect(killed.signal).toBe("SIGKILL");
+    // The held answer reaches nobody now (A's connection died with it): the receiver records the
+    // request, as it would once the hold ended.
+    endHold();
     // Killed while the request was in flight, before A could record anything.
     expect(killed.at - inFlight).toBeLessThan(HOLD_MS);
     expect(await deliveryRows(acct, { event_id: eventId })).toEqual([]);
 
-    // B's attempt is answered at once; A's held one is recorded by the receiver when its hold ends.
+    // B's attempt is answered at once; A's held one was recorded when its hold ended.
     const arrivals = emailArrivals(await hr.receiver.waitFor((all) => emailArrivals(all, "/crash").length >= 2, 30_000), "/crash");
     const detail = await waitUntil(
       () => acct.api("GET", `/v1/events/${eventId}`),
