@@ -46,8 +46,11 @@ describe("a dispatcher killed mid-delivery", () => {
     let requests = 0;
     let endHold = () => {};
     const holdEnded = new Promise<void>((resolve) => {
-      endHold = resolve;
-      setTimeout(resolve, HOLD_MS);
+      const timer = setTimeout(resolve, HOLD_MS);
+      endHold = () => {
+        clearTimeout(timer);
+        resolve();
+      };
     });
     // The first email request is held until A is killed (HOLD_MS at most); the ones after are
     // answered at once.
