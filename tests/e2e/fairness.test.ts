@@ -124,8 +124,8 @@ describe("fair delivery across webhooks and accounts", () => {
     // While they hang for the first time, none of them known slow yet: they hold the C slots and
     // their account's share of the reserve; the other account finds the rest of the reserve, but
     // its jobs are fetched behind the new webhooks' first jobs, which go round the delayed set
-    // while they are refused (docs/scheduler.md, known limit): up to 1.2 s in a clean CI run on
-    // 2026-11-26, so this phase is held to one deadline, not to the 1 s of the phase below.
+    // while they are refused (docs/scheduler.md, known limit): up to 1.2 s in a fresh-clone
+    // .ci/run on 2026-11-26, so this phase is held to one deadline, not to the 1 s of the phase below.
     const firstContact = await pacedLatencies(other.api, "message.opened", "/other-healthy-2", 20);
     console.log(`first contact: another account's latencies ${Math.min(...firstContact)} to ${Math.max(...firstContact)} ms`);
     expect(Math.max(...firstContact)).toBeLessThan(DEADLINE_MS);
