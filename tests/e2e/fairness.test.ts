@@ -104,31 +104,31 @@ describe("fair delivery across webhooks and accounts", () => {
     expect(Math.max(...otherLatencies)).toBeLessThan(1_000);
     expect(Math.max(...ownLatencies)).toBeLessThan(1_000);
 
-    // The backlog waits in PostgreSQL, not in Redis: the webhook holds at most its job limit.
+    // The backlog waits in PostgreSQL, not in Redis: the webhook holds at most its job limit (16).
     const { rows } = await stack.pool.query<{ outbox: number; leased: number }>(
       `SELECT (SELECT count(*)::int FROM outbox WHERE webhook_id = $1) AS outbox, (SELECT count(*)::int FROM webhook_leases WHERE webhook_id = $1) AS leased`,
       [hanging.id],
     );
-    expect(rows[0].leased).toBeLessThanOrEqual(128);
+    expect(rows[0].leased).toBeLessThanOrEqual(16);
     expect(rows[0].outbox).toBeGreaterThan(500);
     for (const hook of [hanging, ownHealthy]) await stack.api("DELETE", `/v1/webhooks/${hook.id}`);
     await other.api("DELETE", `/v1/webhooks/${otherHealthy.id}`);
   }, 180_000);
 
-  test("25 hanging webhooks of one account: the other account's healthy endpoint gets its events within one deadline from the start and within 1 s once each has hung once, the same account's within 1 s then too", async () => {
+  test("25 hanging webhooks of one account: another account's events arrive within 1 s from the start, and both accounts' once each has hung once", async () => {
     const hanging: CreatedHook[] = [];
     for (let i = 0; i < 25; i++) hanging.push(await createHook(stack, hr, `/hang-many-${i}`, ["message.opened"]));
     const ownHealthy = await createHook(stack, hr, "/own-healthy-2", ["message.clicked"]);
     const otherHealthy = await createHook(other, hr, "/other-healthy-2", ["message.opened"]);
     await queueBacklog(stack.api, "message.opened", 100);
-    // While they hang for the first time, none of them known slow yet: they hold the C slots and
-    // their account's share of the reserve; the other account finds the rest of the reserve, but
-    // its jobs are fetched behind the new webhooks' first jobs, which go round the delayed set
-    // while they are refused (docs/scheduler.md, known limit): up to 1.2 s in a fresh-clone
-    // .ci/run on 2026-11-26, so this phase is held to one deadline, not to the 1 s of the phase below.
+    // While they hang for the first time, none of them known slow yet, they hold the C slots and
+    // their account's share of the reserve; the other account finds the rest of the reserve, and
+    // its jobs are fetched past the new webhooks' refused ones by the worker's fetching slots
+    // (docs/scheduler.md, "Held jobs"). With 128 jobs a webhook and one fetching slot this took up
+    // to 1.2 s (a fresh-clone .ci/run on 2026-11-26); with 16 and R of them, 0.3 to 0.42 s alone.
     const firstContact = await pacedLatencies(other.api, "message.opened", "/other-healthy-2", 20);
     console.log(`first contact: another account's latencies ${Math.min(...firstContact)} to ${Math.max(...firstContact)} ms`);
-    expect(Math.max(...firstContact)).toBeLessThan(DEADLINE_MS);
+    expect(Math.max(...firstContact)).toBeLessThan(1_000);
     await hangingStarted("/hang-many-", 25);
     // Every one of them has hung once: until then, their account's share of the reserve may be
     // held by those hanging for the first time, one deadline each (docs/scheduler.md); after that, none.

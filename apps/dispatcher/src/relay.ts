@@ -34,7 +34,7 @@ export const RELAY_CLASSES_MAX_AGE_MS = 250;
  * opened again when it drops) and also polls every `pollIntervalMs`, so nothing waits long for a
  * notification that was missed. Batches are claimed with FOR UPDATE SKIP LOCKED: any number of
  * dispatchers relay side by side, each row once. The relay is the first half of the fair
- * scheduler (docs/scheduler.md): a webhook gets at most its job limit in the queue (`webhookJobLimit`, less when slow, more when fast), the
+ * scheduler (docs/scheduler.md): a webhook gets at most its job limit in the queue (`webhookJobLimit`, more when fast), the
  * rest of its work waits in the outbox, and its jobs are added in turns with every other
  * webhook's (their position is their priority). A webhook's ended lease wakes the relay too (at most every
  * RELAY_ROOM_WAKE_MS). While Redis is unreachable a batch rolls back
@@ -60,8 +60,8 @@ export interface RelayOptions {
   /** Jobs one webhook may hold in the queue (DISPATCHER_WEBHOOK_JOB_LIMIT); the rest waits in the outbox. */
   webhookJobLimit?: number;
   /**
-   * The webhooks the scheduler marked slow now (they get a smaller job limit) and fast (a larger
-   * one); none when absent. Read at most every RELAY_CLASSES_MAX_AGE_MS.
+   * The webhooks the scheduler marked fast now (they get a larger job limit) and slow (not
+   * larger, even when marked fast too); none when absent. Read at most every RELAY_CLASSES_MAX_AGE_MS.
    */
   webhookClasses?: () => Promise<WebhookClasses>;
   /** How long adding a batch to Redis may take before it is rolled back, in ms

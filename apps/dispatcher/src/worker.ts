@@ -13,7 +13,7 @@ import {
   DELIVERY_BACKOFF_TYPE,
   type RedisClient,
 } from "@mailhooks/queue";
-import { reserveSlots, type AdmissionControl, type RateLimits } from "@mailhooks/scheduler";
+import { workerSlots, type AdmissionControl, type RateLimits } from "@mailhooks/scheduler";
 import { RetryableDeliveryError } from "./delivery/retry-policy.js";
 import { withDefaults, type DeliveryContext } from "./jobs/deliver-destination.js";
 import { workJobHandlers } from "./jobs/handlers.js";
@@ -267,8 +267,8 @@ export function createConfiguredDeliveryWorker(
     {
       connection: wiring.connection,
       prefix: wiring.prefix,
-      // The reserve runs on top of the configured slots (docs/scheduler.md).
-      concurrency: config.DISPATCHER_CONCURRENCY + reserveSlots(config.DISPATCHER_CONCURRENCY),
+      // The reserve runs on top of the configured slots, and more slots fetch (docs/scheduler.md).
+      concurrency: workerSlots(config.DISPATCHER_CONCURRENCY),
       lockDurationMs: config.DISPATCHER_LOCK_DURATION_MS,
       stalledIntervalMs: config.DISPATCHER_STALLED_INTERVAL_MS,
       maxPostpones: config.DISPATCHER_MAX_POSTPONES,

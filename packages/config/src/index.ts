@@ -164,9 +164,9 @@ export const dispatcherConfigSchema = z.object({
   /** How many times an attempt is postponed while PostgreSQL or Redis is unreachable (1 s
    * doubling to 30 s: 20 is about 8 minutes) before its job is given up to the sweeper. */
   DISPATCHER_MAX_POSTPONES: z.coerce.number().int().min(0).max(1000).default(20),
-  /** Jobs one webhook may hold in the queue (Redis) at once; the rest of its work waits in the
-   * outbox in PostgreSQL (docs/scheduler.md). */
-  DISPATCHER_WEBHOOK_JOB_LIMIT: z.coerce.number().int().min(1).max(10_000).default(128),
+  /** Jobs one webhook may hold in the queue (Redis) at once, 64 times it while its attempts are
+   * quick and many; the rest of its work waits in the outbox in PostgreSQL (docs/scheduler.md). */
+  DISPATCHER_WEBHOOK_JOB_LIMIT: z.coerce.number().int().min(1).max(10_000).default(16),
   /** An attempt longer than this, in ms, marks its webhook slow: it then gets only its fair share
    * of the dispatchers' slots, never their reserve, until an attempt of it is quick again. */
   DISPATCHER_SLOW_ATTEMPT_MS: z.coerce.number().int().min(10).default(1_000),

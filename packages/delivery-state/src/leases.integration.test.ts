@@ -19,15 +19,16 @@ async function lease(webhookId: string, count: number): Promise<void> {
   );
 }
 
-test("a webhook is at its limit by its own job limit: a fast one's is eight times the default, a slow one's an eighth", async () => {
-  await lease("wh_fast", 200); // over the default 128, under a fast webhook's 1,024
-  await lease("wh_slow", 16); // a slow webhook's limit: 128 / 8
-  await lease("wh_slow_too", 20);
-  await lease("wh_plain", 128);
+test("a webhook is at its limit by its own job limit: a fast one's is 64 times the limit, unless it is slow too", async () => {
+  await lease("wh_fast", 200); // over the default 16, under a fast webhook's 1,024
+  await lease("wh_fast_then_slow", 16); // marked fast, then slow: the limit again
+  await lease("wh_slow", 16);
+  await lease("wh_slow_under", 10);
+  await lease("wh_plain", 16);
   await lease("wh_quiet", 3);
-  const classes = { slow: ["wh_slow", "wh_slow_too"], fast: ["wh_fast"] };
-  expect(await schedulerBacklog(pool, prefix, 128, classes)).toEqual({ waiting: 0, webhooksAtLimit: 3 });
-  // Without the marks, every webhook has the default limit.
-  expect(await schedulerBacklog(pool, prefix, 128)).toEqual({ waiting: 0, webhooksAtLimit: 2 });
+  const classes = { slow: ["wh_slow", "wh_slow_under", "wh_fast_then_slow"], fast: ["wh_fast", "wh_fast_then_slow"] };
+  expect(await schedulerBacklog(pool, prefix, 16, classes)).toEqual({ waiting: 0, webhooksAtLimit: 3 });
+  // Without the marks, every webhook has the limit.
   expect(await schedulerBacklog(pool, prefix, 16)).toEqual({ waiting: 0, webhooksAtLimit: 4 });
+  expect(await schedulerBacklog(pool, prefix, 3)).toEqual({ waiting: 0, webhooksAtLimit: 6 });
 });

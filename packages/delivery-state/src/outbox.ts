@@ -85,48 +85,50 @@ export interface RelayGuard {
   lockTimeoutMs?: number;
 }
 
-/** DISPATCHER_WEBHOOK_JOB_LIMIT's default: jobs one webhook may hold in the queue at once. */
-export const DEFAULT_WEBHOOK_JOB_LIMIT = 128;
-
 /**
- * The job limit of a webhook the scheduler marked slow: an eighth of the limit, at least 4. Its
- * attempts take a dispatcher slot for up to the deadline and it gets only its fair share of
- * them, so more jobs in Redis would only wait there (and ask again and again).
+ * DISPATCHER_WEBHOOK_JOB_LIMIT's default: jobs one webhook may hold in the queue at once unless it
+ * is marked fast. A webhook not yet known fast may be one whose receiver hangs: every job of it in
+ * Redis is fetched and refused a slot once it holds its share, one at a time, and while 25 new
+ * webhooks of one account held 100 jobs each (the limit was 128), another account's events waited
+ * up to 1 s behind those refusals (tests/e2e/fairness.test.ts); with 16, up to 0.4 s. A quick
+ * receiver is marked fast within its first second of work (FAST_QUICK_ATTEMPTS of
+ * packages/scheduler).
  */
-export function slowWebhookJobLimit(jobLimit: number): number {
-  return Math.max(4, Math.ceil(jobLimit / 8));
-}
+export const DEFAULT_WEBHOOK_JOB_LIMIT = 16;
 
 /**
- * The job limit of a webhook the scheduler marked fast (quick attempts lately): eight times the
- * limit. Its jobs leave the queue as fast as they enter it, so its queue must hold what the
- * dispatchers run between two relay passes, or they would wait for the relay.
+ * The job limit of a webhook the scheduler marked fast (quick attempts lately) and not slow:
+ * 64 times the limit (1,024 by default). Its jobs leave the queue as fast as they enter it, so its
+ * queue must hold what the dispatchers run between two relay passes (the relay hears of each
+ * ended job through PostgreSQL), or they would wait for the relay beside a backlog.
  */
 export function fastWebhookJobLimit(jobLimit: number): number {
-  return jobLimit * 8;
+  return jobLimit * 64;
 }
 
-/** The webhooks whose job limit is not the default: the scheduler's slow and fast marks. */
+/**
+ * The scheduler's marks: the webhooks marked fast get the larger job limit, unless also marked
+ * slow (a receiver that answered quickly, then started to hang).
+ */
 export interface WebhookClasses {
   slow: string[];
   fast: string[];
 }
 
 /**
- * The job limit of the webhook whose id is the SQL expression `webhookId`, as an int: `jobLimit`,
- * slowWebhookJobLimit of it when `classes` says slow, fastWebhookJobLimit when fast. The one form
- * of the rule for the fair claim and the metrics.
+ * The job limit of the webhook whose id is the SQL expression `webhookId`, as an int:
+ * fastWebhookJobLimit of `jobLimit` when `classes` says fast and not slow, else `jobLimit`. The one
+ * form of the rule for the fair claim and the metrics.
  */
 export function webhookJobLimitSql(webhookId: Sql, jobLimit: number, classes: WebhookClasses): Sql {
-  return sql`(CASE WHEN ${webhookId} = ANY(${classes.slow}::text[]) THEN ${slowWebhookJobLimit(jobLimit)}::int
-                   WHEN ${webhookId} = ANY(${classes.fast}::text[]) THEN ${fastWebhookJobLimit(jobLimit)}::int
-                   ELSE ${jobLimit}::int END)`;
+  return sql`(CASE WHEN ${webhookId} = ANY(${classes.fast}::text[]) AND NOT ${webhookId} = ANY(${classes.slow}::text[])
+                   THEN ${fastWebhookJobLimit(jobLimit)}::int ELSE ${jobLimit}::int END)`;
 }
 
 /**
  * The fair claim (CONTRACT.md section 6; docs/scheduler.md). The webhooks with rows waiting are
  * found by a loose index scan (one probe per webhook, however many rows wait); each may have up
- * to its job limit (`jobLimit`, an eighth of it when slow, eight times it when fast) minus the
+ * to its job limit (`jobLimit`, 64 times it when fast) minus the
  * jobs it holds already (its leases); of those, rows are taken in turns
  * (every webhook's first, then every webhook's second, ...) up to `limit`, deleted, and leased
  * in the same statement. Rows written before outbox rows named their webhook are taken as

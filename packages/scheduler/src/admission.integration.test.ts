@@ -49,24 +49,27 @@ describe("admission", () => {
   });
 
   test("a job the reserve is not for waits in its worker slot for one of the C to free, takes it at once, one job per freed slot", async () => {
-    // C = 16 and R = 2: 18 worker slots.
+    // C = 16 and R = 2: 20 worker slots (C + R for attempts, R more that fetch).
     const wide = createAdmissionControl({ redis, keyPrefix: prefix, localConcurrency: 16, slowAttemptMs: 1_000 });
     const askWide = (jobId: string) => wide.admit({ jobId, webhookId: "wh_a", accountId: "acct_1", holds: 0, rateLimit: null });
     for (let i = 0; i < 16; i++) expect(await askWide(`a${i}`)).toEqual({ admitted: true });
     const first = askWide("a16");
-    // 16 run and a16 waits: the last worker slot is left free to fetch, so a17 does not wait.
-    expect(await askWide("a17")).toMatchObject({ admitted: false, reason: "share" });
+    const second = askWide("a17");
+    // 16 run, a16 and a17 wait: the last R = 2 worker slots are left free to fetch, so a18 does not wait.
+    expect(await askWide("a18")).toMatchObject({ admitted: false, reason: "share" });
     await wide.release({ jobId: "a0", webhookId: "wh_a", accountId: "acct_1", durationMs: 20 });
-    // The slot a0 freed is a16's, not a trip through the delayed set.
+    // The slot a0 freed is a16's (the longest waiting), not a trip through the delayed set.
     expect(await first).toEqual({ admitted: true });
     expect((await wide.state()).running).toBe(16);
+    // No slot freed for a17 within its wait: it is held.
+    expect(await second).toMatchObject({ admitted: false, reason: "share" });
   });
 
   test("a refused job waits in its worker slot only while another is left free to fetch: else it is held at once", async () => {
     for (let i = 0; i < 8; i++) expect(await ask(`a${i}`, "wh_a", "acct_1")).toEqual({ admitted: true });
     expect(await ask("b0", "wh_b", "acct_2")).toEqual({ admitted: true });
-    // C + R run (C = 8, R = 1): the newcomer's worker slot is the only one left. Waiting in it
-    // would keep every other job from being fetched while the C hang.
+    // C + R run (C = 8, R = 1): the newcomer's worker slot is the one fetching slot left. Waiting
+    // in it would keep every other job from being fetched while the C hang.
     const c0 = ask("c0", "wh_c", "acct_3");
     await admission.release({ jobId: "a0", webhookId: "wh_a", accountId: "acct_1", durationMs: 20 });
     expect(await c0).toMatchObject({ admitted: false, reason: "share" });
@@ -143,14 +146,17 @@ describe("admission", () => {
   });
 
   test("quick attempts mark their webhook fast, slow ones slow, for the relays", async () => {
-    // One quick answer (a test event) is not enough; 64 within a second are.
+    // One quick answer (a test event) is not enough, nor 7; 8 within a second are.
     expect(await ask("f0", "wh_fast", "acct_1")).toEqual({ admitted: true });
     await admission.release({ jobId: "f0", webhookId: "wh_fast", accountId: "acct_1", durationMs: 20 });
     expect(await admission.fastWebhooks()).toEqual([]);
-    for (let i = 1; i < 64; i++) {
+    for (let i = 1; i < 7; i++) {
       expect(await ask(`f${i}`, "wh_fast", "acct_1")).toEqual({ admitted: true });
       await admission.release({ jobId: `f${i}`, webhookId: "wh_fast", accountId: "acct_1", durationMs: 20 });
     }
+    expect(await admission.fastWebhooks()).toEqual([]);
+    expect(await ask("f7", "wh_fast", "acct_1")).toEqual({ admitted: true });
+    await admission.release({ jobId: "f7", webhookId: "wh_fast", accountId: "acct_1", durationMs: 20 });
     expect(await ask("l0", "wh_long", "acct_1")).toEqual({ admitted: true });
     await admission.release({ jobId: "l0", webhookId: "wh_long", accountId: "acct_1", durationMs: 5_000 });
     expect(await admission.webhookClasses()).toEqual({ slow: ["wh_long"], fast: ["wh_fast"] });

@@ -1,7 +1,7 @@
 import type { RedisClient } from "@mailhooks/queue";
 import { FORFEIT_TURN, LIFT, RATE_TURN } from "./scripts.js";
 import { createSlotWaits, createWakePacer, holdDelayMs } from "./holds.js";
-import { createShareLedger, reserveSlots } from "./shares.js";
+import { createShareLedger, reserveSlots, workerSlots as workerSlotsOf } from "./shares.js";
 
 /**
  * Admission of delivery attempts (CONTRACT.md section 6, fairness; section 4, `rate_limit`;
@@ -26,7 +26,8 @@ import { createShareLedger, reserveSlots } from "./shares.js";
  *   deadline, and every other account finds the rest (with R >= 2, i.e. C >= 16);
  * - a job of a webhook that is not slow, refused a slot, waits in its worker slot for one to free
  *   (RESERVE_WAIT_MS: a lone fast webhook's C attempts free one within milliseconds) only while
- *   another worker slot is left free to fetch; otherwise it is held at once, so that a newcomer's
+ *   R other worker slots are left free to fetch (the worker has R slots beyond the C + R attempts
+ *   can take: workerSlots); otherwise it is held at once, so that a newcomer's
  *   job is always fetched;
  * - a webhook is slow while an attempt of it runs longer than `slowAttemptMs`, or for
  *   `slowMemoryMs` after one took longer, on any dispatcher (a receiver that hangs until the
@@ -131,12 +132,14 @@ const MAX_MARKS = 50_000;
 /** How long, in ms, a fast mark lasts; it is renewed at most every second. */
 const FAST_MEMORY_MS = 10_000;
 /**
- * Quick attempts of one webhook within one second on one dispatcher that mark it fast: half the
- * default job limit, the pace at which a queue of 128 jobs runs dry between relay passes. One
- * quick answer (a webhook's test event) is not enough: a receiver may answer that and hang on
- * the rest.
+ * Quick attempts of one webhook within one second on one dispatcher that mark it fast (the relay
+ * then gives it 64 times the job limit): half the default job limit (16). A quick receiver whose
+ * work is held to the limit's 16 jobs in the queue runs at least 16 attempts a second (each under
+ * DISPATCHER_SLOW_ATTEMPT_MS), so it is marked within its first second or two, before the limit
+ * could keep it from the dispatchers' slots. One quick answer (a webhook's test event) is not
+ * enough: a receiver may answer that and hang on the rest.
  */
-const FAST_QUICK_ATTEMPTS = 64;
+const FAST_QUICK_ATTEMPTS = 8;
 
 export function createAdmissionControl(options: AdmissionOptions): AdmissionControl {
   const redis = options.redis as Scripted;
@@ -163,8 +166,10 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
   ];
 
   const reserveWaits = createSlotWaits();
-  /** The worker's concurrency: C + R (createConfiguredDeliveryWorker). */
-  const workerSlots = capacity + reserveSlots(capacity);
+  /** The worker's concurrency (createConfiguredDeliveryWorker). */
+  const workerSlots = workerSlotsOf(capacity);
+  /** Worker slots kept free to fetch (never taken by a job waiting in its slot): R. */
+  const fetchSlots = reserveSlots(capacity);
   const promote = (jobId: string) => options.promote?.(jobId) ?? Promise.resolve();
   const wakes = createWakePacer({ intervalMs: options.slowAttemptMs / capacity, maxQueued: capacity * 4, promote });
 
@@ -181,9 +186,9 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
         shares.start(input.jobId, input.webhookId, input.accountId, at);
         return true;
       };
-      // A job waits in its worker slot only while another worker slot is left free to fetch:
+      // A job waits in its worker slot only while R other worker slots are left free to fetch:
       // jobs waiting in every free one would keep any other job (a newcomer's) from being fetched.
-      const mayWait = !slow && shares.running + reserveWaits.waiting + 1 < workerSlots;
+      const mayWait = !slow && shares.running + reserveWaits.waiting + fetchSlots < workerSlots;
       if (!takeSlot() && (!mayWait || !(await reserveWaits.wait(takeSlot)))) {
         if (input.rateLimit)
           await redis.schedulerForfeitTurn(

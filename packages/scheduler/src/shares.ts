@@ -14,6 +14,18 @@ export function reserveSlots(concurrency: number): number {
   return Math.max(1, Math.floor(concurrency / 8));
 }
 
+/**
+ * The worker slots (BullMQ concurrency) of a dispatcher with `concurrency` slots: C + R slots for
+ * attempts (admission never runs more), and R more that only fetch. A fetched job asks for a slot;
+ * one refused goes back to the queue. Each job of a webhook at its share must be fetched and
+ * refused once before a job behind it is reached, so with every attempt slot taken, the free
+ * worker slots are how a newcomer's job is reached at all: with one left (25 new webhooks of one
+ * account hanging, C = 16), another account's jobs waited up to 900 ms behind their refusals.
+ */
+export function workerSlots(concurrency: number): number {
+  return concurrency + 2 * reserveSlots(concurrency);
+}
+
 /** An attempt running on this dispatcher. */
 interface Running {
   webhookId: string;
