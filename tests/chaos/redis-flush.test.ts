@@ -121,11 +121,13 @@ describe("Redis flushed while a dispatcher runs", () => {
       10,
     );
     const waiting = [await post("message.sent"), await post("message.sent")];
-    // Waiting: in the wait list, or in the prioritized set (the scheduler gives a webhook's later jobs a priority).
+    // Waiting: in the wait list, or in the prioritized set (the scheduler gives a webhook's later
+    // jobs a priority), or held in the delayed set (a worker slot that only fetches took it and the
+    // scheduler refused it a slot, docs/scheduler.md).
     for (const eventId of waiting)
       await waitUntil(
         async () => deliveries.getJobState(await destinationOf(eventId)),
-        (s) => queued(s),
+        (s) => queued(s) || s === "delayed",
         10_000,
         20,
       );
