@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { PrismaClient } from "@mailhooks/db";
 import { authenticateKey, isWellFormedKey, keyPrefixOf, type Principal } from "./api-keys.js";
+import { setNewest } from "@mailhooks/bounded-map";
 
 /**
  * Authentication without a PostgreSQL query per request. A key that authenticated is kept for
@@ -62,16 +63,12 @@ export const MAX_LIVE_PREFIXES = 100_000;
 
 const digest = (key: string) => createHash("sha256").update(key, "utf8").digest("hex");
 
-/** A Map that forgets its oldest entry past `max` (Maps iterate in insertion order). */
+/** A Map that forgets its least recently set entries past `max` (setNewest). */
 function bounded<V>(max: number) {
   const map = new Map<string, V>();
   return {
     map,
-    set(key: string, value: V) {
-      map.delete(key);
-      map.set(key, value);
-      if (map.size > max) map.delete(map.keys().next().value!);
-    },
+    set: (key: string, value: V) => setNewest(map, key, value, max),
   };
 }
 

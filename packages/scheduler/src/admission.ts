@@ -1,3 +1,4 @@
+import { setNewest } from "@mailhooks/bounded-map";
 import type { RedisClient } from "@mailhooks/queue";
 import { FORFEIT_TURN, LIFT, RATE_TURN } from "./scripts.js";
 import { createSlotWaits, createWakePacer, holdDelayMs } from "./holds.js";
@@ -235,16 +236,12 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
         }
         let count = quickCounts.get(input.webhookId);
         if (!count || count[0] < now - 1_000) {
-          quickCounts.delete(input.webhookId);
-          if (quickCounts.size >= MAX_MARKS) quickCounts.delete(quickCounts.keys().next().value!);
           count = [now, 0];
-          quickCounts.set(input.webhookId, count);
+          setNewest(quickCounts, input.webhookId, count, MAX_MARKS);
         }
         count[1]++;
         if (count[1] >= FAST_QUICK_ATTEMPTS && (fastMarked.get(input.webhookId) ?? 0) < now - 1_000) {
-          fastMarked.delete(input.webhookId);
-          if (fastMarked.size >= MAX_MARKS) fastMarked.delete(fastMarked.keys().next().value!);
-          fastMarked.set(input.webhookId, now);
+          setNewest(fastMarked, input.webhookId, now, MAX_MARKS);
           await redis.zadd(k("fast"), now + FAST_MEMORY_MS, input.webhookId);
         }
       }

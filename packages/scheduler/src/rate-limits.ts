@@ -1,6 +1,7 @@
 import type pg from "pg";
 import sql from "sql-template-tag";
 import { createBatcher, run } from "@mailhooks/delivery-state";
+import { setNewest } from "@mailhooks/bounded-map";
 
 /**
  * Webhooks' `rate_limit` (CONTRACT.md section 4) as the dispatchers apply it: read from
@@ -35,9 +36,7 @@ export function createRateLimits(pool: pg.Pool, ttlMs = 1_000, maxEntries = 50_0
       try {
         const limit = await lookups.submit(webhookId);
         // A bounded map: the oldest entries go first when it is full.
-        if (known.size >= maxEntries) known.delete(known.keys().next().value!);
-        known.delete(webhookId);
-        known.set(webhookId, { limit, until: Date.now() + ttlMs });
+        setNewest(known, webhookId, { limit, until: Date.now() + ttlMs }, maxEntries);
         return limit;
       } catch {
         return entry?.limit ?? null;

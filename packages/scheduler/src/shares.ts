@@ -1,3 +1,5 @@
+import { setNewest } from "@mailhooks/bounded-map";
+
 /**
  * One dispatcher's own bookkeeping of the share rule (admission.ts states the rule;
  * docs/scheduler.md explains it): the attempts running on its slots, by webhook and by account,
@@ -147,10 +149,8 @@ export function createShareLedger(options: { capacity: number; slowAttemptMs: nu
     },
     slowMark: (webhookId) => slowUntil.get(webhookId),
     markSlow(webhookId, until) {
-      slowUntil.delete(webhookId);
       // The oldest marks go first when the map is full: at worst a webhook is learnt slow again.
-      if (slowUntil.size >= MAX_SLOW_MARKS) slowUntil.delete(slowUntil.keys().next().value!);
-      slowUntil.set(webhookId, until);
+      setNewest(slowUntil, webhookId, until, MAX_SLOW_MARKS);
     },
     clearSlow: (webhookId) => void slowUntil.delete(webhookId),
     expireSlowMarks(now) {

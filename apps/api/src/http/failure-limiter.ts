@@ -1,5 +1,6 @@
 import type { RedisClient } from "@mailhooks/queue";
 import { redisOrMemory } from "./redis-or-memory.js";
+import { setNewest } from "@mailhooks/bounded-map";
 
 /**
  * Limits attempts that may fail (requests without a valid API key, operator sign-ins) per client
@@ -51,9 +52,7 @@ function memoryCounts() {
       window = at;
     }
     const count = (current.get(address) ?? 0) + delta;
-    current.delete(address); // re-inserted last: the most recently counted
-    current.set(address, count);
-    if (current.size > MEMORY_ADDRESSES) current.delete(current.keys().next().value!);
+    setNewest(current, address, count, MEMORY_ADDRESSES);
     return [count, previous.get(address) ?? 0];
   };
 }
