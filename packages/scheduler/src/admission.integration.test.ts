@@ -126,6 +126,22 @@ describe("admission", () => {
     expect(await ask("own0", "wh_own", "acct_1")).toEqual({ admitted: true });
   });
 
+  test("an attempt running longer than slowAttemptMs marks its webhook slow for the relays before it ends", async () => {
+    const quickToTell = createAdmissionControl({ redis, keyPrefix: prefix, localConcurrency: 2, slowAttemptMs: 100 });
+    expect(await quickToTell.admit({ jobId: "h0", webhookId: "wh_hang", accountId: "acct_1", holds: 0, rateLimit: null })).toEqual({
+      admitted: true,
+    });
+    await quickToTell.refreshSlowMarks();
+    expect(await quickToTell.slowWebhooks()).toEqual([]);
+    // Still running, never released: the refresh (every second in a dispatcher) tells Redis.
+    const deadline = Date.now() + 5_000;
+    while ((await quickToTell.slowWebhooks()).length === 0 && Date.now() < deadline) {
+      await quickToTell.refreshSlowMarks();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(await admission.webhookClasses()).toEqual({ slow: ["wh_hang"], fast: [] });
+  });
+
   test("each dispatcher counts its own slots; a job asking again replaces its own entry; slow marks are shared", async () => {
     const other = createAdmissionControl({ redis, keyPrefix: prefix, localConcurrency: 2, slowAttemptMs: 1_000 });
     expect(await other.admit({ jobId: "d0", webhookId: "wh_d", accountId: "acct_1", holds: 0, rateLimit: null })).toEqual({

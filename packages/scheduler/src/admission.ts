@@ -255,6 +255,15 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
     async refreshSlowMarks() {
       const now = Date.now();
       shares.expireSlowMarks(now);
+      // An attempt running long marks its webhook slow for the relays now, not at its end (a
+      // hanging receiver's comes at the deadline, 30 s later): a webhook marked fast that starts
+      // hanging would be handed 64 times the job limit meanwhile, each job to be fetched and refused.
+      for (const webhookId of shares.runningLong(now)) {
+        const known = shares.slowMark(webhookId);
+        if (known !== undefined && known >= now + slowMemoryMs / 2) continue;
+        shares.markSlow(webhookId, now + slowMemoryMs);
+        await redis.zadd(k("slow"), now + slowMemoryMs, webhookId);
+      }
       const marks = await redis.zrangebyscore(k("slow"), now, "+inf", "WITHSCORES", "LIMIT", 0, MAX_MARKS);
       for (let i = 0; i < marks.length; i += 2)
         if ((shares.slowMark(marks[i]) ?? 0) < Number(marks[i + 1])) shares.markSlow(marks[i], Number(marks[i + 1]));

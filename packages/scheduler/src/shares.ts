@@ -52,6 +52,8 @@ export interface ShareLedger {
   forget(jobId: string): void;
   /** Marked slow until after `now`, or an attempt of it here has run longer than slowAttemptMs. */
   isSlow(webhookId: string, now: number): boolean;
+  /** The webhooks with an attempt running here for longer than slowAttemptMs at `now` (ms). */
+  runningLong(now: number): Set<string>;
   /** Until when (ms) the webhook is marked slow here, if it is. */
   slowMark(webhookId: string): number | undefined;
   markSlow(webhookId: string, until: number): void;
@@ -146,6 +148,11 @@ export function createShareLedger(options: { capacity: number; slowAttemptMs: nu
       if (until !== undefined && until > now) return true;
       for (const jobId of byWebhook.get(webhookId) ?? []) if (running.get(jobId)!.startedAt < now - slowAttemptMs) return true;
       return false;
+    },
+    runningLong(now) {
+      const long = new Set<string>();
+      for (const r of running.values()) if (r.startedAt < now - slowAttemptMs) long.add(r.webhookId);
+      return long;
     },
     slowMark: (webhookId) => slowUntil.get(webhookId),
     markSlow(webhookId, until) {
