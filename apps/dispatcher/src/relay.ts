@@ -23,10 +23,12 @@ import type { DispatcherMetrics } from "./metrics.js";
 export const RELAY_ROOM_WAKE_MS = 20;
 /**
  * How long, in ms, a relay reuses the scheduler's slow and fast marks (`webhookClasses`) instead of
- * asking Redis again before a pass: the marks change at the pace of seconds (made by attempts that
- * run a second, renewed at most every second), and asking costs a round trip on every event's way.
+ * asking Redis again before a pass: asking costs a round trip on an event's way (at most 20 a
+ * second this way), and a webhook new to a burst holds only the job limit (16) until the relay
+ * sees its fast mark, made within its first 8 quick attempts: with 250 ms, a quick run's burst and
+ * fan-out lost 3 to 14 % to that wait (bench/README.md).
  */
-export const RELAY_CLASSES_MAX_AGE_MS = 250;
+export const RELAY_CLASSES_MAX_AGE_MS = 50;
 
 /**
  * The outbox relay (STYLE.md habit 11): moves what requests committed into BullMQ. It wakes at
