@@ -90,7 +90,7 @@ export interface RelayGuard {
  * is marked fast. A webhook not yet known fast may be one whose receiver hangs: every job of it in
  * Redis is fetched and refused a slot once it holds its share, one at a time, and while 25 new
  * webhooks of one account held 100 jobs each (the limit was 128), another account's events waited
- * up to 1 s behind those refusals (tests/e2e/fairness.test.ts); with 16, up to 0.4 s. A quick
+ * up to 1 s behind those refusals (tests/e2e/fairness.test.ts); with 16, up to 0.4 s alone. A quick
  * receiver is marked fast within its first second of work (FAST_QUICK_ATTEMPTS of
  * packages/scheduler).
  */
