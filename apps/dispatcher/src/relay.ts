@@ -60,7 +60,7 @@ export interface RelayOptions {
   /** Rows per claim (one addBulk each). */
   batchSize?: number;
   /** Jobs one webhook may hold in the queue (DISPATCHER_WEBHOOK_JOB_LIMIT); the rest waits in the outbox. */
-  webhookJobLimit?: number;
+  webhookJobLimit: number;
   /**
    * The webhooks the scheduler marked fast now (they get a larger job limit) and slow (not
    * larger, even when marked fast too); none when absent. Read at most every RELAY_CLASSES_MAX_AGE_MS.

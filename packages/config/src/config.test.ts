@@ -73,6 +73,13 @@ describe("bad values throw a ConfigError naming the variable", () => {
     expect(error.message).toContain(name);
   });
 
+  it("DISPATCHER_WEBHOOK_JOB_LIMIT is 16 by default and at most 1,250 (a fast webhook's 64 times it: 80,000 jobs in Redis)", () => {
+    expect(loadConfig(dispatcherConfigSchema, {}).DISPATCHER_WEBHOOK_JOB_LIMIT).toBe(16);
+    expect(loadConfig(dispatcherConfigSchema, { DISPATCHER_WEBHOOK_JOB_LIMIT: "1250" }).DISPATCHER_WEBHOOK_JOB_LIMIT).toBe(1250);
+    const error = configErrorOf(() => loadConfig(dispatcherConfigSchema, { DISPATCHER_WEBHOOK_JOB_LIMIT: "1251" }));
+    expect(error.message).toContain("DISPATCHER_WEBHOOK_JOB_LIMIT");
+  });
+
   it("names every bad variable at once, and no good one", () => {
     const error = configErrorOf(() =>
       loadConfig(dispatcherConfigSchema, { DELIVERY_TIMEOUT_MS: "abc", METRICS_PORT: "x", QUEUE_PREFIX: "ok" }),

@@ -165,8 +165,15 @@ export const dispatcherConfigSchema = z.object({
    * doubling to 30 s: 20 is about 8 minutes) before its job is given up to the sweeper. */
   DISPATCHER_MAX_POSTPONES: z.coerce.number().int().min(0).max(1000).default(20),
   /** Jobs one webhook may hold in the queue (Redis) at once, 64 times it while its attempts are
-   * quick and many; the rest of its work waits in the outbox in PostgreSQL (docs/scheduler.md). */
-  DISPATCHER_WEBHOOK_JOB_LIMIT: z.coerce.number().int().min(1).max(10_000).default(16),
+   * quick and many (fastWebhookJobLimit of @mailhooks/delivery-state); the rest of its work waits
+   * in the outbox in PostgreSQL (docs/scheduler.md). Why 16: a webhook not yet known fast may be
+   * one whose receiver hangs, and every job of it in Redis is fetched and refused a slot once it
+   * holds its share, one at a time; while 25 new webhooks of one account held 100 jobs each (the
+   * limit was 128), another account's events waited up to 1 s behind those refusals
+   * (tests/e2e/fairness.test.ts), with 16 up to 0.4 s alone. A quick receiver is marked fast
+   * within its first second of work (FAST_QUICK_ATTEMPTS of @mailhooks/scheduler). At most 1,250:
+   * a fast webhook then holds at most 80,000 jobs in Redis. */
+  DISPATCHER_WEBHOOK_JOB_LIMIT: z.coerce.number().int().min(1).max(1_250).default(16),
   /** An attempt longer than this, in ms, marks its webhook slow: it then gets only its fair share
    * of the dispatchers' slots, never their reserve, until an attempt of it is quick again. */
   DISPATCHER_SLOW_ATTEMPT_MS: z.coerce.number().int().min(10).default(1_000),

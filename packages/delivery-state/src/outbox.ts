@@ -86,17 +86,6 @@ export interface RelayGuard {
 }
 
 /**
- * DISPATCHER_WEBHOOK_JOB_LIMIT's default: jobs one webhook may hold in the queue at once unless it
- * is marked fast. A webhook not yet known fast may be one whose receiver hangs: every job of it in
- * Redis is fetched and refused a slot once it holds its share, one at a time, and while 25 new
- * webhooks of one account held 100 jobs each (the limit was 128), another account's events waited
- * up to 1 s behind those refusals (tests/e2e/fairness.test.ts); with 16, up to 0.4 s alone. A quick
- * receiver is marked fast within its first second of work (FAST_QUICK_ATTEMPTS of
- * packages/scheduler).
- */
-export const DEFAULT_WEBHOOK_JOB_LIMIT = 16;
-
-/**
  * The job limit of a webhook the scheduler marked fast (quick attempts lately) and not slow:
  * 64 times the limit (1,024 by default). Its jobs leave the queue as fast as they enter it, so its
  * queue must hold what the dispatchers run between two relay passes (the relay hears of each
@@ -186,8 +175,8 @@ export async function relayOutbox(
   queuePrefix: string,
   limit: number,
   push: (rows: OutboxRow[]) => Promise<RejectedRow[]>,
-  guard: RelayGuard = {},
-  jobLimit = DEFAULT_WEBHOOK_JOB_LIMIT,
+  guard: RelayGuard,
+  jobLimit: number,
   classes: WebhookClasses = { slow: [], fast: [] },
 ): Promise<{ claimed: number; rejected: RejectedRow[] }> {
   const ms = guard.lockTimeoutMs ? Math.ceil(guard.lockTimeoutMs) : undefined;
