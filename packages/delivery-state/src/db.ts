@@ -24,8 +24,14 @@ export async function run<R extends pg.QueryResultRow = pg.QueryResultRow>(
 /** SQLSTATEs after which the whole transaction can simply run again: deadlock, serialization. */
 const RETRYABLE = new Set(["40P01", "40001"]);
 
-/** Settings of one transaction (`SET LOCAL`), by name: whole numbers only (ms for timeouts). */
-export type TransactionSettings = Partial<Record<"idle_in_transaction_session_timeout" | "statement_timeout", number>>;
+/**
+ * Settings of one transaction (`SET LOCAL`), by name: whole numbers (ms for timeouts), and
+ * `synchronous_commit: "off"` for a transaction whose loss in a PostgreSQL crash is harmless
+ * (its COMMIT then returns before the WAL is on disk; a later synchronous commit flushes it too).
+ */
+export type TransactionSettings = Partial<Record<"idle_in_transaction_session_timeout" | "statement_timeout", number>> & {
+  synchronous_commit?: "off";
+};
 
 /**
  * Runs `fn` in a transaction on one pooled connection: COMMIT when it resolves, ROLLBACK when it
@@ -39,10 +45,12 @@ export async function inTransaction<T>(
   fn: (client: pg.PoolClient) => Promise<T>,
   settings: TransactionSettings = {},
 ): Promise<T> {
-  // No parameters in a multi-statement query: only whole numbers are written into it.
-  const begin = ["BEGIN", ...Object.entries(settings).map(([name, value]) => `SET LOCAL ${name} = ${Math.trunc(Number(value))}`)].join(
-    "; ",
-  );
+  // No parameters in a multi-statement query: only whole numbers and the one word "off" are
+  // written into it.
+  const begin = [
+    "BEGIN",
+    ...Object.entries(settings).map(([name, value]) => `SET LOCAL ${name} = ${value === "off" ? "off" : Math.trunc(Number(value))}`),
+  ].join("; ");
   for (let attempt = 1; ; attempt++) {
     const client = await pool.connect();
     let broken: Error | undefined;
