@@ -94,6 +94,32 @@ describe("admission", () => {
     expect((await admission.state()).slowWebhooks).toBe(0);
   });
 
+  test("a slow webhook's admitted attempts start one slowAttemptMs / C apart; other webhooks' are not paced", async () => {
+    // C = 8, slowAttemptMs = 1,000: one slow start per 125 ms on this dispatcher.
+    expect(await ask("p0", "wh_slow", "acct_1")).toEqual({ admitted: true });
+    await admission.release({ jobId: "p0", webhookId: "wh_slow", accountId: "acct_1", durationMs: 5_000 });
+    // Its retries come due together: admitted one after another, in turns.
+    const started: number[] = [];
+    const asked = Date.now();
+    await Promise.all(
+      ["p1", "p2", "p3"].map(async (jobId) => {
+        expect(await ask(jobId, "wh_slow", "acct_1")).toEqual({ admitted: true });
+        started.push(Date.now());
+      }),
+    );
+    started.sort((a, b) => a - b);
+    expect(started[0] - asked).toBeLessThan(100);
+    expect(started[1] - started[0]).toBeGreaterThanOrEqual(120);
+    expect(started[2] - started[1]).toBeGreaterThanOrEqual(120);
+    // A quick webhook's attempt meanwhile waits for no turn.
+    const quickAsked = Date.now();
+    const slowTurn = ask("p4", "wh_slow", "acct_1");
+    expect(await ask("q0", "wh_quick", "acct_2")).toEqual({ admitted: true });
+    expect(Date.now() - quickAsked).toBeLessThan(100);
+    expect(await slowTurn).toEqual({ admitted: true });
+    expect((await admission.state()).running).toBe(5);
+  });
+
   test("rate_limit: one turn per 1.15 s / r, each waiting job a turn of its own; a lifted limit gives them back", async () => {
     const interval = rateIntervalMs(10);
     const start = Date.now();

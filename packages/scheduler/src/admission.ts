@@ -1,7 +1,7 @@
 import { setNewest } from "@mailhooks/bounded-map";
 import type { RedisClient } from "@mailhooks/queue";
 import { FORFEIT_TURN, LIFT, RATE_TURN } from "./scripts.js";
-import { createSlotWaits, createWakePacer, holdDelayMs } from "./holds.js";
+import { createSlotWaits, createStartPacer, createWakePacer, holdDelayMs } from "./holds.js";
 import { createShareLedger, reserveSlots, workerSlots as workerSlotsOf } from "./shares.js";
 
 /**
@@ -37,6 +37,8 @@ import { createShareLedger, reserveSlots, workerSlots as workerSlotsOf } from ".
  *   its attempts is quick again. This bounds what hanging receivers hold: together at most C
  *   slots, never the reserve, each at most its fair share once it is known slow, and their retries come back under
  *   the same rule;
+ * - a slow webhook's admitted attempts start one per slowAttemptMs / C here (createStartPacer):
+ *   its retries, due together, do not start together;
  * - a webhook with a `rate_limit` r is admitted at most once per 1.15 / r s (GCRA): the job whose
  *   turn is not yet due is given a reserved time and waits until then (no attempt is used). When
  *   the limit is lifted or changed (PATCH), reviewRateLimits gives the waiting jobs back at once.
@@ -173,6 +175,7 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
   const fetchSlots = reserveSlots(capacity);
   const promote = (jobId: string) => options.promote?.(jobId) ?? Promise.resolve();
   const wakes = createWakePacer({ intervalMs: options.slowAttemptMs / capacity, maxQueued: capacity * 4, promote });
+  const slowStarts = createStartPacer(options.slowAttemptMs / capacity);
 
   return {
     async admit(input) {
@@ -200,6 +203,12 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
           );
         if (slow) shares.hold(input.webhookId, input.jobId);
         return { admitted: false, reason: "share", retryAt: now + holdDelayMs(input.holds, slow) };
+      }
+      if (slow) {
+        // Its turn among the slow webhooks' starts here (createStartPacer), waited for in its worker
+        // slot with its share's slot taken: a wave of their retries due together starts paced.
+        const wait = slowStarts.turn(Date.now()) - Date.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
       }
       if (input.rateLimit) {
         // Should Redis fail here, the worker lets the attempt go ahead on the slot it holds.

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, expect, jest, test } from "@jest/globals";
-import { createWakePacer, holdDelayMs, SLOW_HOLD_MS } from "./holds.js";
+import { createStartPacer, createWakePacer, holdDelayMs, SLOW_HOLD_MS } from "./holds.js";
 
 /**
  * The held jobs' timing (holds.ts), on jest's clock: a slow webhook's hold is jittered, and wakes
@@ -48,4 +48,11 @@ test("a failed promotion is ignored and does not stop the ones after it", async 
   await pacer.wake(["gone", "x", "y"]);
   await jest.advanceTimersByTimeAsync(20);
   expect(promoted).toEqual(["x", "y"]);
+});
+
+test("slow starts: the first at once, the next one interval after the last turn given, at once again after an idle interval", () => {
+  const starts = createStartPacer(16);
+  expect([1_000, 1_000, 1_000, 1_010].map((now) => starts.turn(now))).toEqual([1_000, 1_016, 1_032, 1_048]);
+  expect(starts.turn(2_000)).toBe(2_000);
+  expect(starts.turn(2_020)).toBe(2_020);
 });

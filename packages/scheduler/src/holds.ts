@@ -81,6 +81,35 @@ export function createWakePacer(options: { intervalMs: number; maxQueued: number
   };
 }
 
+/** The starts of slow webhooks' attempts on one dispatcher, paced (see createStartPacer). */
+export interface StartPacer {
+  /** The time (ms) at which an attempt admitted at `now` may start: `now`, or one interval after the last turn given. */
+  turn(now: number): number;
+}
+
+/**
+ * Paces the starts of slow webhooks' attempts on one dispatcher at one per `intervalMs`
+ * (slowAttemptMs / C, as the wakes of createWakePacer). A slow webhook's retries come due together:
+ * its backlog's first attempts started together, ran into the deadline together and come back one
+ * retry delay later, together. Started at once, twenty of them took the machine from every other
+ * webhook's attempts for 100 to 200 ms (TLS handshakes, signatures, payload loads; the neighbour
+ * phase of `npm run bench`, with probes), the longest waits of another account's events. Paced,
+ * they start one interval apart: C slots of attempts that each last at least slowAttemptMs cannot
+ * free faster than one per interval, so the pace costs slow webhooks no throughput; an attempt of
+ * a slow webhook may start up to C + R intervals late (about slowAttemptMs), waiting in its worker
+ * slot with its share's slot taken.
+ */
+export function createStartPacer(intervalMs: number): StartPacer {
+  let next = 0;
+  return {
+    turn(now) {
+      const at = Math.max(now, next);
+      next = at + intervalMs;
+      return at;
+    },
+  };
+}
+
 /**
  * How long, in ms, a job of a webhook that is not slow, fetched while this dispatcher's C slots
  * are taken and the reserve is not its to take, waits in its worker slot for one of the C to free
