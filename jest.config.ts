@@ -20,6 +20,31 @@ const STACK_FOLDERS = ["e2e", "chaos", "dashboard"];
 /** The name of an integration test anywhere else. */
 const INTEGRATION_SUFFIX = ".integration.test.ts";
 
+/**
+ * Integration test files that hold the service to time or memory bounds (an event's latency
+ * beside hanging receivers, rate_limit spacing, retry and deadline timing, takeover after a kill,
+ * a shutdown's length, a dispatcher's RSS). The whole suite (`npm test`, scripts/test.mjs) runs
+ * every other file first, one worker per core, then these one at a time, so that no other test
+ * file shares the cores with them. JEST_TIMED_FILES=exclude leaves them out, =only runs just them.
+ */
+export const TIMED_FILES = [
+  "tests/e2e/fairness.test.ts",
+  "tests/e2e/rate-limit.test.ts",
+  "tests/e2e/retry.test.ts",
+  "tests/chaos/crash-loop.test.ts",
+  "tests/chaos/hostile-receivers.test.ts",
+  "tests/chaos/kill-dispatcher.test.ts",
+  "tests/chaos/kill-under-load.test.ts",
+  "tests/chaos/lost-work.test.ts",
+  "tests/chaos/raw-message-memory.test.ts",
+  "tests/chaos/redis-restart.test.ts",
+  "tests/chaos/scheduler-crash.test.ts",
+  "tests/chaos/shutdown.test.ts",
+  "tests/chaos/slow-clients.test.ts",
+];
+const timed = process.env.JEST_TIMED_FILES;
+const timedPatterns = TIMED_FILES.map((file) => `<rootDir>/${file.replace(/\./g, "\\.")}$`);
+
 const shared: Config = {
   testEnvironment: "node",
   extensionsToTreatAsEsm: [".ts"],
@@ -49,7 +74,11 @@ const config: Config = {
     {
       ...shared,
       displayName: "integration",
-      testMatch: [`<rootDir>/tests/{${STACK_FOLDERS.join(",")}}/**/*.test.ts`, `**/*${INTEGRATION_SUFFIX}`],
+      testMatch:
+        timed === "only"
+          ? TIMED_FILES.map((file) => `<rootDir>/${file}`)
+          : [`<rootDir>/tests/{${STACK_FOLDERS.join(",")}}/**/*.test.ts`, `**/*${INTEGRATION_SUFFIX}`],
+      testPathIgnorePatterns: ["/node_modules/", ...(timed === "exclude" ? timedPatterns : [])],
     },
   ],
   // A global option: jest ignores it in a project's configuration.
