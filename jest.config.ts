@@ -21,15 +21,22 @@ const STACK_FOLDERS = ["e2e", "chaos", "dashboard"];
 const INTEGRATION_SUFFIX = ".integration.test.ts";
 
 /**
- * Integration test files that hold the service to time or memory bounds (an event's latency
- * beside hanging receivers, rate_limit spacing, retry and deadline timing, takeover after a kill,
- * a shutdown's length, a dispatcher's RSS). The whole suite (`npm test`, scripts/test.mjs) runs
- * every other file first, one worker per core, then these one at a time, so that no other test
- * file shares the cores with them. JEST_TIMED_FILES=exclude leaves them out, =only runs just them.
+ * Integration test files that must run alone on the machine. Those that hold the service to time
+ * or memory bounds (an event's latency beside hanging receivers, rate_limit spacing, retry and
+ * deadline timing, takeover after a kill, a shutdown's length, a dispatcher's RSS), and those
+ * whose effects or measures are the whole database's (the retention purge drops and locks the
+ * shared payload partitions; PostgreSQL's index statistics and the key notifications every stack
+ * hears count another file's work too). The whole suite (`npm test`, scripts/test.mjs) runs every
+ * other file first, one worker per core, then these one at a time. JEST_ALONE_FILES=exclude
+ * leaves them out, =only runs just them.
  */
-export const TIMED_FILES = [
+export const ALONE_FILES = [
+  "tests/e2e/auth-limits.test.ts",
   "tests/e2e/fairness.test.ts",
   "tests/e2e/rate-limit.test.ts",
+  "tests/e2e/replay.test.ts",
+  "tests/e2e/retention-locks.test.ts",
+  "tests/e2e/retention.test.ts",
   "tests/e2e/retry.test.ts",
   "tests/chaos/crash-loop.test.ts",
   "tests/chaos/hostile-receivers.test.ts",
@@ -41,9 +48,10 @@ export const TIMED_FILES = [
   "tests/chaos/scheduler-crash.test.ts",
   "tests/chaos/shutdown.test.ts",
   "tests/chaos/slow-clients.test.ts",
+  "tests/dashboard/limits.test.ts",
 ];
-const timed = process.env.JEST_TIMED_FILES;
-const timedPatterns = TIMED_FILES.map((file) => `<rootDir>/${file.replace(/\./g, "\\.")}$`);
+const alone = process.env.JEST_ALONE_FILES;
+const alonePatterns = ALONE_FILES.map((file) => `<rootDir>/${file.replace(/\./g, "\\.")}$`);
 
 const shared: Config = {
   testEnvironment: "node",
@@ -75,10 +83,10 @@ const config: Config = {
       ...shared,
       displayName: "integration",
       testMatch:
-        timed === "only"
-          ? TIMED_FILES.map((file) => `<rootDir>/${file}`)
+        alone === "only"
+          ? ALONE_FILES.map((file) => `<rootDir>/${file}`)
           : [`<rootDir>/tests/{${STACK_FOLDERS.join(",")}}/**/*.test.ts`, `**/*${INTEGRATION_SUFFIX}`],
-      testPathIgnorePatterns: ["/node_modules/", ...(timed === "exclude" ? timedPatterns : [])],
+      testPathIgnorePatterns: ["/node_modules/", ...(alone === "exclude" ? alonePatterns : [])],
     },
   ],
   // A global option: jest ignores it in a project's configuration.

@@ -11,8 +11,8 @@ const USAGE = `Usage: npm test [-- [jest options] [test path patterns]]
 
 Runs the whole test suite with jest: the unit tier and the integration tier
 (CONTRIBUTING.md; \`npm run test:unit\` runs the unit tier alone, without servers).
-The whole suite runs in two jest runs: every file but the timed ones (jest.config.ts,
-TIMED_FILES) one worker per core, then the timed ones one at a time.
+The whole suite runs in two jest runs: every file but those that must run alone
+(jest.config.ts, ALONE_FILES) one worker per core, then those one at a time.
 First it makes the HTTPS receivers' certificate (.tmp/certs) and creates the test
 database from prisma/migrations; then it passes every argument to jest (its options:
 npx jest --help).
@@ -56,9 +56,9 @@ function wholeSuite(args) {
 }
 
 /**
- * The whole suite in two jest runs (jest.config.ts, TIMED_FILES): every file but the timed ones
- * with one worker per core (their tests mostly wait on servers and timers: 572 s one at a time on
- * this 2-core machine, 344 s with two workers), then the timed ones one at a time. With
+ * The whole suite in two jest runs (jest.config.ts, ALONE_FILES): every file but those that must
+ * run alone with one worker per core (their tests mostly wait on servers and timers: 572 s one at
+ * a time on this 2-core machine, 344 s with two workers), then those one at a time. With
  * --outputFile, each run writes a part and the two are merged into the file named (the JSON of
  * `--json`: counts summed, test results of both). Returns the exit status: 0 when both passed.
  */
@@ -66,15 +66,15 @@ function runWholeSuite(args, databaseUrl) {
   const named = args.indexOf("--outputFile");
   const outputFile = named >= 0 ? args[named + 1] : args.find((arg) => arg.startsWith("--outputFile="))?.slice("--outputFile=".length);
   const rest = args.filter((arg, i) => !(arg.startsWith("--outputFile") || (named >= 0 && i === named + 1)));
-  const parts = outputFile ? [`${outputFile}.rest.json`, `${outputFile}.timed.json`] : [];
+  const parts = outputFile ? [`${outputFile}.rest.json`, `${outputFile}.alone.json`] : [];
   const env = { TEST_DATABASE_URL: databaseUrl };
   const first = runJest([...rest, `--maxWorkers=${os.availableParallelism()}`, ...(outputFile ? [`--outputFile=${parts[0]}`] : [])], {
     ...env,
-    JEST_TIMED_FILES: "exclude",
+    JEST_ALONE_FILES: "exclude",
   });
   const second = runJest(
     [...rest, "--selectProjects", "integration", "--maxWorkers=1", ...(outputFile ? [`--outputFile=${parts[1]}`] : [])],
-    { ...env, JEST_TIMED_FILES: "only" },
+    { ...env, JEST_ALONE_FILES: "only" },
   );
   if (outputFile) writeFileSync(outputFile, `${JSON.stringify(mergeResults(parts.map(readResults)))}\n`);
   return first !== 0 ? first : second;
