@@ -49,6 +49,7 @@ export const ALONE_FILES = [
   "tests/chaos/shutdown.test.ts",
   "tests/chaos/slow-clients.test.ts",
   "tests/dashboard/limits.test.ts",
+  "packages/scheduler/src/admission.integration.test.ts",
 ];
 const alone = process.env.JEST_ALONE_FILES;
 const alonePatterns = ALONE_FILES.map((file) => `<rootDir>/${file.replace(/\./g, "\\.")}$`);

@@ -50,9 +50,15 @@ const status = wholeSuite(args) ? runWholeSuite(args, databaseUrl) : runJest(arg
 if (ownDatabase) prepare(["--drop"], { TEST_DATABASE_URL: databaseUrl });
 process.exit(status);
 
-/** Whether `args` ask for the whole suite (no path, project, name or worker option: at most --json, --ci, --outputFile). */
+/**
+ * Whether `args` ask for the whole suite (no path, project, name or worker option: at most --json,
+ * --ci, --outputFile). --json without --outputFile is not split: it prints one JSON document.
+ */
 function wholeSuite(args) {
-  return args.every((arg, i) => /^--(json|ci|outputFile=.+)$/.test(arg) || arg === "--outputFile" || args[i - 1] === "--outputFile");
+  const onlyThese = args.every(
+    (arg, i) => /^--(json|ci|outputFile=.+)$/.test(arg) || arg === "--outputFile" || args[i - 1] === "--outputFile",
+  );
+  return onlyThese && (!args.includes("--json") || args.some((arg) => arg.startsWith("--outputFile")));
 }
 
 /**

@@ -1,0 +1,19 @@
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { ALONE_FILES } from "../../jest.config.js";
+
+/**
+ * `npm test` runs ALONE_FILES (jest.config.ts) one at a time after every other file: a name there
+ * that no longer exists (a file renamed) would let its tests run beside others unnoticed, and one
+ * outside the integration tier would run in the first, parallel jest run anyway.
+ */
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+test("every file that must run alone exists and is an integration test", () => {
+  expect(ALONE_FILES.length).toBeGreaterThan(0);
+  for (const file of ALONE_FILES) {
+    expect([file, existsSync(path.join(root, file))]).toEqual([file, true]);
+    expect(file).toMatch(/^tests\/(e2e|chaos|dashboard)\/.+\.test\.ts$|\.integration\.test\.ts$/);
+  }
+});
