@@ -16,9 +16,9 @@ import type { Config } from "jest";
  */
 
 /** Folders of tests/ whose every test starts a stack: the integration tier whatever the name. */
-const STACK_FOLDERS = ["e2e", "chaos", "dashboard"];
+export const STACK_FOLDERS = ["e2e", "chaos", "dashboard"];
 /** The name of an integration test anywhere else. */
-const INTEGRATION_SUFFIX = ".integration.test.ts";
+export const INTEGRATION_SUFFIX = ".integration.test.ts";
 
 /**
  * Integration test files that must run alone on the machine. Those that hold the service to time
@@ -45,6 +45,7 @@ export const ALONE_FILES = [
   "tests/chaos/lost-work.test.ts",
   "tests/chaos/raw-message-memory.test.ts",
   "tests/chaos/redis-restart.test.ts",
+  "tests/chaos/relay-commit-lost.test.ts",
   "tests/chaos/scheduler-crash.test.ts",
   "tests/chaos/shutdown.test.ts",
   "tests/chaos/slow-clients.test.ts",

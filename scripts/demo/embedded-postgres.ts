@@ -168,7 +168,8 @@ export async function startEmbeddedPostgres(database: string): Promise<StartedSe
   };
 }
 
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+/** `promise`, or a rejection "not ready after N s" once `ms` have passed. */
+export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`not ready after ${ms / 1000} s`)), ms);

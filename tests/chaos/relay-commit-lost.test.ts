@@ -120,6 +120,14 @@ describe("the relay's commit lost in a PostgreSQL crash", () => {
         (error: Error) => error.message,
       );
 
+  /** The event's detail once it is no longer pending. */
+  const settled = (account: Account, eventId: string) =>
+    waitUntil(
+      () => account.api("GET", `/v1/events/${eventId}`),
+      (r) => r.status === 200 && r.body.status !== "pending",
+      30_000,
+    );
+
   /** A receiver that holds the request of each message named by `hold` until released, and counts every request per message. */
   async function holdingReceiver(): Promise<{
     hr: HookReceiver;
@@ -154,12 +162,7 @@ describe("the relay's commit lost in a PostgreSQL crash", () => {
     const posted = await account.api("POST", "/v1/events", { event_type: "message.sent", data });
     expect(posted.status).toBe(201);
     const eventId = posted.body.event_id as string;
-    const detail = await waitUntil(
-      () => account.api("GET", `/v1/events/${eventId}`),
-      (r) => r.status === 200 && r.body.status !== "pending",
-      30_000,
-    );
-    return { eventId, status: detail.body.status };
+    return { eventId, status: (await settled(account, eventId)).body.status };
   }
 
   /**
@@ -224,11 +227,7 @@ describe("the relay's commit lost in a PostgreSQL crash", () => {
     lost: { eventId: string; destinationId: string },
     from?: number,
   ): Promise<void> {
-    const detail = await waitUntil(
-      () => account.api("GET", `/v1/events/${lost.eventId}`),
-      (r) => r.status === 200 && r.body.status !== "pending",
-      30_000,
-    );
+    const detail = await settled(account, lost.eventId);
     const deadline = (from ?? Date.now()) + LOCK_MS + STALLED_MS;
     expect(detail.body.status).toBe("delivered");
     expect(detail.body.destinations).toEqual([{ webhook_id: hook.id, url: hook.url, status: "delivered", attempts: 1 }]);
@@ -309,11 +308,7 @@ describe("the relay's commit lost in a PostgreSQL crash", () => {
     const lost = await loseTheRelaysClaim(account, receiver);
     lost.release();
     // The worker records the 2xx and its job ends (removed from Redis) while the row waits in the outbox.
-    const detail = await waitUntil(
-      () => account.api("GET", `/v1/events/${lost.eventId}`),
-      (r) => r.status === 200 && r.body.status !== "pending",
-      30_000,
-    );
+    const detail = await settled(account, lost.eventId);
     expect(detail.body.status).toBe("delivered");
     await waitUntil(
       () => deliveries!.getJob(lost.destinationId),

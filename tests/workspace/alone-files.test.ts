@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { ALONE_FILES } from "../../jest.config.js";
+import { ALONE_FILES, INTEGRATION_SUFFIX, STACK_FOLDERS } from "../../jest.config.js";
 
 /**
  * `npm test` runs ALONE_FILES (jest.config.ts) one at a time after every other file: a name there
@@ -14,6 +14,7 @@ test("every file that must run alone exists and is an integration test", () => {
   expect(ALONE_FILES.length).toBeGreaterThan(0);
   for (const file of ALONE_FILES) {
     expect([file, existsSync(path.join(root, file))]).toEqual([file, true]);
-    expect(file).toMatch(/^tests\/(e2e|chaos|dashboard)\/.+\.test\.ts$|\.integration\.test\.ts$/);
+    const inStackFolder = STACK_FOLDERS.some((folder) => file.startsWith(`tests/${folder}/`) && file.endsWith(".test.ts"));
+    expect([file, inStackFolder || file.endsWith(INTEGRATION_SUFFIX)]).toEqual([file, true]);
   }
 });

@@ -5,7 +5,7 @@ import { chmod, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
-import { importEmbeddedPostgres } from "../../../scripts/demo/embedded-postgres.js";
+import { importEmbeddedPostgres, withTimeout } from "../../../scripts/demo/embedded-postgres.js";
 import { waitUntil } from "../../support/stack.js";
 import { freePort } from "./processes.js";
 
@@ -46,7 +46,7 @@ const SERVER_SETTINGS = [
 
 export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const EmbeddedPostgres = await importEmbeddedPostgres({ keepExitHook: false });
-  const base = await mkdtemp(path.join(os.tmpdir(), "mailhooks-relay-commit-lost-"));
+  const base = await mkdtemp(path.join(os.tmpdir(), "mailhooks-private-postgres-"));
   // As root the server runs as the `postgres` user, which must be able to enter it.
   await chmod(base, 0o755);
   const password = randomBytes(18).toString("base64url");
@@ -127,10 +127,10 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
 
   try {
     await server.initialise();
-    await withTimeout(server.start(), 60_000, "the private PostgreSQL did not start");
+    await withTimeout(server.start(), 60_000);
   } catch (error) {
     await stop();
-    throw new Error(`${(error as Error | undefined)?.message ?? "the private PostgreSQL exited"}: ${log.slice(-2_000)}`);
+    throw new Error(`the private PostgreSQL did not start (${(error as Error | undefined)?.message ?? "it exited"}): ${log.slice(-2_000)}`);
   }
 
   return {
@@ -210,12 +210,4 @@ function signal(pid: number, name: NodeJS.Signals): void {
   } catch {
     // Already gone.
   }
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${message} within ${ms / 1000} s`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
