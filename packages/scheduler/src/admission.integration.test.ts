@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { createAdmissionControl, rateIntervalMs, type AdmissionControl } from "./admission.js";
+import { FAST_WAIT_MS } from "./holds.js";
 
 /**
  * The admission rule, with a real Redis for what is shared (STYLE.md habit 16): one dispatcher of
@@ -63,6 +64,33 @@ describe("admission", () => {
     expect((await wide.state()).running).toBe(16);
     // No slot freed for a17 within its wait: it is held.
     expect(await second).toMatchObject({ admitted: false, reason: "share" });
+  });
+
+  test("a fast webhook's job waits in any worker slot, the fetching ones too: its attempts free one within milliseconds", async () => {
+    // C = 16 and R = 2: 20 worker slots. Alone and fast, a webhook's jobs fetched into the R
+    // fetching slots were held and fetched again, over and over (30 % of a quick bench's attempts).
+    const wide = createAdmissionControl({ redis, keyPrefix: prefix, localConcurrency: 16, slowAttemptMs: 1_000 });
+    const askWide = (jobId: string, webhookId = "wh_a", accountId = "acct_1") =>
+      wide.admit({ jobId, webhookId, accountId, holds: 0, rateLimit: null });
+    const done = (jobId: string) => wide.release({ jobId, webhookId: "wh_a", accountId: "acct_1", durationMs: 20 });
+    for (let i = 0; i < 8; i++) {
+      expect(await askWide(`q${i}`)).toEqual({ admitted: true });
+      await done(`q${i}`);
+    }
+    expect(await wide.fastWebhooks()).toEqual(["wh_a"]);
+    for (let i = 0; i < 16; i++) expect(await askWide(`a${i}`)).toEqual({ admitted: true });
+    const waiting = [16, 17, 18, 19].map((i) => askWide(`a${i}`));
+    for (let i = 0; i < 4; i++) await done(`a${i}`);
+    expect(await Promise.all(waiting)).toEqual(Array(4).fill({ admitted: true }));
+    // The worker slot an ended attempt leaves fetches the next job: a newcomer's finds the reserve.
+    await done("a4");
+    expect((await wide.state()).running).toBe(15);
+    expect(await askWide("a20")).toEqual({ admitted: true });
+    expect(await askWide("b0", "wh_b", "acct_2")).toEqual({ admitted: true });
+    // Should its attempts hang, a waiter gives its worker slot back after FAST_WAIT_MS.
+    const since = Date.now();
+    expect(await askWide("a21")).toMatchObject({ admitted: false, reason: "share" });
+    expect(Date.now() - since).toBeGreaterThanOrEqual(FAST_WAIT_MS - 5);
   });
 
   test("a refused job waits in its worker slot only while another is left free to fetch: else it is held at once", async () => {

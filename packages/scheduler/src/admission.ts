@@ -1,7 +1,7 @@
 import { setNewest } from "@mailhooks/bounded-map";
 import type { RedisClient } from "@mailhooks/queue";
 import { FORFEIT_TURN, LIFT, RATE_TURN } from "./scripts.js";
-import { createSlotWaits, createStartPacer, createWakePacer, holdDelayMs } from "./holds.js";
+import { createSlotWaits, createStartPacer, createWakePacer, FAST_WAIT_MS, holdDelayMs } from "./holds.js";
 import { createShareLedger, reserveSlots, workerSlots as workerSlotsOf } from "./shares.js";
 
 /**
@@ -29,7 +29,9 @@ import { createShareLedger, reserveSlots, workerSlots as workerSlotsOf } from ".
  *   (RESERVE_WAIT_MS: a lone fast webhook's C attempts free one within milliseconds) only while
  *   R other worker slots are left free to fetch (the worker has R slots beyond the C + R attempts
  *   can take: workerSlots); otherwise it is held at once, so that a newcomer's
- *   job is always fetched;
+ *   job is always fetched. A fast webhook's job (8 quick attempts in a second here, lately) waits
+ *   in any worker slot, for up to FAST_WAIT_MS: its attempts free a slot, and the worker slot to
+ *   fetch with it, every few milliseconds;
  * - a webhook is slow while an attempt of it runs longer than `slowAttemptMs`, or for
  *   `slowMemoryMs` after one took longer, on any dispatcher (a receiver that hangs until the
  *   deadline, or answers slowly); a slow webhook gets only its fair share (C / accounts running,
@@ -192,8 +194,13 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
       };
       // A job waits in its worker slot only while R other worker slots are left free to fetch:
       // jobs waiting in every free one would keep any other job (a newcomer's) from being fetched.
-      const mayWait = !slow && shares.running + reserveWaits.waiting + fetchSlots < workerSlots;
-      if (!takeSlot() && (!mayWait || !(await reserveWaits.wait(takeSlot)))) {
+      // Except a fast webhook's (quick attempts here, lately), in any worker slot and for up to
+      // FAST_WAIT_MS: its attempts free a slot, and with it a worker slot to fetch, every few ms,
+      // and the waiters are served in turn; held instead, a lone fast webhook's jobs went to the
+      // delayed set and back, over and over.
+      const fast = !slow && (fastMarked.get(input.webhookId) ?? -Infinity) >= now - FAST_MEMORY_MS;
+      const mayWait = fast || (!slow && shares.running + reserveWaits.waiting + fetchSlots < workerSlots);
+      if (!takeSlot() && (!mayWait || !(await reserveWaits.wait(takeSlot, fast ? FAST_WAIT_MS : undefined)))) {
         if (input.rateLimit)
           await redis.schedulerForfeitTurn(
             k(`turn:${input.jobId}`),
