@@ -297,9 +297,9 @@ describe("API errors", () => {
       expect(full.next_cursor).toBeNull();
       expect(all.map((r) => r.id)).toEqual(full.data.map((r: { id: string }) => r.id));
       // Newest first: created_at descending, ties by id descending. Not id order alone: an id is
-      // made when its batch is built, created_at when that batch commits, and two dispatcher
-      // connections can commit in the other order (a test delivery's id is even older, made
-      // when it was asked for).
+      // made when its batch is built, created_at is the now() of the transaction that writes it,
+      // and two dispatcher connections can start theirs in the other order (a test delivery's id
+      // is even older, made when it was asked for).
       for (let i = 1; i < all.length; i++) {
         const [prev, row] = [all[i - 1], all[i]];
         const [prevAt, rowAt] = [Date.parse(prev.created_at), Date.parse(row.created_at)];

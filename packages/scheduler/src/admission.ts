@@ -29,9 +29,10 @@ import { createShareLedger, reserveSlots, workerSlots as workerSlotsOf } from ".
  *   (RESERVE_WAIT_MS: a lone fast webhook's C attempts free one within milliseconds) only while
  *   R other worker slots are left free to fetch (the worker has R slots beyond the C + R attempts
  *   can take: workerSlots); otherwise it is held at once, so that a newcomer's
- *   job is always fetched. A fast webhook's job (8 quick attempts in a second here, lately) waits
- *   in any worker slot, for up to FAST_WAIT_MS: its attempts free a slot, and the worker slot to
- *   fetch with it, every few milliseconds;
+ *   job is always fetched. A fast webhook's job (8 quick attempts in a second here, lately), while
+ *   its attempts run here and none for longer than FAST_WAIT_MS, waits in any worker slot, for up
+ *   to FAST_WAIT_MS: its attempts free a slot, and the worker slot to fetch with it, every few
+ *   milliseconds;
  * - a webhook is slow while an attempt of it runs longer than `slowAttemptMs`, or for
  *   `slowMemoryMs` after one took longer, on any dispatcher (a receiver that hangs until the
  *   deadline, or answers slowly); a slow webhook gets only its fair share (C / accounts running,
@@ -194,11 +195,17 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
       };
       // A job waits in its worker slot only while R other worker slots are left free to fetch:
       // jobs waiting in every free one would keep any other job (a newcomer's) from being fetched.
-      // Except a fast webhook's (quick attempts here, lately), in any worker slot and for up to
-      // FAST_WAIT_MS: its attempts free a slot, and with it a worker slot to fetch, every few ms,
-      // and the waiters are served in turn; held instead, a lone fast webhook's jobs went to the
-      // delayed set and back, over and over.
-      const fast = !slow && (fastMarked.get(input.webhookId) ?? -Infinity) >= now - FAST_MEMORY_MS;
+      // Except a fast webhook's (quick attempts here, lately) while its own attempts run here and
+      // none for longer than FAST_WAIT_MS, in any worker slot and for up to FAST_WAIT_MS: those
+      // attempts free a slot, and with it a worker slot to fetch, every few ms, and the waiters
+      // are served in turn; held instead, a lone fast webhook's jobs went to the delayed set and
+      // back, over and over. Fast webhooks that start hanging stop waiting so within FAST_WAIT_MS.
+      const oldest = shares.oldestRunning(input.webhookId);
+      const fast =
+        !slow &&
+        oldest !== undefined &&
+        oldest >= now - FAST_WAIT_MS &&
+        (fastMarked.get(input.webhookId) ?? -Infinity) >= now - FAST_MEMORY_MS;
       const mayWait = fast || (!slow && shares.running + reserveWaits.waiting + fetchSlots < workerSlots);
       if (!takeSlot() && (!mayWait || !(await reserveWaits.wait(takeSlot, fast ? FAST_WAIT_MS : undefined)))) {
         if (input.rateLimit)
@@ -209,7 +216,8 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
             input.jobId,
           );
         if (slow) shares.hold(input.webhookId, input.jobId);
-        return { admitted: false, reason: "share", retryAt: now + holdDelayMs(input.holds, slow) };
+        // From now, not from the ask: a hold after a wait in the worker slot is a hold too.
+        return { admitted: false, reason: "share", retryAt: Date.now() + holdDelayMs(input.holds, slow) };
       }
       if (slow) {
         // Its turn among the slow webhooks' starts here (createStartPacer), waited for in its worker
@@ -228,6 +236,7 @@ export function createAdmissionControl(options: AdmissionOptions): AdmissionCont
         );
         if (turn !== 1) {
           shares.forget(input.jobId);
+          reserveWaits.slotFreed();
           return { admitted: false, reason: "rate_limit", retryAt: Number(at) };
         }
       }

@@ -125,8 +125,9 @@ export const RESERVE_WAIT_MS = 50;
  * ms and the waiters take them in turn: at the bench's 400 attempts a second on 64 slots, the 16
  * waiters of 80 worker slots are 40 ms deep, so 50 ms held about one job in ten. Held instead,
  * each goes to the delayed set and back (a quick bench: 28 to 30 % of attempts held first when
- * only R worker slots were left to wait in, at most 0.3 % with this wait). The bound: should the webhook start hanging, its waiters, in every worker slot,
- * keep a newcomer's job from being fetched for at most this long.
+ * only R worker slots were left to wait in, under 1 % with this wait). The bound: a fast webhook's jobs wait so only while its own attempts run on the
+ * dispatcher and none has run longer than this; should they start hanging, its waiters, in every
+ * worker slot, keep a newcomer's job from being fetched for at most twice this long.
  */
 export const FAST_WAIT_MS = 250;
 

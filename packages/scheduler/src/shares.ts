@@ -18,7 +18,8 @@ export function reserveSlots(concurrency: number): number {
 
 /**
  * The worker slots (BullMQ concurrency) of a dispatcher with `concurrency` slots: C + R slots for
- * attempts (admission never runs more), and R more that only fetch. A fetched job asks for a slot;
+ * attempts (admission never runs more), and R more that only fetch (or hold a fast webhook's job
+ * waiting for a slot: admission.ts). A fetched job asks for a slot;
  * one refused goes back to the queue. Each job of a webhook at its share must be fetched and
  * refused once before a job behind it is reached, so with every attempt slot taken, the free
  * worker slots are how a newcomer's job is reached at all: with one left (25 new webhooks of one
@@ -54,6 +55,8 @@ export interface ShareLedger {
   isSlow(webhookId: string, now: number): boolean;
   /** The webhooks with an attempt running here for longer than slowAttemptMs at `now` (ms). */
   runningLong(now: number): Set<string>;
+  /** When (ms) the webhook's oldest attempt running here started; undefined when none runs here. */
+  oldestRunning(webhookId: string): number | undefined;
   /** Until when (ms) the webhook is marked slow here, if it is. */
   slowMark(webhookId: string): number | undefined;
   markSlow(webhookId: string, until: number): void;
@@ -148,6 +151,11 @@ export function createShareLedger(options: { capacity: number; slowAttemptMs: nu
       if (until !== undefined && until > now) return true;
       for (const jobId of byWebhook.get(webhookId) ?? []) if (running.get(jobId)!.startedAt < now - slowAttemptMs) return true;
       return false;
+    },
+    oldestRunning(webhookId) {
+      // A Set iterates in insertion order, and attempts are started in time order: the first is the oldest.
+      for (const jobId of byWebhook.get(webhookId) ?? []) return running.get(jobId)!.startedAt;
+      return undefined;
     },
     runningLong(now) {
       const long = new Set<string>();
