@@ -125,18 +125,19 @@ export const RESERVE_WAIT_MS = 50;
  * ms and the waiters take them in turn: at the bench's 400 attempts a second on 64 slots, the 16
  * waiters of 80 worker slots are 40 ms deep, so 50 ms held about one job in ten. Held instead,
  * each goes to the delayed set and back (a quick bench: 28 to 30 % of attempts held first when
- * only R worker slots were left to wait in, under 1 % with this wait). The bound: a fast webhook's jobs wait so only while its own attempts run on the
- * dispatcher and none has run longer than this; should they start hanging, its waiters, in every
- * worker slot, keep a newcomer's job from being fetched for at most twice this long.
+ * only R worker slots were left to wait in, under 1 % with this wait). The bound: a fast webhook's
+ * jobs wait so only while its own attempts run on the dispatcher and none has run longer than
+ * this; should they start hanging, its waiters, in every worker slot, keep a newcomer's job from
+ * being fetched for at most twice this long.
  */
 export const FAST_WAIT_MS = 250;
 
 /** The jobs of one dispatcher waiting in their worker slots for one of its C slots to free. */
 export interface SlotWaits {
   /**
-   * Waits up to `maxMs` (RESERVE_WAIT_MS, or longer for a fast webhook's job) for `takeSlot`
-   * (which checks the share and takes the slot in one tick) to succeed, tried again whenever `slotFreed` is called; resolves true once it did, false
-   * at the end of the wait. A job of a webhook that is not slow, which the worker fetched into the
+   * Waits up to `maxMs` (RESERVE_WAIT_MS, or FAST_WAIT_MS for a fast webhook's job) for
+   * `takeSlot` (which checks the share and takes the slot in one tick) to succeed, tried again
+   * whenever `slotFreed` is called; resolves true once it did, false at the end of the wait. A job of a webhook that is not slow, which the worker fetched into the
    * reserve while C attempts run (the reserve not being its to take), so gets the next of the C
    * slots to free, in a millisecond or so when they are quick, instead of a trip through the
    * delayed set (a fetch, a move, a promotion: measured, 40 % more job moves than attempts for a
