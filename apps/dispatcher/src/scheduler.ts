@@ -1,5 +1,5 @@
 import type { DispatcherConfig } from "@mailhooks/config";
-import { createBatcher, releaseLeases } from "@mailhooks/delivery-state";
+import { createBatcher, LATE_LEASE_RELEASE_MS, releaseLeases } from "@mailhooks/delivery-state";
 import { createAdmissionControl, createRateLimits, startLeaseKeeper } from "@mailhooks/scheduler";
 import type { DeliveryContext } from "./jobs/deliver-destination.js";
 import type { DeliveryWorkerOptions, WorkerScheduler } from "./worker.js";
@@ -30,10 +30,21 @@ export function startWorkerScheduler(
     localConcurrency: config.DISPATCHER_CONCURRENCY,
     slowAttemptMs: config.DISPATCHER_SLOW_ATTEMPT_MS,
   });
-  const releases = createBatcher(async (ids: string[]) => (await releaseLeases(pool, ids), ids.map(() => undefined)), {
-    maxBatch: 64,
-    maxConcurrency: 2,
-  });
+  /** Per work id, whether its lease was there to end. */
+  const releases = createBatcher(
+    async (ids: string[]) => {
+      const unleased = new Set(await releaseLeases(pool, ids));
+      return ids.map((id) => !unleased.has(id));
+    },
+    { maxBatch: 64, maxConcurrency: 2 },
+  );
+  const lateReleases = createLateReleases((ids) =>
+    releaseLeases(pool, ids).then(
+      () => undefined,
+      (error: Error) =>
+        void logger.warn("could not release leases late; the lease keeper will", { count: ids.length, error: error.message }),
+    ),
+  );
   const rateLimits = createRateLimits(pool);
   const review = () => {
     void admission.refreshSlowMarks().catch((error: Error) => logger.warn("could not read the slow marks", { error: error.message }));
@@ -60,13 +71,58 @@ export function startWorkerScheduler(
     admission,
     rateLimits,
     releaseLease: (workId) =>
-      void releases
-        .submit(workId)
-        .catch((error: Error) => logger.warn("could not release a lease; the lease keeper will", { workId, error: error.message })),
+      void releases.submit(workId).then(
+        (found) => found || lateReleases.add(workId),
+        (error: Error) => logger.warn("could not release a lease; the lease keeper will", { workId, error: error.message }),
+      ),
     wakeHeldJobs: (wake) => (promote = wake),
     stop: () => {
       clearInterval(reviews);
+      lateReleases.stop();
       void keeper.close();
+    },
+  };
+}
+
+/** Work ids waiting for their late release at most; past it the lease keeper drops the rest's leases. */
+const LATE_RELEASES_MAX = 10_000;
+
+/**
+ * The second look for leases that were not there when their work ended (LATE_LEASE_RELEASE_MS):
+ * `add` keeps a work id, and `release` gets it, with the others due by then, no sooner than that
+ * long after. At most LATE_RELEASES_MAX wait (ids beyond are left to the lease keeper), so a
+ * dispatcher whose jobs carry no leases at all (work relayed before leases existed) spends a
+ * bounded amount on them.
+ */
+export function createLateReleases(release: (workIds: string[]) => Promise<void>): { add: (workId: string) => void; stop: () => void } {
+  const due: { workId: string; at: number }[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  const arm = () => {
+    if (timer || due.length === 0) return;
+    timer = setTimeout(
+      () => {
+        timer = undefined;
+        const now = Date.now();
+        let n = 0;
+        while (n < due.length && due[n].at <= now) n++;
+        const ids = due.splice(0, n).map((d) => d.workId);
+        if (ids.length > 0) void release(ids);
+        arm();
+      },
+      Math.max(0, due[0].at - Date.now()),
+    );
+    timer.unref();
+  };
+  return {
+    add: (workId) => {
+      if (due.length >= LATE_RELEASES_MAX) return;
+      due.push({ workId, at: Date.now() + LATE_LEASE_RELEASE_MS });
+      arm();
+    },
+    stop: () => {
+      clearTimeout(timer);
+      timer = undefined;
+      due.length = 0;
     },
   };
 }

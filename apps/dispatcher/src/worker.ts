@@ -37,8 +37,8 @@ export interface DeliveryWorkerOptions {
 /**
  * What the worker asks of the fair scheduler (docs/scheduler.md): whether an attempt may start
  * (its webhook's and account's share, its rate_limit), that it ended, and that a job's work
- * ended so that its webhook's lease is released (fire and forget: the lease keeper drops a lease
- * whose release was lost).
+ * ended so that its webhook's lease is released (fire and forget: a lease not there yet is looked
+ * for again LATE_LEASE_RELEASE_MS later, and the lease keeper drops a lease whose release was lost).
  */
 export interface WorkerScheduler {
   admission: AdmissionControl;

@@ -22,6 +22,7 @@ import {
   type LoadedDestination,
 } from "./attempts.js";
 import { acceptEvents } from "./ingest.js";
+import { releaseLeases } from "./leases.js";
 import { OUTBOX_ROOM_CHANNEL } from "./outbox.js";
 import { acceptReplays } from "./replays.js";
 import { eventStatus } from "./status.js";
@@ -177,7 +178,9 @@ describe("destination attempts", () => {
     const since = (await streakOf()).failing_since;
     // The same job again (its dispatcher died after writing): no row written, nothing counted.
     expect(await recordDestinationAttempt(pool, a, 0, FAILED, "retry")).toBeNull();
-    expect(await recordDestinationAttempts(pool, [{ destination: a, attempt: 0, result: FAILED, outcome: "retry" }])).toEqual([null]);
+    expect(
+      (await recordDestinationAttempts(pool, [{ destination: a, attempt: 0, result: FAILED, outcome: "retry" }])).map((r) => r.streak),
+    ).toEqual([null]);
     expect(await streakOf()).toEqual({ failing_events: 1, failing_since: since });
     // In one batch with a new failure of another event: only the new one counts.
     const b = await targetOf(second);
@@ -225,6 +228,41 @@ describe("scheduler leases (docs/scheduler.md)", () => {
     } finally {
       await listener.end();
     }
+  });
+
+  test("an attempt that ends its destination while the relay's claim is not committed finds no lease and says so; releasing it later ends it", async () => {
+    const { destinationId, hook, target } = await oneDestination();
+    const leases = () => count("SELECT count(*)::int AS n FROM webhook_leases WHERE work_id = $1", [destinationId]);
+    // The relay's transaction: the lease written, Redis has the job, the COMMIT not yet sent.
+    const relay = await pool.connect();
+    try {
+      await relay.query("BEGIN");
+      await relay.query(
+        "INSERT INTO webhook_leases (work_id, queue_prefix, webhook_id, account_id, job_name) VALUES ($1, $2, $3, $4, 'deliver-destination')",
+        [destinationId, prefix, hook.id, target.accountId],
+      );
+      const [recorded] = await recordDestinationAttempts(pool, [{ destination: target, attempt: 0, result: OK, outcome: "delivered" }]);
+      expect(recorded).toEqual({ streak: null, leaseEnded: false });
+      await relay.query("COMMIT");
+    } finally {
+      relay.release();
+    }
+    // The lease outlives its work until someone ends it again.
+    expect(await leases()).toBe(1);
+    expect(await releaseLeases(pool, [destinationId, "dst_never_leased"])).toEqual(["dst_never_leased"]);
+    expect(await leases()).toBe(0);
+  });
+
+  test("an attempt that ends its destination with its lease committed says it ended the lease; a retry does not", async () => {
+    const { destinationId, hook, target } = await oneDestination();
+    await pool.query(
+      "INSERT INTO webhook_leases (work_id, queue_prefix, webhook_id, account_id, job_name) VALUES ($1, $2, $3, $4, 'deliver-destination')",
+      [destinationId, prefix, hook.id, target.accountId],
+    );
+    const retry = await recordDestinationAttempts(pool, [{ destination: target, attempt: 0, result: FAILED, outcome: "retry" }]);
+    expect(retry.map((r) => r.leaseEnded)).toEqual([false]);
+    const ended = await recordDestinationAttempts(pool, [{ destination: target, attempt: 1, result: OK, outcome: "delivered" }]);
+    expect(ended).toEqual([{ streak: null, leaseEnded: true }]);
   });
 });
 

@@ -106,12 +106,11 @@ export interface DestinationAttempt {
  * lease in the same statement and wakes the relays when its webhook has work waiting
  * (endLeasesCte): one commit per batch instead of two, and no crash can fall between the end of
  * the work and the end of its lease.
- * @returns per attempt, the webhook's failing streak after a failure whose webhook's counters
- *   moved in this call, else null
+ * @returns per attempt, in order, what it left (RecordedAttempt)
  */
-export async function recordDestinationAttempts(db: Queryable, attempts: DestinationAttempt[]): Promise<(FailingStreak | null)[]> {
+export async function recordDestinationAttempts(db: Queryable, attempts: DestinationAttempt[]): Promise<RecordedAttempt[]> {
   const col = <T>(pick: (a: DestinationAttempt) => T) => attempts.map(pick);
-  const { rows } = await runStatement<{ webhook_id: string | null; since: Date | null; events: number }>(
+  const { rows } = await runStatement<{ webhook_id: string | null; since: Date | null; events: number; unleased: string[] }>(
     db,
     sql`
     WITH input AS (
@@ -164,13 +163,31 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
        WHERE w.id = p.webhook_id AND (NOT p.any_ok OR w.failing_since IS NOT NULL OR w.failing_events <> 0)
       RETURNING w.id AS webhook_id, w.failing_since AS since, w.failing_events AS events
     ), ${endLeasesCte(sql`ARRAY(SELECT destination_id FROM input WHERE outcome <> 'retry')`)}
-    SELECT s.webhook_id, s.since, s.events FROM relays_woken LEFT JOIN streak s ON true`,
+    SELECT s.webhook_id, s.since, s.events,
+           ARRAY(SELECT destination_id FROM input WHERE outcome <> 'retry' EXCEPT SELECT work_id FROM leases_ended) AS unleased
+      FROM relays_woken LEFT JOIN streak s ON true`,
   );
   // One row with nulls when no webhook's counters moved (the statement always answers one row).
   const streaks = new Map(
     rows.flatMap((r) => (r.webhook_id !== null && r.since !== null ? [[r.webhook_id, { since: r.since, events: r.events }]] : [])),
   );
-  return attempts.map((a) => (a.result.ok ? null : (streaks.get(a.destination.webhookId) ?? null)));
+  const unleased = new Set(rows[0]?.unleased ?? []);
+  return attempts.map((a) => ({
+    streak: a.result.ok ? null : (streaks.get(a.destination.webhookId) ?? null),
+    leaseEnded: a.outcome !== "retry" && !unleased.has(a.destination.destinationId),
+  }));
+}
+
+/** What recording one attempt left. */
+export interface RecordedAttempt {
+  /** The webhook's failing streak after a failure whose webhook's counters moved in this call, else null. */
+  streak: FailingStreak | null;
+  /**
+   * The attempt ended its destination and the destination's lease with it. False for a retry, and
+   * for an end that found no lease: one the lease keeper dropped, or one the relay had not
+   * committed yet (LATE_LEASE_RELEASE_MS), which the worker then releases itself.
+   */
+  leaseEnded: boolean;
 }
 
 /** One attempt; see recordDestinationAttempts. */
@@ -181,7 +198,7 @@ export async function recordDestinationAttempt(
   result: AttemptRecord,
   outcome: DestinationAttempt["outcome"],
 ): Promise<FailingStreak | null> {
-  return (await recordDestinationAttempts(db, [{ destination, attempt, result, outcome }]))[0];
+  return (await recordDestinationAttempts(db, [{ destination, attempt, result, outcome }]))[0].streak;
 }
 
 /** Ends a pending destination whose webhook was disabled or deleted before it was delivered. */

@@ -10,14 +10,14 @@ import { OUTBOX_ROOM_CHANNEL, webhookJobLimitSql, type WebhookClasses } from "./
 
 /**
  * The CTEs ending the leases of the work ids `workIds` (an SQL expression of type text[]):
- * `leases_ended` deletes them, `relays_woken` notifies OUTBOX_ROOM_CHANNEL once per queue prefix
+ * `leases_ended` deletes them (its columns: work_id, queue_prefix, webhook_id), `relays_woken` notifies OUTBOX_ROOM_CHANNEL once per queue prefix
  * where a webhook whose lease ended has work waiting in the outbox (its one column `n` must be
  * read by the statement, or the notification is not sent). Unknown ids are ignored (a lease
  * dropped already, work relayed without one).
  */
 export function endLeasesCte(workIds: Sql): Sql {
   return sql`leases_ended AS (
-      DELETE FROM webhook_leases WHERE work_id = ANY(${workIds}) RETURNING queue_prefix, webhook_id
+      DELETE FROM webhook_leases WHERE work_id = ANY(${workIds}) RETURNING work_id, queue_prefix, webhook_id
     ), relays_woken AS (
       SELECT count(pg_notify(${OUTBOX_ROOM_CHANNEL}, w.queue_prefix))::int AS n
         FROM (SELECT DISTINCT g.queue_prefix FROM leases_ended g
@@ -28,12 +28,32 @@ export function endLeasesCte(workIds: Sql): Sql {
 /**
  * Ends the leases of work whose job finished (delivered, failed for good, cancelled) and wakes
  * the relays; see endLeasesCte. An attempt that ends its destination ends the lease itself
- * (recordDestinationAttempts): this is for work that ends otherwise.
+ * (recordDestinationAttempts): this is for work that ends otherwise. Returns the work ids of
+ * `workIds` that had no lease to end: usually none; see LATE_LEASE_RELEASE_MS for why a lease
+ * can be missing at this moment and come into sight a moment later.
  */
-export async function releaseLeases(db: Queryable, workIds: string[]): Promise<void> {
-  if (workIds.length === 0) return;
-  await run(db, sql`WITH ${endLeasesCte(sql`${workIds}::text[]`)} SELECT n FROM relays_woken`, "delivery_state_release_leases_v2");
+export async function releaseLeases(db: Queryable, workIds: string[]): Promise<string[]> {
+  if (workIds.length === 0) return [];
+  const { rows } = await run<{ unleased: string[] }>(
+    db,
+    sql`WITH ${endLeasesCte(sql`${workIds}::text[]`)}
+        SELECT ARRAY(SELECT unnest(${workIds}::text[]) EXCEPT SELECT work_id FROM leases_ended) AS unleased,
+               (SELECT n FROM relays_woken) AS n`,
+    "delivery_state_release_leases_v3",
+  );
+  return rows[0]?.unleased ?? [];
 }
+
+/**
+ * How long after the end of its work, in ms, a lease that was not there to end is looked for
+ * once more. The relay writes a job's lease in the transaction that claims its outbox row and
+ * commits after Redis took the job (relayOutbox: a crash between the two must leave the row in
+ * the outbox, not a job without a row); a worker that runs the job and records its end before
+ * that commit cannot see the lease, which then outlives its work. The relay commits one round
+ * trip after Redis answered, so a second look this much later finds it; should it not (a relay
+ * stalled longer), the lease keeper drops it within its grace and interval.
+ */
+export const LATE_LEASE_RELEASE_MS = 1_000;
 
 export interface Lease {
   workId: string;

@@ -27,7 +27,12 @@ export interface TcpProxy {
   close: () => Promise<void>;
 }
 
-export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+/**
+ * `replyDelayMs`: every byte the server sends reaches the client this much later, in order (a far
+ * link: the server has acted on a command before its client hears the answer); what the client
+ * sends is not delayed. Not for a proxy that is frozen.
+ */
+export async function startTcpProxy(target: { host: string; port: number }, options: { replyDelayMs?: number } = {}): Promise<TcpProxy> {
   let isCut = false;
   let isFrozen = false;
   let accepted = 0;
@@ -66,7 +71,12 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     };
     client.on("error", drop).on("close", drop);
     upstream.on("error", drop).on("close", drop);
-    pipe(client, upstream);
+    if (options.replyDelayMs) {
+      const delayMs = options.replyDelayMs;
+      client.pipe(upstream);
+      // Timers of one delay fire in the order they were set: the bytes stay in order.
+      upstream.on("data", (chunk: Buffer) => void setTimeout(() => client.writable && client.write(chunk), delayMs));
+    } else pipe(client, upstream);
     watchForMarker(client, upstream, drop);
   };
 

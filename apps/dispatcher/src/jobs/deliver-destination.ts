@@ -17,6 +17,7 @@ import {
   type DestinationAttempt,
   type LoadedDestination,
   type FailingStreak,
+  type RecordedAttempt,
 } from "@mailhooks/delivery-state";
 import type { WorkJobResult } from "@mailhooks/queue";
 import type { Keyring } from "@mailhooks/secrets";
@@ -114,7 +115,7 @@ export async function sendStoredEnvelope(
  */
 export interface AttemptStore {
   load(destinationId: string, attempt: number): Promise<LoadedDestination | null>;
-  record(attempt: DestinationAttempt): Promise<FailingStreak | null>;
+  record(attempt: DestinationAttempt): Promise<RecordedAttempt>;
 }
 
 /** An AttemptStore over `pool`, batching up to `maxBatch` attempts per query. */
@@ -139,7 +140,7 @@ export const AUTO_DISABLE_MIN_EVENTS = 20;
  * already recorded is not sent again: its recorded outcome is acted on. A payload over
  * INLINE_PAYLOAD_BYTES is held from the PayloadCache for the attempt (it may wait for budget).
  * Every request carries X-Service-Event-Id (the event id) and the webhook's own headers.
- * Returns `leaseReleased` when the attempt's record ended the destination and its lease.
+ * Returns `leaseReleased` when the attempt's record ended the destination and found its lease to end.
  */
 export async function deliverDestination(ctx: WorkerContext, destinationId: string, attempt: number): Promise<WorkJobResult> {
   const destination = await ctx.attempts.load(destinationId, attempt);
@@ -159,15 +160,15 @@ export async function deliverDestination(ctx: WorkerContext, destinationId: stri
     if (sent) observeAttempt(ctx.metrics, trigger, result.ok, result.durationMs);
   }
   const outcome = decideAfterAttempt(ctx.retryDelaysMs, attempt, outcomeOf(result), new Date()).next;
-  const streak = await ctx.attempts.record({ destination, attempt, result, outcome });
+  const { streak, leaseEnded } = await ctx.attempts.record({ destination, attempt, result, outcome });
   if (streak) await disableIfFailing(ctx, destination.webhookId, streak);
   if (result.ok && !destination.recorded) ctx.metrics.endToEndLatency.observe((Date.now() - destination.eventCreatedAt.getTime()) / 1000);
   if (outcome === "retry") {
     ctx.metrics.retriesScheduled.inc();
     throw new RetryableDeliveryError(`attempt ${attempt} failed: ${result.error ?? result.responseStatus}`);
   }
-  // The statement that recorded the end of the work ended its lease too.
-  return { leaseReleased: true };
+  // The statement that recorded the end of the work ended its lease too, when it found one.
+  return leaseEnded ? { leaseReleased: true } : undefined;
 }
 
 /** How an attempt went, for the retry decision: a purged payload fails at once (no retry could send it). */
