@@ -6,7 +6,7 @@ import { createConfiguredRedis, DeliveryQueue } from "@mailhooks/queue";
 import { createAdmissionControl } from "@mailhooks/scheduler";
 import { createHttpClient } from "../../apps/dispatcher/src/delivery/http-client.js";
 import { createDispatcherMetrics, type DispatcherMetrics } from "../../apps/dispatcher/src/metrics.js";
-import { startConfiguredRelay } from "../../apps/dispatcher/src/relay.js";
+import { startConfiguredRelay, type Relay } from "../../apps/dispatcher/src/relay.js";
 import { createConfiguredDeliveryWorker } from "../../apps/dispatcher/src/worker.js";
 import { testDatabaseUrl, testRedisUrl } from "./env.js";
 import type { Stack } from "./stack.js";
@@ -29,6 +29,8 @@ export function startInProcessDispatcher(
   const metrics = createDispatcherMetrics();
   const logger = getLogger("dispatcher");
   const closers: (() => Promise<void>)[] = [];
+  // As in main.ts: the worker wakes the relay of its own process (with parts "all").
+  let relay: Relay | undefined;
   if (options.parts !== "relay-only") {
     const connection = createConfiguredRedis(config, "worker").connection;
     const { client, agent } = createHttpClient({
@@ -43,6 +45,7 @@ export function startInProcessDispatcher(
       connection,
       prefix: options.keyPrefix,
       queuePrefix: options.queuePrefix,
+      onRoom: () => relay?.room(),
     });
     closers.push(async () => {
       await worker.close();
@@ -61,7 +64,7 @@ export function startInProcessDispatcher(
       localConcurrency: config.DISPATCHER_CONCURRENCY,
       slowAttemptMs: config.DISPATCHER_SLOW_ATTEMPT_MS,
     });
-    const relay = startConfiguredRelay(config, {
+    relay = startConfiguredRelay(config, {
       pool,
       queue,
       queuePrefix: options.queuePrefix,
@@ -71,7 +74,7 @@ export function startInProcessDispatcher(
     });
     // The relay stops first: nothing is relayed to a worker that is already gone.
     closers.unshift(async () => {
-      await relay.close();
+      await relay?.close();
       await queue.close();
       await connection.quit().catch(() => undefined);
     });

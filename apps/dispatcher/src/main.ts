@@ -12,7 +12,7 @@ import { createAdmissionControl } from "@mailhooks/scheduler";
 import { createHttpClient } from "./delivery/http-client.js";
 import { startMaintenance } from "./maintenance.js";
 import { createDispatcherMetrics, registerSchedulerGauges, serveMetrics } from "./metrics.js";
-import { startConfiguredRelay } from "./relay.js";
+import { startConfiguredRelay, type Relay } from "./relay.js";
 import { createConfiguredDeliveryWorker } from "./worker.js";
 
 const { config, logger } = startService("dispatcher");
@@ -29,6 +29,8 @@ const relayQueue = new DeliveryQueue(relayConnection, keyPrefix, attemptBudgetOf
 relayQueue.queue.on("error", () => undefined);
 const metrics = createDispatcherMetrics(deliveryQueue.queue);
 const metricsServer = await serveMetrics(metrics.registry, config.METRICS_PORT);
+// The relay starts below; until then there is no relay to wake.
+let relay: Relay | undefined;
 const worker = createConfiguredDeliveryWorker(config, {
   pool: db.pool,
   client,
@@ -37,6 +39,7 @@ const worker = createConfiguredDeliveryWorker(config, {
   connection,
   prefix: keyPrefix,
   queuePrefix: config.QUEUE_PREFIX,
+  onRoom: () => relay?.room(),
 });
 // The scheduler's state as the relay (slow webhooks) and the gauges read it, over the relay's
 // connection, which fails fast while Redis is away.
@@ -59,7 +62,7 @@ registerSchedulerGauges(metrics.registry, {
     return { waiting: state.waitingForRateLimit, webhooks: state.rateLimitedWebhooks };
   },
 });
-const relay = startConfiguredRelay(config, {
+relay = startConfiguredRelay(config, {
   pool: db.pool,
   queue: relayQueue,
   webhookClasses: () => schedulerState.webhookClasses(),
@@ -101,7 +104,7 @@ async function shutdown(signal: string) {
     process.exit(1);
   }, config.DELIVERY_TIMEOUT_MS + 10_000);
   deadline.unref();
-  await Promise.all([relay.close(), worker.close(), maintenance.close()]);
+  await Promise.all([relay?.close(), worker.close(), maintenance.close()]);
   metricsServer.close();
   await Promise.all([deliveryQueue.close(), relayQueue.close()]);
   agent.destroy();

@@ -9,8 +9,8 @@ import { startConfiguredRelay, type Relay } from "./relay.js";
 
 /**
  * The relay against the test database and a real Redis, with a poll interval longer than the
- * test: only notifications move it. A webhook at its job limit gets its next jobs when its
- * leases end (OUTBOX_ROOM_CHANNEL), not at the next poll.
+ * test: only notifications and wakes move it. A webhook at its job limit gets its next jobs when
+ * its leases end and its dispatcher says so (Relay.room), not at the next poll.
  */
 const databaseUrl = process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/webhooks_test";
 const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -48,7 +48,7 @@ describe("the outbox relay", () => {
     }
   }
 
-  test("a webhook at its job limit gets its next jobs when its leases end, woken by the room notification", async () => {
+  test("a webhook at its job limit gets its next jobs when its leases end, woken by room", async () => {
     const work = Array.from({ length: 5 }, (_, i) => `dst_relay_${i}_${randomUUID()}`);
     await enqueue(
       pool,
@@ -75,8 +75,9 @@ describe("the outbox relay", () => {
     });
     // The first pass (on connecting) hands the webhook its limit, the oldest first.
     expect(await until(jobIds, (ids) => ids.length === 2)).toEqual(work.slice(0, 2).sort());
-    // Their work ends: the room notification brings the next two, long before any poll.
-    await releaseLeases(pool, work.slice(0, 2));
+    // Their work ends, with the webhook's next work waiting: room brings the next two, long before any poll.
+    expect(await releaseLeases(pool, work.slice(0, 2))).toEqual({ unleased: [], room: true });
+    relay.room();
     await queue.queue.remove(work[0]);
     await queue.queue.remove(work[1]);
     expect(await until(jobIds, (ids) => ids.length === 2 && ids.includes(work[2]))).toEqual(work.slice(2, 4).sort());

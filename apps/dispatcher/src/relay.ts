@@ -2,23 +2,16 @@ import type pg from "pg";
 import type { DispatcherConfig } from "@mailhooks/config";
 import { startListener } from "@mailhooks/db";
 import type { Logger } from "@mailhooks/logger";
-import {
-  OUTBOX_CHANNEL,
-  OUTBOX_ROOM_CHANNEL,
-  relayOutbox,
-  type OutboxRow,
-  type RejectedRow,
-  type WebhookClasses,
-} from "@mailhooks/delivery-state";
+import { OUTBOX_CHANNEL, relayOutbox, type OutboxRow, type RejectedRow, type WebhookClasses } from "@mailhooks/delivery-state";
 import type { DeliveryQueue } from "@mailhooks/queue";
 import type { DispatcherMetrics } from "./metrics.js";
 
 /**
- * The least time, in ms, from the start of a relay pass to one woken by room (OUTBOX_ROOM_CHANNEL:
- * a webhook's work ended while it had more waiting). New work (OUTBOX_CHANNEL) wakes the relay at
- * once. Room comes with nearly every batch of attempts: for a fast webhook that is hundreds of
- * passes a second of a few jobs each, while its queue (up to fastWebhookJobLimit jobs) loses a
- * few dozen jobs in these 20 ms.
+ * The least time, in ms, from the start of a relay pass to one woken by room (Relay.room: a
+ * webhook's lease ended, on this dispatcher, while it had more work waiting). New work
+ * (OUTBOX_CHANNEL) wakes the relay at once. Room comes with nearly every batch of attempts: for a
+ * fast webhook that is hundreds of passes a second of a few jobs each, while its queue (up to
+ * fastWebhookJobLimit jobs) loses a few dozen jobs in these 20 ms.
  */
 export const RELAY_ROOM_WAKE_MS = 20;
 /**
@@ -38,8 +31,10 @@ export const RELAY_CLASSES_MAX_AGE_MS = 50;
  * dispatchers relay side by side, each row once. The relay is the first half of the fair
  * scheduler (docs/scheduler.md): a webhook gets at most its job limit in the queue (`webhookJobLimit`, more when fast), the
  * rest of its work waits in the outbox, and its jobs are added in turns with every other
- * webhook's (their position is their priority). A webhook's ended lease wakes the relay too (at most every
- * RELAY_ROOM_WAKE_MS). While Redis is unreachable a batch rolls back
+ * webhook's (their position is their priority). A webhook's lease ended by this dispatcher while
+ * it has work waiting wakes the relay too (`room`, at most every RELAY_ROOM_WAKE_MS): in process,
+ * not by a notification, whose commit would wait for every other notifying commit's disk write
+ * (endLeasesCte of @mailhooks/delivery-state). While Redis is unreachable a batch rolls back
  * and is tried again with a growing pause (up to 5 s); nothing is lost.
  *
  * A claimed batch holds its rows' locks in an open transaction while Redis is asked, so that
@@ -79,6 +74,8 @@ export interface RelayOptions {
 export interface Relay {
   /** Makes the relay look at the outbox now. */
   wake: () => void;
+  /** Says that a webhook with work waiting has room again: the relay looks within RELAY_ROOM_WAKE_MS. */
+  room: () => void;
   /** Stops after the batch in progress. */
   close: () => Promise<void>;
 }
@@ -190,17 +187,16 @@ export function startRelay(options: RelayOptions): Relay {
   // while it was not listening are gone, so it looks at the outbox each time it (re)connects.
   const listener = startListener({
     databaseUrl: options.databaseUrl,
-    channels: [OUTBOX_CHANNEL, OUTBOX_ROOM_CHANNEL],
-    onNotification: (channel, payload) => {
-      if (payload !== options.queuePrefix) return;
-      if (channel === OUTBOX_ROOM_CHANNEL) wakeForRoom();
-      else wake();
+    channels: [OUTBOX_CHANNEL],
+    onNotification: (_channel, payload) => {
+      if (payload === options.queuePrefix) wake();
     },
     onConnect: wake,
   });
 
   return {
     wake,
+    room: wakeForRoom,
     close: async () => {
       stopped = true;
       clearTimeout(roomTimer);

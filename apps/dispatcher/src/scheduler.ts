@@ -14,14 +14,16 @@ const REVIEW_MS = 1_000;
  * The scheduler of one dispatcher: admission (shares in memory; rate_limit turns and slow marks
  * over `wiring.connection`), the webhooks' rate limits from PostgreSQL, lease releases batched,
  * the lease keeper every DISPATCHER_STALLED_INTERVAL_MS, and a review every second (lifted rate
- * limits, the other dispatchers' slow marks). `stop` ends the timers.
+ * limits, the other dispatchers' slow marks). `wiring.onRoom` is called when ended leases left
+ * room for a webhook with work waiting (the dispatcher's relay wakes). `stop` ends the timers.
  */
 export function startWorkerScheduler(
   config: DispatcherConfig,
   wiring: Pick<DeliveryContext, "pool" | "logger" | "metrics"> &
-    Pick<DeliveryWorkerOptions, "connection" | "prefix"> & { queuePrefix: string },
+    Pick<DeliveryWorkerOptions, "connection" | "prefix"> & { queuePrefix: string; onRoom?: () => void },
 ): WorkerScheduler & { stop: () => void; wakeHeldJobs: (promote: (jobId: string) => Promise<void>) => void } {
   const { pool, logger, metrics, connection } = wiring;
+  const roomMade = () => wiring.onRoom?.();
   let promote: ((jobId: string) => Promise<void>) | undefined;
   const admission = createAdmissionControl({
     promote: (jobId) => promote?.(jobId) ?? Promise.resolve(),
@@ -33,14 +35,16 @@ export function startWorkerScheduler(
   /** Per work id, whether its lease was there to end. */
   const releases = createBatcher(
     async (ids: string[]) => {
-      const unleased = new Set(await releaseLeases(pool, ids));
+      const ended = await releaseLeases(pool, ids);
+      if (ended.room) roomMade();
+      const unleased = new Set(ended.unleased);
       return ids.map((id) => !unleased.has(id));
     },
     { maxBatch: 64, maxConcurrency: 2 },
   );
   const lateReleases = createLateReleases((ids) =>
     releaseLeases(pool, ids).then(
-      () => undefined,
+      (ended) => void (ended.room && roomMade()),
       (error: Error) =>
         void logger.warn("could not release leases late; the lease keeper will", { count: ids.length, error: error.message }),
     ),
@@ -64,6 +68,7 @@ export function startWorkerScheduler(
     onDropped: (count) => {
       logger.info("scheduler leases dropped: their jobs were gone from Redis", { count });
       metrics.leasesDropped.inc(count);
+      roomMade();
     },
     onError: (error) => logger.warn("lease keeper failed; it tries again", { error: error.message }),
   });
@@ -75,6 +80,7 @@ export function startWorkerScheduler(
         (found) => found || lateReleases.add(workId),
         (error: Error) => logger.warn("could not release a lease; the lease keeper will", { workId, error: error.message }),
       ),
+    roomMade,
     wakeHeldJobs: (wake) => (promote = wake),
     stop: () => {
       clearInterval(reviews);

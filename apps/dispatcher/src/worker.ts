@@ -38,12 +38,14 @@ export interface DeliveryWorkerOptions {
  * What the worker asks of the fair scheduler (docs/scheduler.md): whether an attempt may start
  * (its webhook's and account's share, its rate_limit), that it ended, and that a job's work
  * ended so that its webhook's lease is released (fire and forget: a lease not there yet is looked
- * for again LATE_LEASE_RELEASE_MS later, and the lease keeper drops a lease whose release was lost).
+ * for again LATE_LEASE_RELEASE_MS later, and the lease keeper drops a lease whose release was lost),
+ * and that the end of a lease left room for a webhook with work waiting (the relay is woken).
  */
 export interface WorkerScheduler {
   admission: AdmissionControl;
   rateLimits: RateLimits;
   releaseLease: (workId: string) => void;
+  roomMade: () => void;
 }
 
 /** The webhook and account of a job, from its (unchecked) data; null for jobs relayed without them. */
@@ -195,6 +197,7 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
     try {
       const result = await attempt(job, token);
       leaseLeft = !result?.leaseReleased;
+      if (result?.room) scheduler.roomMade();
     } catch (error) {
       leaseLeft = error instanceof UnrecoverableError;
       throw error;
@@ -250,7 +253,11 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
 export function createConfiguredDeliveryWorker(
   config: DispatcherConfig,
   wiring: Pick<DeliveryContext, "pool" | "client" | "logger" | "metrics"> &
-    Pick<DeliveryWorkerOptions, "connection" | "prefix"> & { queuePrefix?: string },
+    Pick<DeliveryWorkerOptions, "connection" | "prefix"> & {
+      queuePrefix?: string;
+      /** Called when the end of a lease left room for a webhook with work waiting: wakes the relay of this process. */
+      onRoom?: () => void;
+    },
 ): Worker {
   const scheduler = startWorkerScheduler(config, { ...wiring, queuePrefix: wiring.queuePrefix ?? config.QUEUE_PREFIX });
   const worker = createDeliveryWorker(

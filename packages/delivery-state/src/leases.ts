@@ -1,6 +1,6 @@
 import sql, { type Sql } from "sql-template-tag";
 import { run, type Queryable } from "./db.js";
-import { OUTBOX_ROOM_CHANNEL, webhookJobLimitSql, type WebhookClasses } from "./outbox.js";
+import { webhookJobLimitSql, type WebhookClasses } from "./outbox.js";
 
 /**
  * Leases of the fair scheduler (docs/scheduler.md): one row per job the relay handed to the
@@ -10,38 +10,50 @@ import { OUTBOX_ROOM_CHANNEL, webhookJobLimitSql, type WebhookClasses } from "./
 
 /**
  * The CTEs ending the leases of the work ids `workIds` (an SQL expression of type text[]):
- * `leases_ended` deletes them (its columns: work_id, queue_prefix, webhook_id), `relays_woken` notifies OUTBOX_ROOM_CHANNEL once per queue prefix
- * where a webhook whose lease ended has work waiting in the outbox (its one column `n` must be
- * read by the statement, or the notification is not sent). Unknown ids are ignored (a lease
- * dropped already, work relayed without one).
+ * `leases_ended` deletes them (its columns: work_id, queue_prefix, webhook_id), and `room` (one
+ * row, one column `waiting`) says whether a webhook whose lease ended has work waiting in the
+ * outbox: its dispatcher then wakes its relay (RelayRoom of apps/dispatcher). Unknown ids are
+ * ignored (a lease dropped already, work relayed without one).
+ *
+ * No notification is sent from here: a transaction that NOTIFYs takes PostgreSQL's one lock of
+ * the notification queue (up to PostgreSQL 17 at least) and holds it through its commit's WAL
+ * flush, so every such commit waits for every other's disk write. Sent with every batch of
+ * attempts, that made the batches of attempts wait for one another and for the ingest's commits
+ * (whose outbox trigger notifies), and held a burst's throughput 10 % and more below the relay of
+ * f1a0c74 (bench/README.md).
  */
 export function endLeasesCte(workIds: Sql): Sql {
   return sql`leases_ended AS (
       DELETE FROM webhook_leases WHERE work_id = ANY(${workIds}) RETURNING work_id, queue_prefix, webhook_id
-    ), relays_woken AS (
-      SELECT count(pg_notify(${OUTBOX_ROOM_CHANNEL}, w.queue_prefix))::int AS n
-        FROM (SELECT DISTINCT g.queue_prefix FROM leases_ended g
-               WHERE EXISTS (SELECT 1 FROM outbox o WHERE o.queue_prefix = g.queue_prefix AND o.webhook_id = g.webhook_id)) w
+    ), room AS (
+      SELECT EXISTS (SELECT 1 FROM leases_ended g
+                      WHERE EXISTS (SELECT 1 FROM outbox o WHERE o.queue_prefix = g.queue_prefix AND o.webhook_id = g.webhook_id)) AS waiting
     )`;
 }
 
+/** What ending leases found. */
+export interface LeasesEnded {
+  /** The work ids given that had no lease to end: usually none; see LATE_LEASE_RELEASE_MS. */
+  unleased: string[];
+  /** A webhook whose lease ended has work waiting in the outbox: the relay has room to fill. */
+  room: boolean;
+}
+
 /**
- * Ends the leases of work whose job finished (delivered, failed for good, cancelled) and wakes
- * the relays; see endLeasesCte. An attempt that ends its destination ends the lease itself
- * (recordDestinationAttempts): this is for work that ends otherwise. Returns the work ids of
- * `workIds` that had no lease to end: usually none; see LATE_LEASE_RELEASE_MS for why a lease
- * can be missing at this moment and come into sight a moment later.
+ * Ends the leases of work whose job finished (delivered, failed for good, cancelled); see
+ * endLeasesCte. An attempt that ends its destination ends the lease itself
+ * (recordDestinationAttempts): this is for work that ends otherwise.
  */
-export async function releaseLeases(db: Queryable, workIds: string[]): Promise<string[]> {
-  if (workIds.length === 0) return [];
-  const { rows } = await run<{ unleased: string[] }>(
+export async function releaseLeases(db: Queryable, workIds: string[]): Promise<LeasesEnded> {
+  if (workIds.length === 0) return { unleased: [], room: false };
+  const { rows } = await run<LeasesEnded>(
     db,
     sql`WITH ${endLeasesCte(sql`${workIds}::text[]`)}
         SELECT ARRAY(SELECT unnest(${workIds}::text[]) EXCEPT SELECT work_id FROM leases_ended) AS unleased,
-               (SELECT n FROM relays_woken) AS n`,
-    "delivery_state_release_leases_v3",
+               (SELECT waiting FROM room) AS room`,
+    "delivery_state_release_leases_v4",
   );
-  return rows[0]?.unleased ?? [];
+  return rows[0] ?? { unleased: [], room: false };
 }
 
 /**
@@ -84,8 +96,8 @@ export async function leasesAfter(
 
 /**
  * Drops the leases `workIds` whose job is gone, if they are still older than `olderThanMs` (a
- * lease made again meanwhile, for a job the relay queued again, is kept), and wakes the relays.
- * Returns how many were dropped.
+ * lease made again meanwhile, for a job the relay queued again, is kept). Returns how many were
+ * dropped (the caller wakes its relay when any were).
  */
 export async function dropLeases(db: Queryable, workIds: string[], olderThanMs: number): Promise<number> {
   if (workIds.length === 0) return 0;
@@ -93,9 +105,8 @@ export async function dropLeases(db: Queryable, workIds: string[], olderThanMs: 
     db,
     sql`WITH gone AS (DELETE FROM webhook_leases
                        WHERE work_id = ANY(${workIds}::text[]) AND created_at < now() - make_interval(secs => ${olderThanMs / 1000})
-                      RETURNING queue_prefix),
-             woken AS (SELECT pg_notify(${OUTBOX_ROOM_CHANNEL}, w.queue_prefix) FROM (SELECT DISTINCT queue_prefix FROM gone) w)
-        SELECT (SELECT count(*) FROM gone)::int AS n, (SELECT count(*) FROM woken)::int AS woken`,
+                      RETURNING 1)
+        SELECT count(*)::int AS n FROM gone`,
   );
   return rows[0]?.n ?? 0;
 }

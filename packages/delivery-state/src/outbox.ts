@@ -15,15 +15,6 @@ import { inTransaction, run } from "./db.js";
 /** The LISTEN/NOTIFY channel; the payload is the QUEUE_PREFIX that has new rows. */
 export const OUTBOX_CHANNEL = "webhooks_outbox";
 
-/**
- * The LISTEN/NOTIFY channel of room: the payload is a QUEUE_PREFIX where a webhook with rows
- * waiting in the outbox has fewer jobs in the queue than a moment ago (its work ended, or a lost
- * lease was dropped). Apart from OUTBOX_CHANNEL because it need not be heard at once: it comes
- * with nearly every batch of attempts, and a relay pass for each would cost more than the few jobs
- * it adds (the relays take it at most every RELAY_ROOM_WAKE_MS; see apps/dispatcher/src/relay.ts).
- */
-export const OUTBOX_ROOM_CHANNEL = "webhooks_outbox_room";
-
 /** The job of an outbox row: one of the registry's (WORK_JOBS of @mailhooks/queue). */
 export type OutboxJobName = WorkJobName;
 

@@ -172,9 +172,10 @@ export interface WorkJobRun {
  */
 /**
  * What a handler tells the worker when its work has ended: `leaseReleased` when the statement
- * that ended the work also ended its webhook's scheduler lease (nothing is left to release).
+ * that ended the work also ended its webhook's scheduler lease (nothing is left to release), and
+ * then `room` when that webhook has work waiting in the outbox (the relay has room to fill).
  */
-export type WorkJobResult = { leaseReleased: true } | undefined;
+export type WorkJobResult = { leaseReleased: true; room: boolean } | undefined;
 
 export type WorkJobHandlers = { readonly [N in WorkJobName]: (data: WorkJobData<N>, run: WorkJobRun) => Promise<WorkJobResult | void> };
 
