@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { dispatcherConfigSchema, loadConfig } from "@mailhooks/config";
 import { createPool } from "@mailhooks/db";
-import { attemptBudgetOf, enqueue, releaseLeases } from "@mailhooks/delivery-state";
+import { attemptBudgetOf, enqueue, relayOutbox, releaseLeases } from "@mailhooks/delivery-state";
 import { getLogger } from "@mailhooks/logger";
 import { createRedisConnection, DeliveryQueue, JOB_NAMES, type RedisClient } from "@mailhooks/queue";
 import { createDispatcherMetrics } from "./metrics.js";
@@ -76,10 +76,41 @@ describe("the outbox relay", () => {
     // The first pass (on connecting) hands the webhook its limit, the oldest first.
     expect(await until(jobIds, (ids) => ids.length === 2)).toEqual(work.slice(0, 2).sort());
     // Their work ends, with the webhook's next work waiting: room brings the next two, long before any poll.
-    expect(await releaseLeases(pool, work.slice(0, 2))).toEqual({ unleased: [], room: true });
+    expect(await releaseLeases(pool, work.slice(0, 2))).toEqual([]);
     relay.room();
     await queue.queue.remove(work[0]);
     await queue.queue.remove(work[1]);
     expect(await until(jobIds, (ids) => ids.length === 2 && ids.includes(work[2]))).toEqual(work.slice(2, 4).sort());
+  });
+
+  test("a pass says whether it held work back: only then does an ended lease make the relay look again", async () => {
+    const prefix = `${queuePrefix}-held`;
+    const work = Array.from({ length: 5 }, (_, i) => `dst_held_${i}_${randomUUID()}`);
+    await enqueue(
+      pool,
+      prefix,
+      work.map((id) => ({
+        jobName: JOB_NAMES.delivery,
+        jobId: id,
+        data: { destinationId: id },
+        webhookId: "wh_held",
+        accountId: "acct_held",
+      })),
+    );
+    const pass = () => relayOutbox(pool, prefix, 500, async () => [], {}, 2);
+    try {
+      expect(await pass()).toEqual({ claimed: 2, rejected: [], heldBack: true });
+      // At its limit: nothing taken, still held back.
+      expect(await pass()).toEqual({ claimed: 0, rejected: [], heldBack: true });
+      await releaseLeases(pool, work.slice(0, 2));
+      expect(await pass()).toEqual({ claimed: 2, rejected: [], heldBack: true });
+      await releaseLeases(pool, work.slice(2, 4));
+      // The last row fits: nothing is left waiting.
+      expect(await pass()).toEqual({ claimed: 1, rejected: [], heldBack: false });
+      expect(await pass()).toEqual({ claimed: 0, rejected: [], heldBack: false });
+    } finally {
+      await pool.query("DELETE FROM outbox WHERE queue_prefix = $1", [prefix]);
+      await pool.query("DELETE FROM webhook_leases WHERE queue_prefix = $1", [prefix]);
+    }
   });
 });

@@ -8,7 +8,7 @@ import type { DispatcherMetrics } from "./metrics.js";
 
 /**
  * The least time, in ms, from the start of a relay pass to one woken by room (Relay.room: a
- * webhook's lease ended, on this dispatcher, while it had more work waiting). New work
+ * lease ended on this dispatcher while the relay held work back). New work
  * (OUTBOX_CHANNEL) wakes the relay at once. Room comes with nearly every batch of attempts: for a
  * fast webhook that is hundreds of passes a second of a few jobs each, while its queue (up to
  * fastWebhookJobLimit jobs) loses a few dozen jobs in these 20 ms.
@@ -31,10 +31,10 @@ export const RELAY_CLASSES_MAX_AGE_MS = 50;
  * dispatchers relay side by side, each row once. The relay is the first half of the fair
  * scheduler (docs/scheduler.md): a webhook gets at most its job limit in the queue (`webhookJobLimit`, more when fast), the
  * rest of its work waits in the outbox, and its jobs are added in turns with every other
- * webhook's (their position is their priority). A webhook's lease ended by this dispatcher while
- * it has work waiting wakes the relay too (`room`, at most every RELAY_ROOM_WAKE_MS): in process,
- * not by a notification, whose commit would wait for every other notifying commit's disk write
- * (endLeasesCte of @mailhooks/delivery-state). While Redis is unreachable a batch rolls back
+ * webhook's (their position is their priority). A lease ended by this dispatcher wakes the relay
+ * too when its last pass held work back (`room`, at most every RELAY_ROOM_WAKE_MS): in process,
+ * not by a notification, and without looking at the outbox for each ended lease (endLeasesCte of
+ * @mailhooks/delivery-state says why). While Redis is unreachable a batch rolls back
  * and is tried again with a growing pause (up to 5 s); nothing is lost.
  *
  * A claimed batch holds its rows' locks in an open transaction while Redis is asked, so that
@@ -74,7 +74,10 @@ export interface RelayOptions {
 export interface Relay {
   /** Makes the relay look at the outbox now. */
   wake: () => void;
-  /** Says that a webhook with work waiting has room again: the relay looks within RELAY_ROOM_WAKE_MS. */
+  /**
+   * Says that leases ended: when the last pass held work back (a webhook at its job limit with more
+   * waiting), the relay looks again within RELAY_ROOM_WAKE_MS; else this costs nothing.
+   */
   room: () => void;
   /** Stops after the batch in progress. */
   close: () => Promise<void>;
@@ -102,6 +105,14 @@ export function startRelay(options: RelayOptions): Relay {
   };
   let passStartedAt = 0;
   let roomTimer: NodeJS.Timeout | undefined;
+  /**
+   * Whether the last pass left a webhook's work waiting for room (RelayPass.heldBack): only then
+   * is an ended lease worth a pass. True until a pass says otherwise. Ends of leases heard during
+   * a pass are kept for its end, since that pass may be the one that finds work held back.
+   */
+  let heldBack = true;
+  let passing = false;
+  let roomDuringPass = false;
   /** Wakes the relay for room: at once when the last pass started RELAY_ROOM_WAKE_MS ago or more, else then. */
   const wakeForRoom = () => {
     if (roomTimer) return;
@@ -147,18 +158,16 @@ export function startRelay(options: RelayOptions): Relay {
     while (!stopped) {
       pending = false;
       passStartedAt = Date.now();
+      passing = true;
+      roomDuringPass = false;
       try {
         for (;;) {
           const classes = await currentClasses();
-          const { claimed, rejected } = await relayOutbox(
-            options.pool,
-            options.queuePrefix,
-            batchSize,
-            push,
-            { lockTimeoutMs },
-            options.webhookJobLimit,
-            classes,
-          );
+          const {
+            claimed,
+            rejected,
+            heldBack: leftWaiting,
+          } = await relayOutbox(options.pool, options.queuePrefix, batchSize, push, { lockTimeoutMs }, options.webhookJobLimit, classes);
           for (const { row, reason } of rejected) {
             options.logger.error("outbox row cannot be queued; its work ended failed", {
               outboxId: row.id,
@@ -169,10 +178,15 @@ export function startRelay(options: RelayOptions): Relay {
             options.metrics.jobsFailed.inc({ job: row.jobName, reason: "invalid_outbox_row" });
           }
           if (claimed > rejected.length) options.metrics.relayed.inc(claimed - rejected.length);
+          heldBack = leftWaiting;
           if (claimed < batchSize || stopped) break;
         }
         failures = 0;
+        passing = false;
+        if (roomDuringPass && heldBack) wakeForRoom();
       } catch (error) {
+        heldBack = true;
+        passing = false;
         failures++;
         if (failures === 1 || failures % 20 === 0)
           options.logger.warn("outbox relay failed; retrying", { error: (error as Error).message, failures });
@@ -196,7 +210,10 @@ export function startRelay(options: RelayOptions): Relay {
 
   return {
     wake,
-    room: wakeForRoom,
+    room: () => {
+      if (passing) roomDuringPass = true;
+      else if (heldBack) wakeForRoom();
+    },
     close: async () => {
       stopped = true;
       clearTimeout(roomTimer);

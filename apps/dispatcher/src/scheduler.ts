@@ -14,8 +14,8 @@ const REVIEW_MS = 1_000;
  * The scheduler of one dispatcher: admission (shares in memory; rate_limit turns and slow marks
  * over `wiring.connection`), the webhooks' rate limits from PostgreSQL, lease releases batched,
  * the lease keeper every DISPATCHER_STALLED_INTERVAL_MS, and a review every second (lifted rate
- * limits, the other dispatchers' slow marks). `wiring.onRoom` is called when ended leases left
- * room for a webhook with work waiting (the dispatcher's relay wakes). `stop` ends the timers.
+ * limits, the other dispatchers' slow marks). `wiring.onRoom` is called when leases ended (the
+ * dispatcher's relay looks again if it held work back). `stop` ends the timers.
  */
 export function startWorkerScheduler(
   config: DispatcherConfig,
@@ -35,16 +35,15 @@ export function startWorkerScheduler(
   /** Per work id, whether its lease was there to end. */
   const releases = createBatcher(
     async (ids: string[]) => {
-      const ended = await releaseLeases(pool, ids);
-      if (ended.room) roomMade();
-      const unleased = new Set(ended.unleased);
+      const unleased = new Set(await releaseLeases(pool, ids));
+      if (unleased.size < ids.length) roomMade();
       return ids.map((id) => !unleased.has(id));
     },
     { maxBatch: 64, maxConcurrency: 2 },
   );
   const lateReleases = createLateReleases((ids) =>
     releaseLeases(pool, ids).then(
-      (ended) => void (ended.room && roomMade()),
+      (unleased) => void (unleased.length < ids.length && roomMade()),
       (error: Error) =>
         void logger.warn("could not release leases late; the lease keeper will", { count: ids.length, error: error.message }),
     ),

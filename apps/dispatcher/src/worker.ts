@@ -39,7 +39,7 @@ export interface DeliveryWorkerOptions {
  * (its webhook's and account's share, its rate_limit), that it ended, and that a job's work
  * ended so that its webhook's lease is released (fire and forget: a lease not there yet is looked
  * for again LATE_LEASE_RELEASE_MS later, and the lease keeper drops a lease whose release was lost),
- * and that the end of a lease left room for a webhook with work waiting (the relay is woken).
+ * and that a lease ended (the relay is woken if it held work back).
  */
 export interface WorkerScheduler {
   admission: AdmissionControl;
@@ -197,7 +197,7 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
     try {
       const result = await attempt(job, token);
       leaseLeft = !result?.leaseReleased;
-      if (result?.room) scheduler.roomMade();
+      if (result?.leaseReleased) scheduler.roomMade();
     } catch (error) {
       leaseLeft = error instanceof UnrecoverableError;
       throw error;
@@ -255,7 +255,7 @@ export function createConfiguredDeliveryWorker(
   wiring: Pick<DeliveryContext, "pool" | "client" | "logger" | "metrics"> &
     Pick<DeliveryWorkerOptions, "connection" | "prefix"> & {
       queuePrefix?: string;
-      /** Called when the end of a lease left room for a webhook with work waiting: wakes the relay of this process. */
+      /** Called when leases ended: wakes the relay of this process if it held work back (Relay.room). */
       onRoom?: () => void;
     },
 ): Worker {

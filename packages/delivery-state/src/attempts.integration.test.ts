@@ -197,20 +197,19 @@ describe("destination attempts", () => {
 });
 
 describe("scheduler leases (docs/scheduler.md)", () => {
-  test("an attempt that ends its destination ends its lease in the same statement and says whether its webhook has work waiting; a retry keeps it", async () => {
+  test("an attempt that ends its destination ends its lease in the same statement and says so; a retry keeps it", async () => {
     const { destinationId, hook, target } = await oneDestination();
-    // The relay's lease for this destination's job; the event's own outbox rows (this file's
-    // prefix, never relayed) are the webhook's work waiting.
+    // The relay's lease for this destination's job.
     await pool.query(
       "INSERT INTO webhook_leases (work_id, queue_prefix, webhook_id, account_id, job_name) VALUES ($1, $2, $3, $4, 'deliver-destination')",
       [destinationId, prefix, hook.id, target.accountId],
     );
     const leases = () => count("SELECT count(*)::int AS n FROM webhook_leases WHERE work_id = $1", [destinationId]);
     const retry = await recordDestinationAttempts(pool, [{ destination: target, attempt: 0, result: FAILED, outcome: "retry" }]);
-    expect(retry.map((r) => [r.leaseEnded, r.room])).toEqual([[false, false]]);
+    expect(retry.map((r) => r.leaseEnded)).toEqual([false]);
     expect(await leases()).toBe(1);
     const ended = await recordDestinationAttempts(pool, [{ destination: target, attempt: 1, result: OK, outcome: "delivered" }]);
-    expect(ended.map((r) => [r.leaseEnded, r.room])).toEqual([[true, true]]);
+    expect(ended).toEqual([{ streak: null, leaseEnded: true }]);
     expect(await leases()).toBe(0);
   });
 
@@ -226,14 +225,14 @@ describe("scheduler leases (docs/scheduler.md)", () => {
         [destinationId, prefix, hook.id, target.accountId],
       );
       const [recorded] = await recordDestinationAttempts(pool, [{ destination: target, attempt: 0, result: OK, outcome: "delivered" }]);
-      expect(recorded).toMatchObject({ streak: null, leaseEnded: false, room: false });
+      expect(recorded).toEqual({ streak: null, leaseEnded: false });
       await relay.query("COMMIT");
     } finally {
       relay.release();
     }
     // The lease outlives its work until someone ends it again.
     expect(await leases()).toBe(1);
-    expect((await releaseLeases(pool, [destinationId, "dst_never_leased"])).unleased).toEqual(["dst_never_leased"]);
+    expect(await releaseLeases(pool, [destinationId, "dst_never_leased"])).toEqual(["dst_never_leased"]);
     expect(await leases()).toBe(0);
   });
 });

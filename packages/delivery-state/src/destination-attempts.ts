@@ -103,14 +103,13 @@ export interface DestinationAttempt {
  * `delivered` (the receiver did get it), and its event's counters follow.
  *
  * An attempt that ends its destination (`delivered`, `failed`) ends the destination's scheduler
- * lease in the same statement and says whether its webhook has work waiting (endLeasesCte): one
- * commit per batch instead of two, and no crash can fall between the end of the work and the end
- * of its lease.
+ * lease in the same statement (endLeasesCte): one commit per batch instead of two, and no crash
+ * can fall between the end of the work and the end of its lease.
  * @returns per attempt, in order, what it left (RecordedAttempt)
  */
 export async function recordDestinationAttempts(db: Queryable, attempts: DestinationAttempt[]): Promise<RecordedAttempt[]> {
   const col = <T>(pick: (a: DestinationAttempt) => T) => attempts.map(pick);
-  const { rows } = await runStatement<{ webhook_id: string | null; since: Date | null; events: number; unleased: string[]; room: boolean }>(
+  const { rows } = await runStatement<{ webhook_id: string | null; since: Date | null; events: number; unleased: string[] }>(
     db,
     sql`
     WITH input AS (
@@ -164,20 +163,17 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
       RETURNING w.id AS webhook_id, w.failing_since AS since, w.failing_events AS events
     ), ${endLeasesCte(sql`ARRAY(SELECT destination_id FROM input WHERE outcome <> 'retry')`)}
     SELECT s.webhook_id, s.since, s.events,
-           ARRAY(SELECT destination_id FROM input WHERE outcome <> 'retry' EXCEPT SELECT work_id FROM leases_ended) AS unleased,
-           r.waiting AS room
-      FROM room r LEFT JOIN streak s ON true`,
+           ARRAY(SELECT destination_id FROM input WHERE outcome <> 'retry' EXCEPT SELECT work_id FROM leases_ended) AS unleased
+      FROM (SELECT 1) one LEFT JOIN streak s ON true`,
   );
   // One row with nulls when no webhook's counters moved (the statement always answers one row).
   const streaks = new Map(
     rows.flatMap((r) => (r.webhook_id !== null && r.since !== null ? [[r.webhook_id, { since: r.since, events: r.events }]] : [])),
   );
   const unleased = new Set(rows[0]?.unleased ?? []);
-  const room = rows[0]?.room ?? false;
   return attempts.map((a) => ({
     streak: a.result.ok ? null : (streaks.get(a.destination.webhookId) ?? null),
     leaseEnded: a.outcome !== "retry" && !unleased.has(a.destination.destinationId),
-    room,
   }));
 }
 
@@ -191,11 +187,6 @@ export interface RecordedAttempt {
    * committed yet (LATE_LEASE_RELEASE_MS), which the worker then releases itself.
    */
   leaseEnded: boolean;
-  /**
-   * Some lease ended by this attempt's batch belonged to a webhook with work waiting in the
-   * outbox: the relay has room to fill (endLeasesCte).
-   */
-  room: boolean;
 }
 
 /** One attempt; see recordDestinationAttempts. */

@@ -9,51 +9,40 @@ import { webhookJobLimitSql, type WebhookClasses } from "./outbox.js";
  */
 
 /**
- * The CTEs ending the leases of the work ids `workIds` (an SQL expression of type text[]):
- * `leases_ended` deletes them (its columns: work_id, queue_prefix, webhook_id), and `room` (one
- * row, one column `waiting`) says whether a webhook whose lease ended has work waiting in the
- * outbox: its dispatcher then wakes its relay (RelayRoom of apps/dispatcher). Unknown ids are
- * ignored (a lease dropped already, work relayed without one).
+ * The CTE ending the leases of the work ids `workIds` (an SQL expression of type text[]):
+ * `leases_ended` deletes them (its columns: work_id, queue_prefix, webhook_id). Unknown ids are
+ * ignored (a lease dropped already, work relayed without one). The dispatcher that ended a lease
+ * wakes its own relay when that relay held work back (Relay.room of apps/dispatcher).
  *
- * No notification is sent from here: a transaction that NOTIFYs takes PostgreSQL's one lock of
- * the notification queue (up to PostgreSQL 17 at least) and holds it through its commit's WAL
- * flush, so every such commit waits for every other's disk write. Sent with every batch of
- * attempts, that made the batches of attempts wait for one another and for the ingest's commits
- * (whose outbox trigger notifies), and held a burst's throughput 10 % and more below the relay of
- * f1a0c74 (bench/README.md).
+ * Nothing else is asked here, on purpose. Until 2026-11-27 this also looked for the webhook's
+ * rows in the outbox and sent a NOTIFY when it had some: the look walks every index entry the
+ * webhook's relayed rows left (until a VACUUM removes them: 290 index pages, 1.8 ms, after 28,000
+ * deliveries of a bench run, for each attempt), and a transaction that sends NOTIFY holds
+ * PostgreSQL's one lock of the notification queue through its commit's disk write, so every batch
+ * of attempts waited for the others' and for the ingest's commits (bench/README.md, "Results on
+ * 2026-11-27, afternoon").
  */
 export function endLeasesCte(workIds: Sql): Sql {
   return sql`leases_ended AS (
       DELETE FROM webhook_leases WHERE work_id = ANY(${workIds}) RETURNING work_id, queue_prefix, webhook_id
-    ), room AS (
-      SELECT EXISTS (SELECT 1 FROM leases_ended g
-                      WHERE EXISTS (SELECT 1 FROM outbox o WHERE o.queue_prefix = g.queue_prefix AND o.webhook_id = g.webhook_id)) AS waiting
     )`;
-}
-
-/** What ending leases found. */
-export interface LeasesEnded {
-  /** The work ids given that had no lease to end: usually none; see LATE_LEASE_RELEASE_MS. */
-  unleased: string[];
-  /** A webhook whose lease ended has work waiting in the outbox: the relay has room to fill. */
-  room: boolean;
 }
 
 /**
  * Ends the leases of work whose job finished (delivered, failed for good, cancelled); see
  * endLeasesCte. An attempt that ends its destination ends the lease itself
- * (recordDestinationAttempts): this is for work that ends otherwise.
+ * (recordDestinationAttempts): this is for work that ends otherwise. Returns the work ids of
+ * `workIds` that had no lease to end: usually none; see LATE_LEASE_RELEASE_MS.
  */
-export async function releaseLeases(db: Queryable, workIds: string[]): Promise<LeasesEnded> {
-  if (workIds.length === 0) return { unleased: [], room: false };
-  const { rows } = await run<LeasesEnded>(
+export async function releaseLeases(db: Queryable, workIds: string[]): Promise<string[]> {
+  if (workIds.length === 0) return [];
+  const { rows } = await run<{ unleased: string[] }>(
     db,
     sql`WITH ${endLeasesCte(sql`${workIds}::text[]`)}
-        SELECT ARRAY(SELECT unnest(${workIds}::text[]) EXCEPT SELECT work_id FROM leases_ended) AS unleased,
-               (SELECT waiting FROM room) AS room`,
-    "delivery_state_release_leases_v4",
+        SELECT ARRAY(SELECT unnest(${workIds}::text[]) EXCEPT SELECT work_id FROM leases_ended) AS unleased`,
+    "delivery_state_release_leases_v5",
   );
-  return rows[0] ?? { unleased: [], room: false };
+  return rows[0]?.unleased ?? [];
 }
 
 /**

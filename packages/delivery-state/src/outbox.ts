@@ -112,7 +112,9 @@ export function webhookJobLimitSql(webhookId: Sql, jobLimit: number, classes: We
  * jobs it holds already (its leases); of those, rows are taken in turns
  * (every webhook's first, then every webhook's second, ...) up to `limit`, deleted, and leased
  * in the same statement. Rows written before outbox rows named their webhook are taken as
- * before, oldest first.
+ * before, oldest first. It answers one row at least: `held_back` says whether some webhook had
+ * more rows waiting than its room (then the relay is worth waking when a lease ends; see
+ * relayOutbox), and rows with an `id` are the claimed ones.
  */
 const CLAIM = (queuePrefix: string, limit: number, jobLimit: number, classes: WebhookClasses) => sql`
     WITH RECURSIVE hooks AS (
@@ -122,16 +124,19 @@ const CLAIM = (queuePrefix: string, limit: number, jobLimit: number, classes: We
                ORDER BY o.webhook_id LIMIT 1)
         FROM hooks h WHERE h.webhook_id IS NOT NULL
     ), room AS MATERIALIZED (
-      SELECT h.webhook_id,
-             (SELECT count(*)::int FROM webhook_leases l WHERE l.queue_prefix = ${queuePrefix} AND l.webhook_id = h.webhook_id) AS held
-        FROM hooks h WHERE h.webhook_id IS NOT NULL
-    ), candidates AS (
-      SELECT c.id, (r.held + row_number() OVER (PARTITION BY r.webhook_id ORDER BY c.id))::int AS position
+      SELECT webhook_id, held, greatest(0, ${webhookJobLimitSql(sql`webhook_id`, jobLimit, classes)} - held) AS room
+        FROM (SELECT h.webhook_id,
+                     (SELECT count(*)::int FROM webhook_leases l WHERE l.queue_prefix = ${queuePrefix} AND l.webhook_id = h.webhook_id) AS held
+                FROM hooks h WHERE h.webhook_id IS NOT NULL) x
+    ), fair AS (
+      -- One row more than each webhook's room: when it is there, the webhook has more waiting than it may take.
+      SELECT c.id, r.held, r.room, row_number() OVER (PARTITION BY r.webhook_id ORDER BY c.id)::int AS rn
         FROM room r CROSS JOIN LATERAL (
           SELECT o.id FROM outbox o WHERE o.queue_prefix = ${queuePrefix} AND o.webhook_id = r.webhook_id
-           ORDER BY o.id
-           LIMIT greatest(0, ${webhookJobLimitSql(sql`r.webhook_id`, jobLimit, classes)} - r.held)
+           ORDER BY o.id LIMIT r.room + 1
            FOR UPDATE SKIP LOCKED) c
+    ), candidates AS (
+      SELECT id, held + rn AS position FROM fair WHERE rn <= room
       UNION ALL
       SELECT c.id, 1 FROM (SELECT o.id FROM outbox o WHERE o.queue_prefix = ${queuePrefix} AND o.webhook_id IS NULL
                             ORDER BY o.id LIMIT ${limit}::int FOR UPDATE SKIP LOCKED) c
@@ -146,7 +151,8 @@ const CLAIM = (queuePrefix: string, limit: number, jobLimit: number, classes: We
       ON CONFLICT (work_id) DO UPDATE SET created_at = now()
       RETURNING 1
     )
-    SELECT c.*, (SELECT count(*) FROM leased)::int AS leased FROM claimed c`;
+    SELECT c.*, (SELECT count(*) FROM leased)::int AS leased, f.held_back
+      FROM (SELECT EXISTS (SELECT 1 FROM fair WHERE rn > room) AS held_back) f LEFT JOIN claimed c ON true`;
 
 /**
  * Moves outbox rows of `queuePrefix` into the queue, in one transaction, sharing the queue among
@@ -158,9 +164,21 @@ const CLAIM = (queuePrefix: string, limit: number, jobLimit: number, classes: We
  * rejected rows `failed` without an attempt (it could never run; queueing it again would fail
  * again), and commits. When `push` throws (Redis away), the transaction rolls back: the rows are
  * back for the next run, unleased. Two round trips precede `push` (BEGIN with the guard's
- * settings; the claim), one follows it (COMMIT). Returns how many rows were claimed, and the
- * rejected ones.
+ * settings; the claim), one follows it (COMMIT). Returns how many rows were claimed, the rejected
+ * ones, and whether work was held back (RelayPass).
  */
+/** What one relayOutbox call did. */
+export interface RelayPass {
+  claimed: number;
+  rejected: RejectedRow[];
+  /**
+   * Some webhook had more rows waiting than it could take (at its job limit): the end of one of
+   * its leases leaves room worth a relay pass. False when every row the claim saw was taken
+   * (rows locked by another relay's claim are not seen).
+   */
+  heldBack: boolean;
+}
+
 export async function relayOutbox(
   pool: pg.Pool,
   queuePrefix: string,
@@ -169,21 +187,24 @@ export async function relayOutbox(
   guard: RelayGuard,
   jobLimit: number,
   classes: WebhookClasses = { slow: [], fast: [] },
-): Promise<{ claimed: number; rejected: RejectedRow[] }> {
+): Promise<RelayPass> {
   const ms = guard.lockTimeoutMs ? Math.ceil(guard.lockTimeoutMs) : undefined;
   return inTransaction(
     pool,
     async (client) => {
-      const { rows } = await run<{
-        id: string;
+      const answer = await run<{
+        id: string | null;
         job_name: OutboxJobName;
         job_id: string;
         data: Record<string, unknown>;
         webhook_id: string | null;
         account_id: string | null;
         position: number;
-      }>(client, CLAIM(queuePrefix, limit, jobLimit, classes), "delivery_state_claim_outbox_fair");
-      if (rows.length === 0) return { claimed: 0, rejected: [] };
+        held_back: boolean;
+      }>(client, CLAIM(queuePrefix, limit, jobLimit, classes), "delivery_state_claim_outbox_fair_v2");
+      const heldBack = answer.rows[0]?.held_back ?? false;
+      const rows = answer.rows.filter((r): r is typeof r & { id: string } => r.id !== null);
+      if (rows.length === 0) return { claimed: 0, rejected: [], heldBack };
       // RETURNING has no order: jobs are added in turns (position), oldest first within a turn.
       rows.sort((a, b) => a.position - b.position || (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
       const rejected = await push(
@@ -203,7 +224,7 @@ export async function relayOutbox(
       }
       if (rejected.length > 0)
         await run(client, sql`DELETE FROM webhook_leases WHERE work_id = ANY(${rejected.map((r) => r.row.jobId)}::text[])`);
-      return { claimed: rows.length, rejected };
+      return { claimed: rows.length, rejected, heldBack };
     },
     // A COMMIT that waits for the WAL to reach the disk waits for the disk's worst moments (writes
     // of 100 ms on this machine's virtual disk, several a minute), and every event that reached

@@ -172,10 +172,9 @@ export interface WorkJobRun {
  */
 /**
  * What a handler tells the worker when its work has ended: `leaseReleased` when the statement
- * that ended the work also ended its webhook's scheduler lease (nothing is left to release), and
- * then `room` when that webhook has work waiting in the outbox (the relay has room to fill).
+ * that ended the work also ended its webhook's scheduler lease (nothing is left to release).
  */
-export type WorkJobResult = { leaseReleased: true; room: boolean } | undefined;
+export type WorkJobResult = { leaseReleased: true } | undefined;
 
 export type WorkJobHandlers = { readonly [N in WorkJobName]: (data: WorkJobData<N>, run: WorkJobRun) => Promise<WorkJobResult | void> };
 

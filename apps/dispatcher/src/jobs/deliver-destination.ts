@@ -160,7 +160,7 @@ export async function deliverDestination(ctx: WorkerContext, destinationId: stri
     if (sent) observeAttempt(ctx.metrics, trigger, result.ok, result.durationMs);
   }
   const outcome = decideAfterAttempt(ctx.retryDelaysMs, attempt, outcomeOf(result), new Date()).next;
-  const { streak, leaseEnded, room } = await ctx.attempts.record({ destination, attempt, result, outcome });
+  const { streak, leaseEnded } = await ctx.attempts.record({ destination, attempt, result, outcome });
   if (streak) await disableIfFailing(ctx, destination.webhookId, streak);
   if (result.ok && !destination.recorded) ctx.metrics.endToEndLatency.observe((Date.now() - destination.eventCreatedAt.getTime()) / 1000);
   if (outcome === "retry") {
@@ -168,7 +168,7 @@ export async function deliverDestination(ctx: WorkerContext, destinationId: stri
     throw new RetryableDeliveryError(`attempt ${attempt} failed: ${result.error ?? result.responseStatus}`);
   }
   // The statement that recorded the end of the work ended its lease too, when it found one.
-  return leaseEnded ? { leaseReleased: true, room } : undefined;
+  return leaseEnded ? { leaseReleased: true } : undefined;
 }
 
 /** How an attempt went, for the retry decision: a purged payload fails at once (no retry could send it). */
