@@ -248,4 +248,69 @@ describe("retention on a database of its own", () => {
       for (const c of connections) await c.quit().catch(() => undefined);
     }
   });
+
+  test("with OUTBOX_VACUUM_INTERVAL_MS, startMaintenance schedules the queue tables' VACUUM, which runs; with 0 it removes that scheduler", async () => {
+    const prefix = `test-vacuum-${randomUUID()}`;
+    const url = testRedisUrl();
+    const connections: RedisClient[] = [];
+    const connect = () => {
+      const c = createRedisConnection(url, "worker");
+      connections.push(c);
+      return c;
+    };
+    const queue = new Queue("maintenance", { connection: connect(), prefix });
+    const queueEvents = new QueueEvents("maintenance", { connection: connect(), prefix });
+    const deliveries = new DeliveryQueue(connect(), prefix, attemptBudgetOf([1000, 1000, 1000]));
+    const closers: (() => Promise<void>)[] = [() => deliveries.close()];
+    const lastVacuum = async () =>
+      (
+        await stack.pool.query<{ at: Date | null }>(
+          "SELECT max(last_vacuum) AS at FROM pg_stat_user_tables WHERE relname IN ('outbox', 'webhook_leases')",
+        )
+      ).rows[0].at?.getTime() ?? 0;
+    try {
+      await queueEvents.waitUntilReady();
+      const completed: string[] = [];
+      queueEvents.on("completed", ({ jobId }) => completed.push(jobId));
+      const options = {
+        deliveries,
+        pool: stack.pool,
+        metrics: createDispatcherMetrics(),
+        // Nothing is in reach of retention here: this test is about the VACUUM only.
+        retentionDays: 36_500,
+        logger: getLogger("test-maintenance"),
+        prefix,
+        queuePrefix: prefix,
+        retryDelaysMs: [1000, 1000, 1000],
+        sweepEveryMs: 60_000,
+        sweepAfterMs: 60_000,
+      };
+      const before = await lastVacuum();
+      const on = await startMaintenance({ ...options, queueVacuumEveryMs: 1_000, connection: connect() });
+      closers.push(on.close);
+      expect((await queue.getJobSchedulers()).map((s) => s.key).sort()).toEqual([
+        "idempotency-purge",
+        "queue-vacuum",
+        "retention",
+        "sweep",
+      ]);
+      await waitUntil(
+        async () => completed.filter((id) => /queue-vacuum/.test(id)).length,
+        (n) => n >= 1,
+        10_000,
+      );
+      await waitUntil(lastVacuum, (at) => at > before, 10_000);
+      await on.close();
+      closers.pop();
+      const off = await startMaintenance({ ...options, queueVacuumEveryMs: 0, connection: connect() });
+      closers.push(off.close);
+      expect((await queue.getJobSchedulers()).map((s) => s.key).sort()).toEqual(["idempotency-purge", "retention", "sweep"]);
+    } finally {
+      for (const close of closers) await close();
+      await queueEvents.close();
+      await queue.obliterate({ force: true });
+      await queue.close();
+      for (const c of connections) await c.quit().catch(() => undefined);
+    }
+  });
 });

@@ -84,6 +84,7 @@ const maintenance = await startMaintenance({
   sweepEveryMs: config.SWEEP_INTERVAL_MS,
   sweepAfterMs: config.SWEEP_AFTER_MS,
   sweepBatchSize: config.SWEEP_BATCH_SIZE,
+  queueVacuumEveryMs: config.OUTBOX_VACUUM_INTERVAL_MS,
   logger: getLogger("maintenance"),
   metrics,
 });

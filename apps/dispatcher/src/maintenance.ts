@@ -1,6 +1,6 @@
 import { Queue, Worker } from "bullmq";
 import type pg from "pg";
-import { purgeExpiredPayloads, purgeIdempotencyKeys } from "@mailhooks/delivery-state";
+import { purgeExpiredPayloads, purgeIdempotencyKeys, vacuumQueueTables } from "@mailhooks/delivery-state";
 import type { Logger } from "@mailhooks/logger";
 import { JOB_NAMES, QUEUE_NAMES, type DeliveryQueue, type MaintenanceJobName, type RedisClient } from "@mailhooks/queue";
 import { sweepLostWork } from "./jobs/sweep-lost-work.js";
@@ -11,7 +11,8 @@ import type { DispatcherMetrics } from "./metrics.js";
  * however many replicas run, each job runs once per period: payload retention (hourly: drops
  * the day partitions past EVENT_RETENTION_DAYS and makes the coming days' ones; what a long
  * reader of event_payloads kept it from doing waits for the next run), expired
- * idempotency keys (hourly), and the sweeper of lost work (SWEEP_INTERVAL_MS).
+ * idempotency keys (hourly), the sweeper of lost work (SWEEP_INTERVAL_MS), and the VACUUM of the
+ * scheduler's queue tables (OUTBOX_VACUUM_INTERVAL_MS, unless 0).
  *
  * The schedulers live in Redis, which may lose them (FLUSHALL, a failover, a restart without
  * persistence) like any job: every dispatcher upserts them again each time its connection is
@@ -39,6 +40,8 @@ export interface MaintenanceOptions {
   sweepAfterMs: number;
   /** Pending rows of each kind the sweeper looks at per run. */
   sweepBatchSize?: number;
+  /** How often the queue tables are vacuumed, in ms; 0 or absent: never (autovacuum's). */
+  queueVacuumEveryMs?: number;
 }
 
 export async function startMaintenance(options: MaintenanceOptions): Promise<{ close: () => Promise<void> }> {
@@ -51,6 +54,8 @@ export async function startMaintenance(options: MaintenanceOptions): Promise<{ c
     await upsert(JOB_NAMES.retention, every);
     await upsert(JOB_NAMES.idempotencyPurge, every);
     await upsert(JOB_NAMES.sweep, options.sweepEveryMs);
+    if (options.queueVacuumEveryMs) await upsert(JOB_NAMES.queueVacuum, options.queueVacuumEveryMs);
+    else await queue.removeJobScheduler(JOB_NAMES.queueVacuum);
     return lost;
   };
   await schedule();
@@ -75,6 +80,7 @@ export async function startMaintenance(options: MaintenanceOptions): Promise<{ c
   options.connection.on("ready", scheduleAgain);
   /** What each job of the queue does, by its name. */
   const run: Record<MaintenanceJobName, () => Promise<void>> = {
+    [JOB_NAMES.queueVacuum]: () => vacuumQueueTables(options.pool),
     [JOB_NAMES.retention]: async () => {
       const purged = await purgeExpiredPayloads(options.pool, options.retentionDays);
       if (purged.droppedPartitions.length > 0) {

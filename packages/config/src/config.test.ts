@@ -173,6 +173,15 @@ describe("RELAY_PUSH_TIMEOUT_MS and RELAY_LOCK_TIMEOUT_MS", () => {
   });
 });
 
+describe("OUTBOX_VACUUM_INTERVAL_MS", () => {
+  it("defaults to 5 s; 0 turns the VACUUM off; anything else is at least 1 s", () => {
+    expect(loadConfig(dispatcherConfigSchema, {})).toMatchObject({ OUTBOX_VACUUM_INTERVAL_MS: 5_000 });
+    expect(loadConfig(dispatcherConfigSchema, { OUTBOX_VACUUM_INTERVAL_MS: "0" })).toMatchObject({ OUTBOX_VACUUM_INTERVAL_MS: 0 });
+    const error = configErrorOf(() => loadConfig(dispatcherConfigSchema, { OUTBOX_VACUUM_INTERVAL_MS: "500" }));
+    expect(error.message).toContain("OUTBOX_VACUUM_INTERVAL_MS: must be 0 or at least 1000");
+  });
+});
+
 describe("usesInsecureDevelopmentKey (start-up warning)", () => {
   const key = Buffer.alloc(32, 7).toString("base64");
   it("is true when the public development key is among the keys, false otherwise", () => {

@@ -187,6 +187,14 @@ export const dispatcherConfigSchema = z.object({
    * transaction, in ms (idle_in_transaction_session_timeout and statement_timeout): what a frozen
    * or vanished dispatcher holds them. Greater than RELAY_PUSH_TIMEOUT_MS. */
   RELAY_LOCK_TIMEOUT_MS: z.coerce.number().int().min(200).default(15_000),
+  /** How often the dispatchers VACUUM the scheduler's queue tables (outbox, webhook_leases), in ms;
+   * 0 leaves them to autovacuum. Once per interval for the whole deployment
+   * (vacuumQueueTables of @mailhooks/delivery-state says why). */
+  OUTBOX_VACUUM_INTERVAL_MS: z.coerce
+    .number()
+    .int()
+    .refine((ms) => ms === 0 || ms >= 1_000, "must be 0 or at least 1000")
+    .default(5_000),
   /** How often pending work whose job was lost is looked for, in ms. */
   SWEEP_INTERVAL_MS: z.coerce.number().int().min(1_000).default(30_000),
   /** Pending work younger than this (ms) is left to the relay by the sweeper. */

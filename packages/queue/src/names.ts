@@ -18,13 +18,14 @@ export const JOB_NAMES = {
   retention: "retention",
   idempotencyPurge: "idempotency-purge",
   sweep: "sweep",
+  queueVacuum: "queue-vacuum",
 } as const;
 
 /**
  * The jobs of the maintenance queue: they carry no data, and only the dispatchers' job
  * schedulers make them. The deliveries queue's jobs are the registry's (WORK_JOBS, jobs.ts).
  */
-export type MaintenanceJobName = (typeof JOB_NAMES)["retention" | "idempotencyPurge" | "sweep"];
+export type MaintenanceJobName = (typeof JOB_NAMES)["retention" | "idempotencyPurge" | "sweep" | "queueVacuum"];
 
 /** The custom backoff type of delivery jobs; the dispatcher's backoffStrategy implements it. */
 export const DELIVERY_BACKOFF_TYPE = "delivery-schedule";
