@@ -154,6 +154,20 @@ const CLAIM = (queuePrefix: string, limit: number, jobLimit: number, classes: We
     SELECT c.*, (SELECT count(*) FROM leased)::int AS leased, f.held_back
       FROM (SELECT EXISTS (SELECT 1 FROM fair WHERE rn > room) AS held_back) f LEFT JOIN claimed c ON true`;
 
+/** What one relayOutbox call did. */
+export interface RelayPass {
+  claimed: number;
+  rejected: RejectedRow[];
+  /**
+   * Some webhook had more rows waiting than it could take (at its job limit): the end of one of
+   * its leases leaves room worth a relay pass. False when every row the claim saw was taken.
+   * Rows locked by another relay's claim are not seen: a relay that ran beside another may say
+   * false while that one says true, and then leaves the webhook's ended leases to the other relay,
+   * to the next new row's notification, or to its own poll (RELAY_POLL_INTERVAL_MS).
+   */
+  heldBack: boolean;
+}
+
 /**
  * Moves outbox rows of `queuePrefix` into the queue, in one transaction, sharing the queue among
  * webhooks (the fair claim above: each webhook holds at most its job limit in Redis, from
@@ -167,18 +181,6 @@ const CLAIM = (queuePrefix: string, limit: number, jobLimit: number, classes: We
  * settings; the claim), one follows it (COMMIT). Returns how many rows were claimed, the rejected
  * ones, and whether work was held back (RelayPass).
  */
-/** What one relayOutbox call did. */
-export interface RelayPass {
-  claimed: number;
-  rejected: RejectedRow[];
-  /**
-   * Some webhook had more rows waiting than it could take (at its job limit): the end of one of
-   * its leases leaves room worth a relay pass. False when every row the claim saw was taken
-   * (rows locked by another relay's claim are not seen).
-   */
-  heldBack: boolean;
-}
-
 export async function relayOutbox(
   pool: pg.Pool,
   queuePrefix: string,
