@@ -167,18 +167,49 @@ describe("retention on a database of its own", () => {
     }
   });
 
-  test("startMaintenance registers one 'retention' job scheduler whatever the number of replicas, and its job purges", async () => {
-    const prefix = `test-maint-${randomUUID()}`;
-    const url = testRedisUrl();
+  /**
+   * The maintenance queue of a prefix of its own (`name`-uuid), as the maintenance tests drive it:
+   * `connect` opens a Redis connection (each a maintenance process's own), `queue` and
+   * `queueEvents` watch the queue, `options` are startMaintenance's but the connection (retention
+   * over `retentionDays`), `closers` run first at `end`, which then empties the queue and quits
+   * every connection.
+   */
+  function maintenanceHarness(name: string, retentionDays: number) {
+    const prefix = `${name}-${randomUUID()}`;
     const connections: RedisClient[] = [];
     const connect = () => {
-      const c = createRedisConnection(url, "worker");
+      const c = createRedisConnection(testRedisUrl(), "worker");
       connections.push(c);
       return c;
     };
     const queue = new Queue("maintenance", { connection: connect(), prefix });
     const queueEvents = new QueueEvents("maintenance", { connection: connect(), prefix });
-    const closers: (() => Promise<void>)[] = [];
+    const deliveries = new DeliveryQueue(connect(), prefix, attemptBudgetOf([1000, 1000, 1000]));
+    const closers: (() => Promise<void>)[] = [() => deliveries.close()];
+    const options = {
+      deliveries,
+      pool: stack.pool,
+      metrics: createDispatcherMetrics(),
+      retentionDays,
+      logger: getLogger("test-maintenance"),
+      prefix,
+      queuePrefix: prefix,
+      retryDelaysMs: [1000, 1000, 1000],
+      sweepEveryMs: 60_000,
+      sweepAfterMs: 60_000,
+    };
+    const end = async () => {
+      for (const close of closers.reverse()) await close();
+      await queueEvents.close();
+      await queue.obliterate({ force: true });
+      await queue.close();
+      for (const c of connections) await c.quit().catch(() => undefined);
+    };
+    return { connect, queue, queueEvents, closers, options, end };
+  }
+
+  test("startMaintenance registers one 'retention' job scheduler whatever the number of replicas, and its job purges", async () => {
+    const { connect, queue, queueEvents, closers, options, end } = maintenanceHarness("test-maint", 90);
     try {
       await queueEvents.waitUntilReady();
       const completed: { jobId: string; at: number }[] = [];
@@ -194,24 +225,9 @@ describe("retention on a database of its own", () => {
       await backdateEvent(stack.pool, eventId, old);
       expect((await acct.api("GET", `/v1/events/${eventId}`)).body.payload_retained).toBe(true);
 
-      const deliveries = new DeliveryQueue(connect(), prefix, attemptBudgetOf([1000, 1000, 1000]));
-      closers.push(() => deliveries.close());
-      const options = {
-        deliveries,
-        pool: stack.pool,
-        metrics: createDispatcherMetrics(),
-        retentionDays: 90,
-        logger: getLogger("test-maintenance"),
-        retentionEveryMs: 200,
-        prefix,
-        queuePrefix: prefix,
-        retryDelaysMs: [1000, 1000, 1000],
-        sweepEveryMs: 60_000,
-        sweepAfterMs: 60_000,
-      };
-      const first = await startMaintenance({ ...options, connection: connect() });
+      const first = await startMaintenance({ ...options, retentionEveryMs: 200, connection: connect() });
       closers.push(first.close);
-      const second = await startMaintenance({ ...options, connection: connect() });
+      const second = await startMaintenance({ ...options, retentionEveryMs: 200, connection: connect() });
       closers.push(second.close);
 
       const schedulers = await queue.getJobSchedulers();
@@ -241,27 +257,13 @@ describe("retention on a database of its own", () => {
       expect(await queue.getJobSchedulersCount()).toBe(3);
       expect(failed).toEqual([]);
     } finally {
-      for (const close of closers) await close();
-      await queueEvents.close();
-      await queue.obliterate({ force: true });
-      await queue.close();
-      for (const c of connections) await c.quit().catch(() => undefined);
+      await end();
     }
   });
 
   test("with OUTBOX_VACUUM_INTERVAL_MS, startMaintenance schedules the queue tables' VACUUM, which runs; with 0 it removes that scheduler", async () => {
-    const prefix = `test-vacuum-${randomUUID()}`;
-    const url = testRedisUrl();
-    const connections: RedisClient[] = [];
-    const connect = () => {
-      const c = createRedisConnection(url, "worker");
-      connections.push(c);
-      return c;
-    };
-    const queue = new Queue("maintenance", { connection: connect(), prefix });
-    const queueEvents = new QueueEvents("maintenance", { connection: connect(), prefix });
-    const deliveries = new DeliveryQueue(connect(), prefix, attemptBudgetOf([1000, 1000, 1000]));
-    const closers: (() => Promise<void>)[] = [() => deliveries.close()];
+    // Nothing is in reach of retention here (100 years): this test is about the VACUUM only.
+    const { connect, queue, queueEvents, closers, options, end } = maintenanceHarness("test-vacuum", 36_500);
     const lastVacuum = async () =>
       (
         await stack.pool.query<{ at: Date | null }>(
@@ -272,19 +274,6 @@ describe("retention on a database of its own", () => {
       await queueEvents.waitUntilReady();
       const completed: string[] = [];
       queueEvents.on("completed", ({ jobId }) => completed.push(jobId));
-      const options = {
-        deliveries,
-        pool: stack.pool,
-        metrics: createDispatcherMetrics(),
-        // Nothing is in reach of retention here: this test is about the VACUUM only.
-        retentionDays: 36_500,
-        logger: getLogger("test-maintenance"),
-        prefix,
-        queuePrefix: prefix,
-        retryDelaysMs: [1000, 1000, 1000],
-        sweepEveryMs: 60_000,
-        sweepAfterMs: 60_000,
-      };
       const before = await lastVacuum();
       const on = await startMaintenance({ ...options, queueVacuumEveryMs: 1_000, connection: connect() });
       closers.push(on.close);
@@ -306,11 +295,7 @@ describe("retention on a database of its own", () => {
       closers.push(off.close);
       expect((await queue.getJobSchedulers()).map((s) => s.key).sort()).toEqual(["idempotency-purge", "retention", "sweep"]);
     } finally {
-      for (const close of closers) await close();
-      await queueEvents.close();
-      await queue.obliterate({ force: true });
-      await queue.close();
-      for (const c of connections) await c.quit().catch(() => undefined);
+      await end();
     }
   });
 });
