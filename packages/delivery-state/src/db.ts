@@ -76,11 +76,15 @@ export async function inTransaction<T>(
   }
 }
 
-/** Runs one statement, again after a deadlock (up to three times in all). */
-export async function runStatement<R extends pg.QueryResultRow = pg.QueryResultRow>(db: Queryable, query: Sql): Promise<pg.QueryResult<R>> {
+/** Runs one statement (prepared under `name` when given, see `run`), again after a deadlock (up to three times in all). */
+export async function runStatement<R extends pg.QueryResultRow = pg.QueryResultRow>(
+  db: Queryable,
+  query: Sql,
+  name?: string,
+): Promise<pg.QueryResult<R>> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await run<R>(db, query);
+      return await run<R>(db, query, name);
     } catch (error) {
       if (attempt < 3 && RETRYABLE.has((error as { code?: string }).code ?? "")) continue;
       throw error;

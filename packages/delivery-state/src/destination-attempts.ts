@@ -165,6 +165,10 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
     SELECT s.webhook_id, s.since, s.events,
            ARRAY(SELECT destination_id FROM input WHERE outcome <> 'retry' EXCEPT SELECT work_id FROM leases_ended) AS unleased
       FROM (SELECT 1) one LEFT JOIN streak s ON true`,
+    // Prepared under a name: planned each time, this statement of nine CTEs cost 0.9 to 1.1 ms of
+    // planning per batch beside 2 ms of execution (pg_stat_statements over a bench run,
+    // 2026-11-27); PostgreSQL keeps a generic plan after five runs, unless it costs more.
+    "delivery_state_record_destination_attempts",
   );
   // One row with nulls when no webhook's counters moved (the statement always answers one row).
   const streaks = new Map(
