@@ -1,5 +1,6 @@
 import { createPool } from "@mailhooks/db";
-import { inTransaction } from "./db.js";
+import sql from "sql-template-tag";
+import { inTransaction, runGeneric } from "./db.js";
 
 /**
  * inTransaction's settings are the transaction's own (SET LOCAL with its BEGIN): the relay's
@@ -24,5 +25,12 @@ describe("inTransaction settings", () => {
     expect(inside).toEqual(["off", "1500ms"]);
     // The same pooled connection afterwards: as before.
     expect(await read(pool)).toEqual(before);
+  });
+
+  test("runGeneric runs its named statement with the generic plan forced, and leaves the connection as it was", async () => {
+    const mode = sql`SELECT current_setting('plan_cache_mode') AS mode, ${1}::int AS one`;
+    const { rows } = await runGeneric<{ mode: string }>(pool, mode, "test_run_generic_mode");
+    expect(rows[0].mode).toBe("force_generic_plan");
+    expect(await show(pool, "plan_cache_mode")).toBe("auto");
   });
 });

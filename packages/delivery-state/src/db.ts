@@ -21,6 +21,21 @@ export async function run<R extends pg.QueryResultRow = pg.QueryResultRow>(
   return db.query<R>(query.text, query.values);
 }
 
+/**
+ * `run` of the statement prepared under `name`, always with its generic plan: in a transaction of
+ * its own on `pool` with `plan_cache_mode = force_generic_plan` (two round trips more than `run`).
+ * For a read whose generic plan is as good as any, and whose plans made for the values of one
+ * call PostgreSQL would otherwise keep making, now and then, at a cost above its execution's
+ * (loadDestinations).
+ */
+export async function runGeneric<R extends pg.QueryResultRow = pg.QueryResultRow>(
+  pool: pg.Pool,
+  query: Sql,
+  name: string,
+): Promise<pg.QueryResult<R>> {
+  return inTransaction(pool, (client) => run<R>(client, query, name), { plan_cache_mode: "force_generic_plan" });
+}
+
 /** SQLSTATEs after which the whole transaction can simply run again: deadlock, serialization. */
 const RETRYABLE = new Set(["40P01", "40001"]);
 
@@ -31,7 +46,15 @@ const RETRYABLE = new Set(["40P01", "40001"]);
  */
 export type TransactionSettings = Partial<Record<"idle_in_transaction_session_timeout" | "statement_timeout", number>> & {
   synchronous_commit?: "off";
+  /**
+   * `force_generic_plan`: statements prepared under a name (`run`) use their one cached generic
+   * plan, never a plan made for the values of one call (see loadDestinations).
+   */
+  plan_cache_mode?: "force_generic_plan";
 };
+
+/** The words a setting may take (written into the BEGIN as they are; anything else is a number). */
+const SETTING_WORDS = new Set(["off", "force_generic_plan"]);
 
 /**
  * Runs `fn` in a transaction on one pooled connection: COMMIT when it resolves, ROLLBACK when it
@@ -45,11 +68,13 @@ export async function inTransaction<T>(
   fn: (client: pg.PoolClient) => Promise<T>,
   settings: TransactionSettings = {},
 ): Promise<T> {
-  // No parameters in a multi-statement query: only whole numbers and the one word "off" are
-  // written into it.
+  // No parameters in a multi-statement query: only whole numbers and the words of SETTING_WORDS
+  // are written into it.
   const begin = [
     "BEGIN",
-    ...Object.entries(settings).map(([name, value]) => `SET LOCAL ${name} = ${value === "off" ? "off" : Math.trunc(Number(value))}`),
+    ...Object.entries(settings).map(
+      ([name, value]) => `SET LOCAL ${name} = ${SETTING_WORDS.has(String(value)) ? String(value) : Math.trunc(Number(value))}`,
+    ),
   ].join("; ");
   for (let attempt = 1; ; attempt++) {
     const client = await pool.connect();
