@@ -87,6 +87,10 @@ async function prepare(db: Queryable, requests: Request[]): Promise<Prepared[][]
          WHERE inbox_ids && ${inboxes}::text[] AND account_id = ANY(${accounts}::text[]) AND status = 'enabled' AND deleted_at IS NULL
            AND events && ${kinds}::text[]
         ORDER BY id`,
+    // Prepared under a name: planned on every request, its two branches cost 0.27 ms of planning
+    // against 0.06 ms of execution (pg_stat_statements over a bench run, 2026-11-27). Its generic
+    // plan reads the same two indexes (checked with 100,000 webhooks of 2,000 accounts).
+    "delivery_state_subscribed_webhooks",
   );
   const subscribed = (hook: (typeof hooks)[number], accountId: string, input: EventInput) =>
     hook.account_id === accountId &&
