@@ -48,19 +48,25 @@ describe("the outbox relay", () => {
     }
   }
 
-  test("a webhook at its job limit gets its next jobs when its leases end, woken by room", async () => {
-    const work = Array.from({ length: 5 }, (_, i) => `dst_relay_${i}_${randomUUID()}`);
+  /** `count` delivery jobs of one webhook in the outbox of `prefix`, oldest first; their work ids. */
+  async function enqueueWork(prefix: string, webhookId: string, count: number): Promise<string[]> {
+    const work = Array.from({ length: count }, (_, i) => `dst_${webhookId}_${i}_${randomUUID()}`);
     await enqueue(
       pool,
-      queuePrefix,
+      prefix,
       work.map((id) => ({
         jobName: JOB_NAMES.delivery,
         jobId: id,
         data: { destinationId: id },
-        webhookId: "wh_relay",
-        accountId: "acct_relay",
+        webhookId,
+        accountId: `acct_${webhookId}`,
       })),
     );
+    return work;
+  }
+
+  test("a webhook at its job limit gets its next jobs when its leases end, woken by room", async () => {
+    const work = await enqueueWork(queuePrefix, "wh_relay", 5);
     const config = loadConfig(dispatcherConfigSchema, {
       DATABASE_URL: databaseUrl,
       RELAY_POLL_INTERVAL_MS: "600000",
@@ -83,20 +89,9 @@ describe("the outbox relay", () => {
     expect(await until(jobIds, (ids) => ids.length === 2 && ids.includes(work[2]))).toEqual(work.slice(2, 4).sort());
   });
 
-  test("a pass says whether it held work back: only then does an ended lease make the relay look again", async () => {
+  test("a pass says whether it held work back (what decides whether an ended lease wakes the relay)", async () => {
     const prefix = `${queuePrefix}-held`;
-    const work = Array.from({ length: 5 }, (_, i) => `dst_held_${i}_${randomUUID()}`);
-    await enqueue(
-      pool,
-      prefix,
-      work.map((id) => ({
-        jobName: JOB_NAMES.delivery,
-        jobId: id,
-        data: { destinationId: id },
-        webhookId: "wh_held",
-        accountId: "acct_held",
-      })),
-    );
+    const work = await enqueueWork(prefix, "wh_held", 5);
     const pass = () => relayOutbox(pool, prefix, 500, async () => [], {}, 2);
     try {
       expect(await pass()).toEqual({ claimed: 2, rejected: [], heldBack: true });
