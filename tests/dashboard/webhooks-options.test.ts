@@ -41,7 +41,7 @@ describe("dashboard: webhook options", () => {
     const { session, api } = await freshSession();
     const created = await api("POST", "/v1/webhooks", { url: "https://receiver.example/waiting", events: ["message.sent"], rate_limit: 3 });
     expect(created.status).toBe(201);
-    // No dispatcher runs here: its test event and three events wait in the outbox for their turn.
+    // No dispatcher runs here: its test event and three events wait in the work queue.
     for (let i = 0; i < 3; i++) {
       const data = {
         messageId: `<${randomUUID()}@x>`,
@@ -56,7 +56,7 @@ describe("dashboard: webhook options", () => {
     }
     const page = await session.get(`/dashboard/webhooks/${created.body.id}`);
     expect(page.text).toContain("3 requests per second");
-    expect(page.text).toContain("4 waiting for its turn, 0 in the queue");
+    expect(page.text).toContain("4 waiting, 0 being sent");
   });
 
   test("set on creation, shown on the webhook's page with header values as ***, edited (one header removed, one added), cleared", async () => {

@@ -1,7 +1,7 @@
 import { Queue } from "bullmq";
 import { captureLogs } from "@mailhooks/logger";
 import { createRedisConnection, QUEUE_NAMES, type RedisClient } from "@mailhooks/queue";
-import { startDeliveryWorker } from "../support/delivery-worker.js";
+import { startDispatcherOn } from "../support/delivery-worker.js";
 import { testRedisUrl } from "../support/env.js";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { createHook, deliveryRows, emailArrivals, expectError, expectValidation, startHookReceiver } from "../support/hooks.js";
@@ -108,13 +108,13 @@ describe("accepting events", () => {
 describe("a poison job: a deterministic failure after the request was sent", () => {
   const env = { DELIVERY_RETRY_DELAYS_MS: "200,200,200" };
   let stack: Stack;
-  let dispatcher: ReturnType<typeof startDeliveryWorker>;
+  let dispatcher: ReturnType<typeof startDispatcherOn>;
   let redis: RedisClient;
   let deliveries: Queue;
   const marker = `poison-${Date.now()}`;
   beforeAll(async () => {
-    stack = await startStack({ env, dispatcher: "relay-only" });
-    dispatcher = startDeliveryWorker(stack, env);
+    stack = await startStack({ env, dispatcher: false });
+    dispatcher = startDispatcherOn(stack, env);
     redis = createRedisConnection(testRedisUrl(), "worker");
     deliveries = new Queue(QUEUE_NAMES.deliveries, { connection: redis, prefix: stack.prefix });
     // Recording an attempt to this webhook's URL fails, always, after the POST was made: what a

@@ -1,7 +1,7 @@
 import type { Arrival } from "@mailhooks/receiver";
 import { sampleData, startStack, type Stack } from "../support/stack.js";
 import { createHook, emailArrivals, startHookReceiver, type HookReceiver } from "../support/hooks.js";
-import { startDeliveryWorker, type InProcessDispatcher } from "../support/delivery-worker.js";
+import { startDispatcherOn, type InProcessDispatcher } from "../support/delivery-worker.js";
 
 /**
  * `rate_limit` (CONTRACT.md section 4): the most requests per second the service sends to a
@@ -30,7 +30,7 @@ describe("rate_limit", () => {
   beforeAll(async () => {
     stack = await startStack({ env: { DELIVERY_RETRY_DELAYS_MS: "300,300,300" } });
     // A second dispatcher on the same queue: the limit holds across both.
-    second = startDeliveryWorker(stack, { QUEUE_PREFIX: stack.prefix, DELIVERY_RETRY_DELAYS_MS: "300,300,300" });
+    second = startDispatcherOn(stack, { QUEUE_PREFIX: stack.prefix, DELIVERY_RETRY_DELAYS_MS: "300,300,300" });
     // The first request of each message in failFirst fails: its retry goes through the limit too.
     hr = await startHookReceiver(stack, (arrival) => {
       if (!arrival.messageId || !failFirst.has(arrival.messageId)) return {};

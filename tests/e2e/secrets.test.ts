@@ -5,7 +5,7 @@ import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.
 import { createHook, emailArrivals, expectError, expectValidation, startHookReceiver } from "../support/hooks.js";
 import pg from "pg";
 import { scratchDatabase } from "../chaos/support/database.js";
-import { startDeliveryWorker } from "../support/delivery-worker.js";
+import { startDispatcherOn } from "../support/delivery-worker.js";
 import { runCli } from "../support/cli.js";
 
 /**
@@ -172,10 +172,10 @@ describe("secret rotation", () => {
 describe("auto-disable (WEBHOOK_AUTO_DISABLE_AFTER_HOURS=0.0005, i.e. 1.8 s)", () => {
   const env = { WEBHOOK_AUTO_DISABLE_AFTER_HOURS: "0.0005", DELIVERY_RETRY_DELAYS_MS: "1000,1000,60000" };
   let stack: Stack;
-  let dispatcher: ReturnType<typeof startDeliveryWorker>;
+  let dispatcher: ReturnType<typeof startDispatcherOn>;
   beforeAll(async () => {
-    stack = await startStack({ env, dispatcher: "relay-only" });
-    dispatcher = startDeliveryWorker(stack, env);
+    stack = await startStack({ env, dispatcher: false });
+    dispatcher = startDispatcherOn(stack, env);
   });
   afterAll(async () => {
     await dispatcher?.close();

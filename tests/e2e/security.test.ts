@@ -470,11 +470,11 @@ describe("ADMIN_READ_WRITE=true", () => {
   });
 });
 
-describe("without ADMIN_USERNAME/ADMIN_PASSWORD, and with only the outbox relay (jobs stay queued)", () => {
+describe("without ADMIN_USERNAME/ADMIN_PASSWORD, and with no dispatcher (work stays queued)", () => {
   let stack: Stack;
   let redis: Redis;
   beforeAll(async () => {
-    stack = await startStack({ dispatcher: "relay-only", env: { ALLOW_PRIVATE_TARGETS: "false" } });
+    stack = await startStack({ dispatcher: false, env: { ALLOW_PRIVATE_TARGETS: "false" } });
     issuedKeys.push(stack.apiKey);
     redis = new Redis(testRedisUrl());
   });

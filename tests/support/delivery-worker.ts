@@ -1,9 +1,8 @@
+import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { dispatcherConfigSchema, loadConfig, type DispatcherConfig } from "@mailhooks/config";
-import { attemptBudgetOf } from "@mailhooks/delivery-state";
 import { getLogger } from "@mailhooks/logger";
 import { createConfiguredRedis, DeliveryQueue } from "@mailhooks/queue";
-import { createAdmissionControl } from "@mailhooks/scheduler";
 import { createHttpClient } from "../../apps/dispatcher/src/delivery/http-client.js";
 import { createDispatcherMetrics, type DispatcherMetrics } from "../../apps/dispatcher/src/metrics.js";
 import { startConfiguredRelay, type Relay } from "../../apps/dispatcher/src/relay.js";
@@ -19,80 +18,62 @@ export interface InProcessDispatcher {
 
 /**
  * A dispatcher inside the test process, wired as apps/dispatcher/src/main.ts wires one (without
- * the maintenance schedulers): the outbox relay, the delivery worker, or both (`parts`).
+ * the maintenance schedulers): its relay and its delivery worker, under a dispatcher id of its own.
  */
 export function startInProcessDispatcher(
   pool: pg.Pool,
   config: DispatcherConfig,
-  options: { queuePrefix: string; keyPrefix: string; parts: "all" | "relay-only" | "worker-only" },
+  options: { queuePrefix: string; keyPrefix: string },
 ): InProcessDispatcher {
   const metrics = createDispatcherMetrics();
   const logger = getLogger("dispatcher");
-  const closers: (() => Promise<void>)[] = [];
-  // As in main.ts: the worker wakes the relay of its own process (with parts "all").
+  const workerConnection = createConfiguredRedis(config, "worker").connection;
+  const { client, agent } = createHttpClient({ timeoutMs: config.DELIVERY_TIMEOUT_MS, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS });
   let relay: Relay | undefined;
-  if (options.parts !== "relay-only") {
-    const connection = createConfiguredRedis(config, "worker").connection;
-    const { client, agent } = createHttpClient({
-      timeoutMs: config.DELIVERY_TIMEOUT_MS,
-      allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS,
-    });
-    const worker = createConfiguredDeliveryWorker(config, {
-      pool,
-      client,
-      logger,
-      metrics,
-      connection,
-      prefix: options.keyPrefix,
-      queuePrefix: options.queuePrefix,
-      onRoom: () => relay?.room(),
-    });
-    closers.push(async () => {
-      await worker.close();
-      agent.destroy();
-      await connection.quit().catch(() => undefined);
-    });
-  }
-  if (options.parts !== "worker-only") {
-    const connection = createConfiguredRedis(config, "producer").connection;
-    connection.on("error", () => undefined);
-    const queue = new DeliveryQueue(connection, options.keyPrefix, attemptBudgetOf(config.DELIVERY_RETRY_DELAYS_MS));
-    queue.queue.on("error", () => undefined);
-    const schedulerState = createAdmissionControl({
-      redis: connection,
-      keyPrefix: options.keyPrefix,
-      localConcurrency: config.DISPATCHER_CONCURRENCY,
-      slowAttemptMs: config.DISPATCHER_SLOW_ATTEMPT_MS,
-    });
-    relay = startConfiguredRelay(config, {
-      pool,
-      queue,
-      queuePrefix: options.queuePrefix,
-      webhookClasses: () => schedulerState.webhookClasses(),
-      logger,
-      metrics,
-    });
-    // The relay stops first: nothing is relayed to a worker that is already gone.
-    closers.unshift(async () => {
-      await relay?.close();
-      await queue.close();
-      await connection.quit().catch(() => undefined);
-    });
-  }
+  const delivery = createConfiguredDeliveryWorker(config, {
+    pool,
+    client,
+    logger,
+    metrics,
+    connection: workerConnection,
+    prefix: options.keyPrefix,
+    onEnded: () => relay?.wake(),
+  });
+  const relayConnection = createConfiguredRedis(config, "producer").connection;
+  relayConnection.on("error", () => undefined);
+  const queue = new DeliveryQueue(relayConnection, options.keyPrefix);
+  queue.queue.on("error", () => undefined);
+  relay = startConfiguredRelay(config, {
+    pool,
+    queue,
+    queuePrefix: options.queuePrefix,
+    dispatcherId: `test-${randomUUID()}`,
+    running: delivery.running,
+    logger,
+    metrics,
+  });
+  let closed = false;
   return {
     metrics,
     close: async () => {
-      for (const close of closers.splice(0)) await close();
+      if (closed) return;
+      closed = true;
+      // As main.ts stops: claim nothing more, let the attempts in flight end, then stop.
+      relay?.drain();
+      await delivery.worker.close();
+      await relay?.close();
+      agent.destroy();
+      await queue.close();
+      await Promise.all([workerConnection.quit().catch(() => undefined), relayConnection.quit().catch(() => undefined)]);
     },
   };
 }
 
 /**
- * A dispatcher's delivery worker on `stack`'s queue (for a stack that runs only the relay),
- * configured from `env` by the dispatcher's own schema, with metrics of its own that the test
- * reads.
+ * Another dispatcher of `stack` (its queue prefix and Redis keys), configured from `env` by the
+ * dispatcher's own schema, with metrics of its own that the test reads.
  */
-export function startDeliveryWorker(stack: Stack, env: Record<string, string>): InProcessDispatcher {
+export function startDispatcherOn(stack: Stack, env: Record<string, string>): InProcessDispatcher {
   const config = loadConfig(dispatcherConfigSchema, {
     DATABASE_URL: testDatabaseUrl(),
     REDIS_URL: testRedisUrl(),
@@ -100,5 +81,5 @@ export function startDeliveryWorker(stack: Stack, env: Record<string, string>): 
     DISPATCHER_CONCURRENCY: "16",
     ...env,
   });
-  return startInProcessDispatcher(stack.pool, config, { queuePrefix: stack.prefix, keyPrefix: stack.keyPrefix, parts: "worker-only" });
+  return startInProcessDispatcher(stack.pool, config, { queuePrefix: stack.prefix, keyPrefix: stack.keyPrefix });
 }

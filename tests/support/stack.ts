@@ -76,9 +76,8 @@ export interface Account {
 export interface StackOptions {
   /** Environment of both processes, e.g. `{ DELIVERY_RETRY_DELAYS_MS: "200,400,600" }`. */
   env?: Record<string, string>;
-  /** Start no dispatcher (API-only tests: accepted work waits in the outbox), or only its
-   * outbox relay (jobs reach Redis and stay there). */
-  dispatcher?: boolean | "relay-only";
+  /** Start no dispatcher (API-only tests: accepted work waits in the work queue). */
+  dispatcher?: boolean;
 }
 
 // Tests print only warnings and errors of the service's own loggers (LOG_LEVEL overrides).
@@ -130,9 +129,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const replicas: ApiReplica[] = [];
 
   let dispatcher: InProcessDispatcher | null = null;
-  const dispatcherParts = options.dispatcher === "relay-only" ? "relay-only" : "all";
   const startDispatcher = () => {
-    dispatcher ??= startInProcessDispatcher(pool, dispatcherConfig, { queuePrefix: prefix, keyPrefix, parts: dispatcherParts });
+    dispatcher ??= startInProcessDispatcher(pool, dispatcherConfig, { queuePrefix: prefix, keyPrefix });
   };
   if (options.dispatcher !== false) startDispatcher();
 
@@ -209,8 +207,9 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       await queue.close();
       if (connected) await redis.quit().catch(() => undefined);
       else redis.disconnect();
-      // Outbox rows never relayed (a test that stopped its dispatcher) are this prefix's alone.
-      await pool.query("DELETE FROM outbox WHERE queue_prefix = $1", [prefix]).catch(() => undefined);
+      // Work never done (a test that stopped its dispatcher) and the round are this prefix's alone.
+      for (const table of ["work_items", "webhook_queues", "dispatchers"])
+        await pool.query(`DELETE FROM ${table} WHERE queue_prefix = $1`, [prefix]).catch(() => undefined);
       await db.close();
     },
   };

@@ -1,17 +1,18 @@
 /**
- * The dispatcher process: the outbox relay and a BullMQ worker that signs and delivers
- * envelopes. Any number may run against one PostgreSQL and one Redis. SIGTERM lets in-flight
- * attempts finish, then exits 0.
+ * The dispatcher process: the relay that claims work (docs/scheduler.md) and a BullMQ worker that
+ * signs and delivers it. Any number may run against one PostgreSQL and one Redis. SIGTERM stops
+ * claiming, lets the attempts in flight finish and be recorded, then exits 0.
  */
+import { randomUUID } from "node:crypto";
+import os from "node:os";
 import { createConfiguredDatabase } from "@mailhooks/db";
 import { getLogger } from "@mailhooks/logger";
 import { startService } from "@mailhooks/command-line/service";
-import { attemptBudgetOf, ensurePayloadPartitions, schedulerBacklog } from "@mailhooks/delivery-state";
+import { ensurePayloadPartitions, queueBacklog } from "@mailhooks/delivery-state";
 import { createConfiguredRedis, DeliveryQueue } from "@mailhooks/queue";
-import { createAdmissionControl } from "@mailhooks/scheduler";
 import { createHttpClient } from "./delivery/http-client.js";
 import { startMaintenance } from "./maintenance.js";
-import { createDispatcherMetrics, registerSchedulerGauges, serveMetrics } from "./metrics.js";
+import { createDispatcherMetrics, registerWorkQueueGauges, serveMetrics } from "./metrics.js";
 import { startConfiguredRelay, type Relay } from "./relay.js";
 import { createConfiguredDeliveryWorker } from "./worker.js";
 
@@ -20,52 +21,31 @@ const { config, logger } = startService("dispatcher");
 const db = createConfiguredDatabase(config);
 const { connection, keyPrefix } = createConfiguredRedis(config, "worker");
 connection.on("error", (error: Error) => logger.warn("redis error", { error: error.message }));
-// The relay's own connection fails fast while Redis is away (its batch rolls back and waits).
+// The relay's own connection fails fast while Redis is away (its claimed work is given back).
 const relayConnection = createConfiguredRedis(config, "producer").connection;
 relayConnection.on("error", () => undefined);
 const { client, agent } = createHttpClient({ timeoutMs: config.DELIVERY_TIMEOUT_MS, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS });
-const deliveryQueue = new DeliveryQueue(connection, keyPrefix, attemptBudgetOf(config.DELIVERY_RETRY_DELAYS_MS));
-const relayQueue = new DeliveryQueue(relayConnection, keyPrefix, attemptBudgetOf(config.DELIVERY_RETRY_DELAYS_MS));
+const relayQueue = new DeliveryQueue(relayConnection, keyPrefix);
 relayQueue.queue.on("error", () => undefined);
-const metrics = createDispatcherMetrics(deliveryQueue.queue);
+const metrics = createDispatcherMetrics(relayQueue.queue);
+registerWorkQueueGauges(metrics.registry, () => queueBacklog(db.pool, config.QUEUE_PREFIX));
 const metricsServer = await serveMetrics(metrics.registry, config.METRICS_PORT);
 // The relay starts below; until then there is no relay to wake.
 let relay: Relay | undefined;
-const worker = createConfiguredDeliveryWorker(config, {
+const delivery = createConfiguredDeliveryWorker(config, {
   pool: db.pool,
   client,
   logger,
   metrics,
   connection,
   prefix: keyPrefix,
-  queuePrefix: config.QUEUE_PREFIX,
-  onRoom: () => relay?.room(),
-});
-// The scheduler's state as the relay (slow webhooks) and the gauges read it, over the relay's
-// connection, which fails fast while Redis is away.
-const schedulerState = createAdmissionControl({
-  redis: relayConnection,
-  keyPrefix,
-  localConcurrency: config.DISPATCHER_CONCURRENCY,
-  slowAttemptMs: config.DISPATCHER_SLOW_ATTEMPT_MS,
-});
-registerSchedulerGauges(metrics.registry, {
-  backlog: async () =>
-    schedulerBacklog(
-      db.pool,
-      config.QUEUE_PREFIX,
-      config.DISPATCHER_WEBHOOK_JOB_LIMIT,
-      await schedulerState.webhookClasses().catch(() => undefined),
-    ),
-  rateLimited: async () => {
-    const state = await schedulerState.state();
-    return { waiting: state.waitingForRateLimit, webhooks: state.rateLimitedWebhooks };
-  },
+  onEnded: () => relay?.wake(),
 });
 relay = startConfiguredRelay(config, {
   pool: db.pool,
   queue: relayQueue,
-  webhookClasses: () => schedulerState.webhookClasses(),
+  dispatcherId: `${os.hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
+  running: delivery.running,
   logger: getLogger("relay"),
   metrics,
 });
@@ -75,16 +55,9 @@ await ensurePayloadPartitions(db.pool).catch((error: Error) =>
 );
 const maintenance = await startMaintenance({
   connection,
-  deliveries: deliveryQueue,
   prefix: keyPrefix,
-  queuePrefix: config.QUEUE_PREFIX,
   pool: db.pool,
   retentionDays: config.EVENT_RETENTION_DAYS,
-  retryDelaysMs: config.DELIVERY_RETRY_DELAYS_MS,
-  sweepEveryMs: config.SWEEP_INTERVAL_MS,
-  sweepAfterMs: config.SWEEP_AFTER_MS,
-  sweepBatchSize: config.SWEEP_BATCH_SIZE,
-  queueVacuumEveryMs: config.OUTBOX_VACUUM_INTERVAL_MS,
   logger: getLogger("maintenance"),
   metrics,
 });
@@ -105,9 +78,13 @@ async function shutdown(signal: string) {
     process.exit(1);
   }, config.DELIVERY_TIMEOUT_MS + 10_000);
   deadline.unref();
-  await Promise.all([relay?.close(), worker.close(), maintenance.close()]);
+  // Claim nothing more (this dispatcher's slots leave the deployment's at once), let the attempts
+  // in flight end with their leases renewed, then stop the relay.
+  relay?.drain();
+  await Promise.all([delivery.worker.close(), maintenance.close()]);
+  await relay?.close();
   metricsServer.close();
-  await Promise.all([deliveryQueue.close(), relayQueue.close()]);
+  await relayQueue.close();
   agent.destroy();
   await Promise.all([connection.quit().catch(() => undefined), relayConnection.quit().catch(() => undefined)]);
   await db.close();

@@ -1,30 +1,26 @@
 import { Registry } from "prom-client";
-import { registerSchedulerGauges } from "./metrics.js";
+import type { QueueBacklog } from "@mailhooks/delivery-state";
+import { registerWorkQueueGauges } from "./metrics.js";
 
 /**
- * The scheduler's gauges (issue "No endpoint waits for another", item 7; docs/scheduler.md):
- * work waiting and webhooks at their limit, by reason, read at each scrape. A reading that fails
- * leaves the gauge as it was instead of failing the scrape.
+ * The work queue's gauges (docs/scheduler.md): work waiting and leased, and webhooks in the round,
+ * read at each scrape. A reading that fails leaves the gauges as they were instead of failing the
+ * scrape.
  */
-describe("scheduler gauges", () => {
-  test("work waiting and webhooks at their limit, by reason; a failed reading keeps the last value", async () => {
+describe("work queue gauges", () => {
+  test("waiting, leased and ready webhooks; a failed reading keeps the last values", async () => {
     const registry = new Registry();
-    let backlog: { waiting: number; webhooksAtLimit: number } | Error = { waiting: 870, webhooksAtLimit: 1 };
-    registerSchedulerGauges(registry, {
-      backlog: async () => {
-        if (backlog instanceof Error) throw backlog;
-        return backlog;
-      },
-      rateLimited: async () => ({ waiting: 12, webhooks: 2 }),
+    let backlog: QueueBacklog | Error = { waiting: 870, leased: 64, readyWebhooks: 3 };
+    registerWorkQueueGauges(registry, async () => {
+      if (backlog instanceof Error) throw backlog;
+      return backlog;
     });
-    const scrape = async () => registry.metrics();
-    let text = await scrape();
-    expect(text).toContain('webhook_work_waiting{reason="share"} 870');
-    expect(text).toContain('webhook_work_waiting{reason="rate_limit"} 12');
-    expect(text).toContain('webhook_webhooks_at_limit{reason="share"} 1');
-    expect(text).toContain('webhook_webhooks_at_limit{reason="rate_limit"} 2');
+    let text = await registry.metrics();
+    expect(text).toContain('webhook_work_items{state="waiting"} 870');
+    expect(text).toContain('webhook_work_items{state="leased"} 64');
+    expect(text).toContain("webhook_webhooks_ready 3");
     backlog = new Error("PostgreSQL away");
-    text = await scrape();
-    expect(text).toContain('webhook_work_waiting{reason="share"} 870');
+    text = await registry.metrics();
+    expect(text).toContain('webhook_work_items{state="waiting"} 870');
   });
 });

@@ -1,6 +1,7 @@
 import http from "node:http";
 import type { Queue } from "bullmq";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { QueueBacklog } from "@mailhooks/delivery-state";
 import { registerQueueDepthGauge } from "@mailhooks/queue";
 
 /**
@@ -15,34 +16,16 @@ export interface DispatcherMetrics {
   /** From the event's ingest to a successful first or retried delivery. */
   endToEndLatency: Histogram;
   retriesScheduled: Counter;
-  /** Outbox rows moved into the queue by this process's relay. */
-  relayed: Counter;
-  /** Jobs postponed by an outage (PostgreSQL or Redis unreachable), by job name. */
+  /** Units of work this process's relay claimed and handed to the queue. */
+  claimed: Counter;
+  /** Jobs whose attempt was not made (PostgreSQL unreachable, a secret no key opens), by job name: their work is claimed again. */
   postponed: Counter<"job">;
-  /** Jobs failed for good, by job name and reason (error, invalid_job, stalled, postponed_too_often,
-   * invalid_outbox_row: the relay ended its work; failed_job_swept: the sweeper ended the still
-   * pending work of a job that had failed for good). */
+  /** Work ended failed without an attempt, by job name and reason (error: a poison job; expired: its leases kept expiring). */
   jobsFailed: Counter<"job" | "reason">;
-  /** Pending work whose job was lost, queued again by the sweeper. */
-  lostWorkRequeued: Counter;
-  /** Jobs taken over from a dispatcher that died (their lock expired). */
-  stalledJobs: Counter;
   /** Times this dispatcher found the maintenance job schedulers gone from Redis and made them again. */
   schedulersRestored: Counter;
   /** Webhooks disabled because every attempt failed for WEBHOOK_AUTO_DISABLE_AFTER_HOURS. */
   webhooksAutoDisabled: Counter;
-  /** Attempts the fair scheduler held back, by reason (share, rate_limit); none used an attempt. */
-  held: Counter<"reason">;
-  /** Leases dropped by the lease keeper because their job was gone from Redis. */
-  leasesDropped: Counter;
-}
-
-/** What the scheduler gauges read at each scrape (docs/scheduler.md). */
-export interface SchedulerReadings {
-  /** Work waiting for its webhook's share in the outbox, and webhooks at their job limit. */
-  backlog: () => Promise<{ waiting: number; webhooksAtLimit: number }>;
-  /** Jobs waiting for a rate_limit turn, and webhooks whose rate_limit holds work back. */
-  rateLimited: () => Promise<{ waiting: number; webhooks: number }>;
 }
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900];
@@ -76,22 +59,17 @@ export function createDispatcherMetrics(queue?: Queue): DispatcherMetrics {
       help: "Retries scheduled after a failed attempt",
       registers: [registry],
     }),
-    relayed: new Counter({ name: "webhook_outbox_relayed_total", help: "Outbox rows moved into the queue", registers: [registry] }),
+    claimed: new Counter({ name: "webhook_work_claimed_total", help: "Units of work claimed and handed to the queue", registers: [registry] }),
     postponed: new Counter({
       name: "webhook_jobs_postponed_total",
-      help: "Jobs postponed because PostgreSQL or Redis was unreachable",
+      help: "Jobs whose attempt was not made (PostgreSQL unreachable, an unreadable secret); their work is claimed again",
       labelNames: ["job"],
       registers: [registry],
     }),
     jobsFailed: new Counter({
       name: "webhook_jobs_failed_total",
-      help: "Jobs failed for good (never sent again), by reason",
+      help: "Work ended failed without an attempt (never sent again), by reason",
       labelNames: ["job", "reason"],
-      registers: [registry],
-    }),
-    stalledJobs: new Counter({
-      name: "webhook_jobs_stalled_total",
-      help: "Jobs taken over from a dispatcher that died (lock expired)",
       registers: [registry],
     }),
     webhooksAutoDisabled: new Counter({
@@ -104,59 +82,39 @@ export function createDispatcherMetrics(queue?: Queue): DispatcherMetrics {
       help: "Times the maintenance job schedulers were found gone from Redis and made again",
       registers: [registry],
     }),
-    lostWorkRequeued: new Counter({
-      name: "webhook_lost_work_requeued_total",
-      help: "Pending work whose job was lost, queued again by the sweeper",
-      registers: [registry],
-    }),
-    held: new Counter({
-      name: "webhook_attempts_held_total",
-      help: "Attempts held back by the fair scheduler, by reason (share, rate_limit); none used an attempt",
-      labelNames: ["reason"],
-      registers: [registry],
-    }),
-    leasesDropped: new Counter({
-      name: "webhook_leases_dropped_total",
-      help: "Scheduler leases dropped because their job was gone from Redis",
-      registers: [registry],
-    }),
   };
   if (queue) registerQueueDepthGauge(registry, queue);
   return metrics;
 }
 
 /**
- * The scheduler's gauges: work waiting by reason (`share`: in the outbox behind its webhook's job
- * limit; `rate_limit`: jobs waiting for a turn of their webhook's rate_limit) and webhooks at
- * their limit by reason. Read at each scrape; a reading that fails leaves the gauge as it was.
+ * The work queue's gauges (docs/scheduler.md), read from PostgreSQL at each scrape:
+ * `webhook_work_items{state}` the units of work waiting (for their turn, their retry's time, a
+ * paused webhook) and leased (running, or on their way to a worker), and `webhook_webhooks_ready`
+ * the webhooks in the round. A reading that fails leaves the gauges as they were.
  */
-export function registerSchedulerGauges(registry: Registry, readings: SchedulerReadings): void {
-  type Backlog = Awaited<ReturnType<SchedulerReadings["backlog"]>>;
-  type RateLimited = Awaited<ReturnType<SchedulerReadings["rateLimited"]>>;
-  const byReason = (name: string, help: string, share: (b: Backlog) => number, rateLimit: (l: RateLimited) => number) =>
-    new Gauge({
-      name,
-      help,
-      labelNames: ["reason"],
-      registers: [registry],
-      async collect() {
-        const [backlog, limited] = await Promise.all([readings.backlog().catch(() => null), readings.rateLimited().catch(() => null)]);
-        if (backlog) this.set({ reason: "share" }, share(backlog));
-        if (limited) this.set({ reason: "rate_limit" }, rateLimit(limited));
-      },
-    });
-  byReason(
-    "webhook_work_waiting",
-    "Work waiting for its turn, by reason: share (in the outbox, its webhook holds its job limit) or rate_limit (queued for a rate_limit turn)",
-    (b) => b.waiting,
-    (l) => l.waiting,
-  );
-  byReason(
-    "webhook_webhooks_at_limit",
-    "Webhooks at their limit, by reason: share (holding their job limit in the queue) or rate_limit (their rate_limit holds work back)",
-    (b) => b.webhooksAtLimit,
-    (l) => l.webhooks,
-  );
+export function registerWorkQueueGauges(registry: Registry, read: () => Promise<QueueBacklog>): void {
+  new Gauge({
+    name: "webhook_work_items",
+    help: "Units of work in the work queue, by state: waiting or leased",
+    labelNames: ["state"],
+    registers: [registry],
+    async collect() {
+      const backlog = await read().catch(() => null);
+      if (!backlog) return;
+      this.set({ state: "waiting" }, backlog.waiting);
+      this.set({ state: "leased" }, backlog.leased);
+    },
+  });
+  new Gauge({
+    name: "webhook_webhooks_ready",
+    help: "Webhooks in the round: with waiting work that may start",
+    registers: [registry],
+    async collect() {
+      const backlog = await read().catch(() => null);
+      if (backlog) this.set(backlog.readyWebhooks);
+    },
+  });
 }
 
 /** Records one attempt's outcome. */

@@ -2,254 +2,221 @@ import type pg from "pg";
 import type { DispatcherConfig } from "@mailhooks/config";
 import { startListener } from "@mailhooks/db";
 import type { Logger } from "@mailhooks/logger";
-import { OUTBOX_CHANNEL, relayOutbox, type OutboxRow, type RejectedRow, type WebhookClasses } from "@mailhooks/delivery-state";
+import {
+  claimWork,
+  failWithoutAttempt,
+  forgetDispatcher,
+  heartbeat,
+  releaseWork,
+  WORK_CHANNEL,
+  type ClaimPass,
+  type LeasedWork,
+} from "@mailhooks/delivery-state";
 import type { DeliveryQueue } from "@mailhooks/queue";
 import type { DispatcherMetrics } from "./metrics.js";
 
 /**
- * The least time, in ms, from the start of a relay pass to one woken by room (Relay.room: a
- * lease ended on this dispatcher while the relay held work back). New work
- * (OUTBOX_CHANNEL) wakes the relay at once. Room comes with nearly every batch of attempts: for a
- * fast webhook that is hundreds of passes a second of a few jobs each, while its queue (up to
- * fastWebhookJobLimit jobs) loses a few dozen jobs in these 20 ms.
+ * How long a claim may wait for the deployment's claim lock or hold it, in ms (its
+ * lock_timeout, statement_timeout and idle_in_transaction_session_timeout). A claim takes
+ * milliseconds on a working database; a relay whose process froze mid-claim holds the other
+ * relays back this long at most, since PostgreSQL then ends its session and the lock with it.
  */
-export const RELAY_ROOM_WAKE_MS = 20;
-/**
- * How long, in ms, a relay reuses the scheduler's slow and fast marks (`webhookClasses`) instead of
- * asking Redis again before a pass: asking costs a round trip on an event's way (at most 20 a
- * second this way), and a webhook new to a burst holds only the job limit (16) until the relay
- * sees its fast mark, made within its first 8 quick attempts: with 250 ms, a quick run's burst and
- * fan-out lost 3 to 14 % to that wait (bench/README.md).
- */
-export const RELAY_CLASSES_MAX_AGE_MS = 50;
+export const CLAIM_TIMEOUT_MS = 5_000;
 
-/**
- * The outbox relay (STYLE.md habit 11): moves what requests committed into BullMQ. It wakes at
- * once on the outbox trigger's NOTIFY for its own QUEUE_PREFIX (a dedicated LISTEN connection,
- * opened again when it drops) and also polls every `pollIntervalMs`, so nothing waits long for a
- * notification that was missed. Batches are claimed with FOR UPDATE SKIP LOCKED: any number of
- * dispatchers relay side by side, each row once. The relay is the first half of the fair
- * scheduler (docs/scheduler.md): a webhook gets at most its job limit in the queue (`webhookJobLimit`, more when fast), the
- * rest of its work waits in the outbox, and its jobs are added in turns with every other
- * webhook's (their position is their priority). A lease ended by this dispatcher wakes the relay
- * too when its last pass held work back (`room`, at most every RELAY_ROOM_WAKE_MS): in process,
- * not by a notification, and without looking at the outbox for each ended lease (endLeasesCte of
- * @mailhooks/delivery-state says why). While Redis is unreachable a batch rolls back
- * and is tried again with a growing pause (up to 5 s); nothing is lost.
- *
- * A claimed batch holds its rows' locks in an open transaction while Redis is asked, so that
- * wait is bounded twice: `pushTimeoutMs` here (besides the command timeout of the relay's Redis
- * connection), and, should this process freeze or its host die, PostgreSQL itself ends the
- * transaction after `lockTimeoutMs` idle (idle_in_transaction_session_timeout): either way the
- * rows go back to the other relays. A row no worker could run (invalid data, an unknown job name)
- * is not queued: its work is ended `failed` in the same transaction, logged with the row's id and
- * counted (webhook_jobs_failed_total{reason="invalid_outbox_row"}).
- */
+/** The longest pause between two tries after a claim or a push failed, in ms. */
+const MAX_BACKOFF_MS = 5_000;
+
 export interface RelayOptions {
   pool: pg.Pool;
   databaseUrl: string;
   queue: DeliveryQueue;
   queuePrefix: string;
-  /** How often to look for rows without a notification, in ms. */
-  pollIntervalMs: number;
-  /** Rows per claim (one addBulk each). */
-  batchSize?: number;
-  /** Jobs one webhook may hold in the queue (DISPATCHER_WEBHOOK_JOB_LIMIT); the rest waits in the outbox. */
-  webhookJobLimit: number;
-  /**
-   * The webhooks the scheduler marked fast now (they get a larger job limit) and slow (not
-   * larger, even when marked fast too); none when absent. Read at most every RELAY_CLASSES_MAX_AGE_MS.
-   */
-  webhookClasses?: () => Promise<WebhookClasses>;
-  /** How long adding a batch to Redis may take before it is rolled back, in ms
-   * (RELAY_PUSH_TIMEOUT_MS; a healthy Redis takes milliseconds). */
-  pushTimeoutMs: number;
-  /** How long a claimed batch may hold its row locks before PostgreSQL ends the transaction, in ms
-   * (RELAY_LOCK_TIMEOUT_MS, greater than pushTimeoutMs). */
-  lockTimeoutMs: number;
+  /** This dispatcher: its id, its slots (DISPATCHER_CONCURRENCY) and reserve slots (reserveSlots). */
+  dispatcherId: string;
+  slots: number;
+  reserve: number;
+  /** DISPATCHER_VISIBILITY_TIMEOUT_MS: the heartbeat renews leases every third of it. */
+  visibilityTimeoutMs: number;
+  /** The leases of the work this dispatcher's worker runs now (the heartbeat renews them). */
+  running: () => LeasedWork[];
   logger: Logger;
   metrics: DispatcherMetrics;
 }
 
 export interface Relay {
-  /** Makes the relay look at the outbox now. */
+  /** Makes the relay claim now (work ended here, so slots are free). */
   wake: () => void;
   /**
-   * Says that leases ended: when the last pass held work back (a webhook at its job limit with more
-   * waiting), the relay looks again within RELAY_ROOM_WAKE_MS; else this costs nothing.
+   * Claims nothing more and takes this dispatcher's slots out of the deployment's, but goes on
+   * renewing the leases of what the worker still runs (a shutdown's drain).
    */
-  room: () => void;
-  /** Stops after the batch in progress. */
+  drain: () => void;
+  /** Stops after the pass in progress and forgets this dispatcher. */
   close: () => Promise<void>;
 }
 
+/**
+ * The relay of one dispatcher (docs/scheduler.md): the loop that claims work and hands it to the
+ * deliveries queue. A pass runs the claim (@mailhooks/delivery-state claimWork: the one decision,
+ * under the deployment's claim lock), then adds one job per claimed unit of work, after the claim
+ * committed; should Redis refuse them, their leases are given back at once. The relay passes again
+ * as soon as something may have changed: work notified on WORK_CHANNEL (a LISTEN connection of its
+ * own, which reconnects by itself; after each reconnection every webhook with waiting work is looked
+ * for, since notifications were lost meanwhile), work ended on this dispatcher (`wake`), or the
+ * time the last claim named (a retry or a rate_limit turn coming due, a lease expiring). Its
+ * heartbeat (this dispatcher's slots, and the leases of what its worker runs) is sent at least
+ * every third of the visibility timeout, from the same loop.
+ */
 export function startRelay(options: RelayOptions): Relay {
-  const batchSize = options.batchSize ?? 500;
-  const { pushTimeoutMs, lockTimeoutMs } = options;
+  const notified = new Set<string>();
+  let rediscover = true;
   let stopped = false;
-  let pending = true;
+  let wanted = true;
   let wakeUp: (() => void) | null = null;
+  let draining = false;
   const wake = () => {
-    pending = true;
+    wanted = true;
     wakeUp?.();
   };
-  let classesRead: { at: number; classes: WebhookClasses } | null = null;
-  /** The slow and fast marks, read again when older than RELAY_CLASSES_MAX_AGE_MS; none while Redis fails. */
-  const currentClasses = async (): Promise<WebhookClasses> => {
-    if (!options.webhookClasses) return { slow: [], fast: [] };
-    if (classesRead && Date.now() - classesRead.at < RELAY_CLASSES_MAX_AGE_MS) return classesRead.classes;
-    const classes = await options.webhookClasses().catch(() => undefined);
-    if (!classes) return { slow: [], fast: [] };
-    classesRead = { at: Date.now(), classes };
-    return classes;
+  const beatEveryMs = options.visibilityTimeoutMs / 3;
+  const dispatcher = {
+    id: options.dispatcherId,
+    queuePrefix: options.queuePrefix,
+    slots: options.slots,
+    reserve: options.reserve,
+    visibilityTimeoutMs: options.visibilityTimeoutMs,
   };
-  let passStartedAt = 0;
-  let roomTimer: NodeJS.Timeout | undefined;
-  /**
-   * Whether the last pass left a webhook's work waiting for room (RelayPass.heldBack): only then
-   * is an ended lease worth a pass. True until a pass says otherwise. Ends of leases heard during
-   * a pass are kept for its end, since that pass may be the one that finds work held back.
-   */
-  let heldBack = true;
-  let passing = false;
-  let roomDuringPass = false;
-  /** Wakes the relay for room: at once when the last pass started RELAY_ROOM_WAKE_MS ago or more, else then. */
-  const wakeForRoom = () => {
-    if (roomTimer) return;
-    const wait = passStartedAt + RELAY_ROOM_WAKE_MS - Date.now();
-    if (wait <= 0) return wake();
-    roomTimer = setTimeout(() => {
-      roomTimer = undefined;
-      wake();
-    }, wait);
-  };
+  let lastBeat = -Infinity;
 
-  /** Adds a claimed batch within pushTimeoutMs; returns the rows no worker could run. */
-  const push = async (rows: OutboxRow[]): Promise<RejectedRow[]> => {
-    const now = Date.now();
-    const rejected: RejectedRow[] = [];
-    const jobs = rows.flatMap((row) => {
+  /** One pass: claim, push, end what kept killing its holders. Throws what the claim or the push threw. */
+  const pass = async (): Promise<ClaimPass> => {
+    if (draining || performance.now() - lastBeat >= beatEveryMs) {
+      await heartbeat(options.pool, draining ? { ...dispatcher, slots: 0, reserve: 0 } : dispatcher, options.running());
+      lastBeat = performance.now();
+    }
+    if (draining) return { claimed: [], poisoned: [], nextInMs: null, more: false };
+    const heard = [...notified];
+    notified.clear();
+    const again = rediscover;
+    rediscover = false;
+    let claimed: ClaimPass;
+    try {
+      claimed = await claimWork(options.pool, {
+        queuePrefix: options.queuePrefix,
+        notified: heard,
+        rediscover: again,
+        visibilityTimeoutMs: options.visibilityTimeoutMs,
+        lockTimeoutMs: CLAIM_TIMEOUT_MS,
+      });
+    } catch (error) {
+      for (const id of heard) notified.add(id);
+      rediscover ||= again;
+      throw error;
+    }
+    if (claimed.claimed.length > 0) {
       try {
-        return [options.queue.toBulkJob(row, now)];
+        await options.queue.add(claimed.claimed);
       } catch (error) {
-        rejected.push({ row, reason: (error as Error).message });
-        return [];
+        await releaseWork(options.pool, claimed.claimed).catch((release: Error) =>
+          options.logger.warn("could not give claimed work back; its leases expire", { error: release.message }),
+        );
+        throw error;
       }
-    });
-    await withTimeout(options.queue.addJobs(jobs), pushTimeoutMs, "Redis did not take the relayed batch in time");
-    return rejected;
+      options.metrics.claimed.inc(claimed.claimed.length);
+    }
+    for (const work of claimed.poisoned) {
+      options.logger.error("work whose leases kept expiring (it kills its dispatchers) ended failed", work);
+      options.metrics.jobsFailed.inc({ job: work.kind, reason: "expired" });
+      await failWithoutAttempt(options.pool, work.kind, work.workId);
+    }
+    return claimed;
   };
 
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        wakeUp = null;
-        resolve();
-      }, ms);
-      wakeUp = () => {
+      const done = () => {
         clearTimeout(timer);
         wakeUp = null;
         resolve();
       };
+      const timer = setTimeout(done, ms);
+      wakeUp = done;
     });
 
   const loop = (async () => {
     let failures = 0;
     while (!stopped) {
-      pending = false;
-      passStartedAt = Date.now();
-      passing = true;
-      roomDuringPass = false;
+      wanted = false;
+      let pauseMs: number;
       try {
-        for (;;) {
-          const classes = await currentClasses();
-          const {
-            claimed,
-            rejected,
-            heldBack: leftWaiting,
-          } = await relayOutbox(options.pool, options.queuePrefix, batchSize, push, { lockTimeoutMs }, options.webhookJobLimit, classes);
-          for (const { row, reason } of rejected) {
-            options.logger.error("outbox row cannot be queued; its work ended failed", {
-              outboxId: row.id,
-              jobName: row.jobName,
-              jobId: row.jobId,
-              error: reason,
-            });
-            options.metrics.jobsFailed.inc({ job: row.jobName, reason: "invalid_outbox_row" });
-          }
-          if (claimed > rejected.length) options.metrics.relayed.inc(claimed - rejected.length);
-          heldBack = leftWaiting;
-          if (claimed < batchSize || stopped) break;
-        }
+        const result = await pass();
         failures = 0;
-        passing = false;
-        if (roomDuringPass && heldBack) wakeForRoom();
+        if (result.more) wanted = true;
+        pauseMs = Math.min(result.nextInMs ?? Infinity, lastBeat + beatEveryMs - performance.now());
       } catch (error) {
-        heldBack = true;
-        passing = false;
         failures++;
         if (failures === 1 || failures % 20 === 0)
-          options.logger.warn("outbox relay failed; retrying", { error: (error as Error).message, failures });
-        await sleep(Math.min(5_000, 100 * 2 ** failures));
-        continue;
+          options.logger.warn("relay pass failed; trying again", { error: (error as Error).message, failures });
+        pauseMs = Math.min(MAX_BACKOFF_MS, 50 * 2 ** failures);
       }
-      if (!pending && !stopped) await sleep(options.pollIntervalMs);
+      if (!wanted && !stopped) await sleep(Math.max(0, pauseMs));
     }
   })();
 
-  // The LISTEN connection: any notification for this prefix wakes the loop; notifications sent
-  // while it was not listening are gone, so it looks at the outbox each time it (re)connects.
   const listener = startListener({
     databaseUrl: options.databaseUrl,
-    channels: [OUTBOX_CHANNEL],
+    channels: [WORK_CHANNEL],
     onNotification: (_channel, payload) => {
-      if (payload === options.queuePrefix) wake();
+      const space = payload.indexOf(" ");
+      if (space < 0 || payload.slice(0, space) !== options.queuePrefix) return;
+      notified.add(payload.slice(space + 1));
+      wake();
     },
-    onConnect: wake,
+    onConnect: () => {
+      rediscover = true;
+      wake();
+    },
   });
 
   return {
     wake,
-    room: () => {
-      if (passing) roomDuringPass = true;
-      else if (heldBack) wakeForRoom();
+    drain: () => {
+      draining = true;
+      wake();
     },
     close: async () => {
       stopped = true;
-      clearTimeout(roomTimer);
       wakeUp?.();
       await loop;
       await listener.close();
+      await forgetDispatcher(options.pool, options.dispatcherId).catch(() => undefined);
     },
   };
 }
 
 /**
  * The relay of a dispatcher configured by `config` (apps/dispatcher/src/main.ts, and the tests'
- * in-process dispatchers): which settings feed it (DATABASE_URL, QUEUE_PREFIX unless
- * `wiring.queuePrefix` names another, RELAY_POLL_INTERVAL_MS, RELAY_PUSH_TIMEOUT_MS,
- * RELAY_LOCK_TIMEOUT_MS, DISPATCHER_WEBHOOK_JOB_LIMIT) is written here once.
+ * in-process dispatchers): which settings feed it is written here once.
  */
 export function startConfiguredRelay(
   config: DispatcherConfig,
-  wiring: Pick<RelayOptions, "pool" | "queue" | "webhookClasses" | "logger" | "metrics"> & { queuePrefix?: string },
+  wiring: Pick<RelayOptions, "pool" | "queue" | "dispatcherId" | "running" | "logger" | "metrics"> & { queuePrefix?: string },
 ): Relay {
   return startRelay({
     ...wiring,
     databaseUrl: config.DATABASE_URL,
     queuePrefix: wiring.queuePrefix ?? config.QUEUE_PREFIX,
-    pollIntervalMs: config.RELAY_POLL_INTERVAL_MS,
-    pushTimeoutMs: config.RELAY_PUSH_TIMEOUT_MS,
-    lockTimeoutMs: config.RELAY_LOCK_TIMEOUT_MS,
-    webhookJobLimit: config.DISPATCHER_WEBHOOK_JOB_LIMIT,
+    slots: config.DISPATCHER_CONCURRENCY,
+    reserve: reserveSlots(config.DISPATCHER_CONCURRENCY),
+    visibilityTimeoutMs: config.DISPATCHER_VISIBILITY_TIMEOUT_MS,
   });
 }
 
-/** `promise`, or a rejection with `message` after `ms`. */
-function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${message} (${ms} ms)`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+/**
+ * The reserve slots of a dispatcher with `slots` slots: an eighth of them, at least one. Its worker
+ * runs slots + reserve attempts at most; the reserve goes only to webhooks holding nothing
+ * (@mailhooks/scheduler decide), so that their first attempt never waits for the others'.
+ */
+export function reserveSlots(slots: number): number {
+  return Math.max(1, Math.floor(slots / 8));
 }

@@ -156,51 +156,13 @@ export const dispatcherConfigSchema = z.object({
   METRICS_PORT: port.default(9464),
   /** Delivery attempts one dispatcher process runs at once. */
   DISPATCHER_CONCURRENCY: z.coerce.number().int().positive().max(1000).default(64),
-  /** Lock of a job being delivered, in ms (renewed every half of it); a killed dispatcher's jobs
-   * are taken over within this plus two DISPATCHER_STALLED_INTERVAL_MS. */
-  DISPATCHER_LOCK_DURATION_MS: z.coerce.number().int().min(1_000).default(15_000),
-  /** How often dispatchers look for jobs whose dispatcher died, in ms. */
-  DISPATCHER_STALLED_INTERVAL_MS: z.coerce.number().int().min(500).default(5_000),
-  /** How many times an attempt is postponed while PostgreSQL or Redis is unreachable (1 s
-   * doubling to 30 s: 20 is about 8 minutes) before its job is given up to the sweeper. */
-  DISPATCHER_MAX_POSTPONES: z.coerce.number().int().min(0).max(1000).default(20),
-  /** Jobs one webhook may hold in the queue (Redis) at once, 64 times it while its attempts are
-   * quick and many (fastWebhookJobLimit of @mailhooks/delivery-state); the rest of its work waits
-   * in the outbox in PostgreSQL (docs/scheduler.md). Why 16: a webhook not yet known fast may be
-   * one whose receiver hangs, and every job of it in Redis is fetched and refused a slot once it
-   * holds its share, one at a time; while 25 new webhooks of one account held 100 jobs each (the
-   * limit was 128), another account's events waited up to 1 s behind those refusals
-   * (tests/e2e/fairness.test.ts), with 16 up to 0.4 s alone. A quick receiver is marked fast
-   * within its first second of work (FAST_QUICK_ATTEMPTS of @mailhooks/scheduler). At most 1,250:
-   * a fast webhook then holds at most 80,000 jobs in Redis. */
-  DISPATCHER_WEBHOOK_JOB_LIMIT: z.coerce.number().int().min(1).max(1_250).default(16),
-  /** An attempt longer than this, in ms, marks its webhook slow: it then gets only its fair share
-   * of the dispatchers' slots, never their reserve, until an attempt of it is quick again. */
-  DISPATCHER_SLOW_ATTEMPT_MS: z.coerce.number().int().min(10).default(1_000),
-  /** How often the outbox relay looks for rows without being notified, in ms. */
-  RELAY_POLL_INTERVAL_MS: z.coerce.number().int().min(10).default(1_000),
-  /** How long the relay waits for Redis to take a claimed batch before it rolls the batch back,
-   * in ms (apps/dispatcher/src/relay.ts): a frozen Redis keeps the batch's rows from the other
-   * dispatchers this long. Less than RELAY_LOCK_TIMEOUT_MS. */
-  RELAY_PUSH_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
-  /** How long a claimed batch may hold its rows' locks before PostgreSQL ends the relay's
-   * transaction, in ms (idle_in_transaction_session_timeout and statement_timeout): what a frozen
-   * or vanished dispatcher holds them. Greater than RELAY_PUSH_TIMEOUT_MS. */
-  RELAY_LOCK_TIMEOUT_MS: z.coerce.number().int().min(200).default(15_000),
-  /** How often the dispatchers VACUUM the scheduler's queue tables (outbox, webhook_leases), in ms;
-   * 0 leaves them to autovacuum. Once per interval for the whole deployment
-   * (vacuumQueueTables of @mailhooks/delivery-state says why). */
-  OUTBOX_VACUUM_INTERVAL_MS: z.coerce
-    .number()
-    .int()
-    .refine((ms) => ms === 0 || ms >= 1_000, "must be 0 or at least 1000")
-    .default(5_000),
-  /** How often pending work whose job was lost is looked for, in ms. */
-  SWEEP_INTERVAL_MS: z.coerce.number().int().min(1_000).default(30_000),
-  /** Pending work younger than this (ms) is left to the relay by the sweeper. */
-  SWEEP_AFTER_MS: z.coerce.number().int().min(1_000).default(60_000),
-  /** Pending rows of each kind the sweeper looks at per run (it goes on from there next run). */
-  SWEEP_BATCH_SIZE: z.coerce.number().int().min(1).max(100_000).default(1_000),
+  /**
+   * How long a claimed unit of work stays leased to its dispatcher without a heartbeat, in ms (the
+   * visibility timeout; docs/scheduler.md): each dispatcher renews the leases of the attempts it
+   * runs every third of it, so a lease lapses only after two heartbeats missed in a row; work whose
+   * dispatcher died is claimed again this long after its last heartbeat.
+   */
+  DISPATCHER_VISIBILITY_TIMEOUT_MS: z.coerce.number().int().min(300).default(20_000),
   /** A webhook whose every attempt failed for this many hours (decimal), across at least 20
    * events, is disabled (`disabled_reason: "failing"`); 0 turns auto-disable off. */
   WEBHOOK_AUTO_DISABLE_AFTER_HOURS: z.coerce.number().min(0).default(120),

@@ -6,6 +6,7 @@ import { INTERNAL_ERROR } from "./attempt-common.js";
 import { endReplayWithoutAttempt } from "./replay-attempts.js";
 import { failTestDeliveryWithoutAttempt } from "./test-attempts.js";
 import { moveDestinationCte } from "./status.js";
+import { dropEndedWork } from "./destination-attempts.js";
 
 /**
  * The dispatcher's side of delivery state: what one attempt needs, read in one query, and what it
@@ -26,16 +27,16 @@ export type WorkKind = WorkJobName;
 /**
  * Ends pending work that provably cannot be carried out (its job failed for a reason that is not
  * a delivery failure nor an outage: a bug, a constraint, corrupt stored data, or it kept killing
- * the dispatchers that ran it), and says why (CONTRACT.md section 8: nothing ends without a row
- * or audit entry that says why): `failed`, with a delivery row whose `error` is `error`
+ * the dispatchers that ran it), and says why (nothing ends without a row or audit entry that
+ * says why: docs/api.md, "Deliveries log"): `failed`, with a delivery row whose `error` is `error`
  * (INTERNAL_ERROR by default) and no response. A destination's row takes its next attempt number;
  * a replay also gets its audit entry. One statement each; work no longer pending is left alone.
  *
  * When PostgreSQL refuses that row itself (a constraint or a trigger: the very thing that may have
- * poisoned the job), the work still ends, `failed` without it: pending work behind a failed job
- * would otherwise be handed to this function again and again.
+ * poisoned the job), the work still ends, `failed` without it: it would otherwise be claimed and
+ * handed to this function again and again. Its row of the work queue is deleted in any case.
  * @throws what PostgreSQL threw when it is unreachable or the statement could not run for a
- *   passing reason (the caller, or the sweeper later, tries again)
+ *   passing reason (the caller tries again, or the work's lease expires and it is claimed again)
  */
 export async function failWithoutAttempt(db: Queryable, kind: WorkKind, id: string, error: string = INTERNAL_ERROR): Promise<void> {
   const ending = ENDINGS[kind];
@@ -45,6 +46,8 @@ export async function failWithoutAttempt(db: Queryable, kind: WorkKind, id: stri
     if (!refusedByData(refused)) throw refused;
     await ending.withoutRow(db, id, error);
   }
+  // The work is over, whichever way it ended: its row of the work queue goes.
+  await dropEndedWork(db, [id]);
 }
 
 /**

@@ -44,7 +44,7 @@ const RETRYABLE = new Set(["40P01", "40001"]);
  * `synchronous_commit: "off"` for a transaction whose loss in a PostgreSQL crash is harmless
  * (its COMMIT then returns before the WAL is on disk; a later synchronous commit flushes it too).
  */
-export type TransactionSettings = Partial<Record<"idle_in_transaction_session_timeout" | "statement_timeout", number>> & {
+export type TransactionSettings = Partial<Record<"idle_in_transaction_session_timeout" | "statement_timeout" | "lock_timeout", number>> & {
   synchronous_commit?: "off";
   /**
    * `force_generic_plan`: statements prepared under a name (`run`) use their one cached generic

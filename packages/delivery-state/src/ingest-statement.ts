@@ -1,8 +1,8 @@
 import sql from "sql-template-tag";
-import { JOB_NAMES, WORK_JOBS } from "@mailhooks/queue";
+import { JOB_NAMES } from "@mailhooks/queue";
 import { run, type Queryable } from "./db.js";
 import { IDEMPOTENCY_WINDOW_HOURS, type EventInput } from "./ingest.js";
-import { enqueueCte } from "./outbox.js";
+import { enqueueCte } from "./work-queue.js";
 import { eventStatusSql, type EventStatus } from "./status.js";
 
 /**
@@ -26,7 +26,7 @@ interface StoredRow {
 }
 
 export /**
- * The one statement: idempotency claims, events, their payloads, destinations, outbox rows, for
+ * The one statement: idempotency claims, events, their payloads, destinations, their rows of the work queue, for
  * events of any number of accounts. An event id already stored is skipped with all that would
  * come with it. Every time is the statement's `now()` (payload rows keep exactly their event's
  * created_at: payloads are partitioned by day and joined on it).
@@ -75,11 +75,11 @@ async function insert(db: Queryable, queuePrefix: string, prepared: Prepared[]):
                     ${destinations.map((d) => d.webhookId)}::text[], ${destinations.map((d) => d.accountId)}::text[]) AS d(id, event_id, webhook_id, account_id)
         JOIN ev ON ev.id = d.event_id
       RETURNING id, webhook_id, account_id
-    ), ${enqueueCte(queuePrefix, sql`SELECT ${JOB_NAMES.delivery}::text, id, jsonb_build_object(${WORK_JOBS[JOB_NAMES.delivery].workIdField}::text, id), webhook_id, account_id FROM dst`)}
+    ), ${enqueueCte(queuePrefix, sql`SELECT ${JOB_NAMES.delivery}::text, id, webhook_id, account_id, false FROM dst`)}
     SELECT id, status, created_at FROM ev`,
     // Prepared under a name (its text never changes: every value is a parameter): planning this
     // statement of six CTEs cost some 0.6 ms a time, as much as the rest of its execution.
-    "delivery_state_accept_events",
+    "delivery_state_accept_events_v2",
   );
   return new Map(rows.map(({ id, ...row }) => [id, row]));
 }

@@ -2,6 +2,7 @@ import sql, { empty } from "sql-template-tag";
 import { newId } from "@mailhooks/db";
 import { run, runStatement, type Queryable } from "./db.js";
 import { moveDestinationCte } from "./status.js";
+import { endWorkCte } from "./work-queue.js";
 import { ATTEMPT_WEBHOOK_COLUMNS, clearStreakCte, PAYLOAD_COLUMNS, PAYLOAD_JOIN, secretsOf } from "./attempt-common.js";
 import type { AttemptRecord, AttemptWebhook, PayloadRef } from "./attempt-common.js";
 
@@ -35,30 +36,36 @@ export function replayCancelled(replay: Pick<LoadedReplay, "hasTargetUrl" | "web
   return !replay.hasTargetUrl && !replay.webhookEnabled;
 }
 
-/** What the attempt of replay `replayId` needs (a payload over INLINE_PAYLOAD_BYTES left out), or null. */
-export async function loadReplay(db: Queryable, replayId: string): Promise<LoadedReplay | null> {
+/**
+ * What the attempt of replay `replayId` under lease `lease` needs (a payload over
+ * INLINE_PAYLOAD_BYTES left out), or null when that lease is not the replay's current, live one.
+ */
+export async function loadReplay(db: Queryable, replayId: string, lease: number): Promise<LoadedReplay | null> {
   const { rows } = await run<LoadedReplay & { secrets: never }>(
     db,
     sql`SELECT r.id AS "replayId", r.account_id AS "accountId", r.event_id AS "eventId", r.webhook_id AS "webhookId",
                r.destination_id AS "destinationId", r.destination_url AS "destinationUrl", r.to_own_url AS "toOwnUrl",
                r.has_target_url AS "hasTargetUrl", r.api_key_id AS "apiKeyId", r.status::text AS status, ${ATTEMPT_WEBHOOK_COLUMNS},
                ${PAYLOAD_COLUMNS}, e.created_at AS "eventCreatedAt"
-          FROM replays r JOIN webhooks w ON w.id = r.webhook_id JOIN events e ON e.id = r.event_id ${PAYLOAD_JOIN}
+          FROM replays r JOIN work_items q ON q.work_id = r.id AND q.lease = ${lease} AND q.leased_until > now()
+          JOIN webhooks w ON w.id = r.webhook_id JOIN events e ON e.id = r.event_id ${PAYLOAD_JOIN}
          WHERE r.id = ${replayId}`,
-    "delivery_state_load_replay_v3",
+    "delivery_state_load_replay_v4",
   );
   return rows[0] ? { ...rows[0], secrets: secretsOf(rows[0].secrets) } : null;
 }
 
 /**
- * Records a replay's one attempt: its delivery row, its audit entry and its status in one
- * statement; a success to the webhook's own URL also makes the destination `delivered`, from any
- * state (CONTRACT.md section 5). A second run writes nothing more.
+ * Records a replay's one attempt: its delivery row, its audit entry, its status and the end of
+ * its row of the work queue in one statement; a success to the webhook's own URL also makes the
+ * destination `delivered`, from any state, and takes its retry, if one waits, out of the queue
+ * (docs/api.md, "Replay"). A second run writes nothing more.
  */
 export async function recordReplayAttempt(db: Queryable, replay: LoadedReplay, result: AttemptRecord): Promise<void> {
   const own = result.ok && replay.toOwnUrl;
   const move = own
-    ? sql`, ${moveDestinationCte(replay.destinationId, "delivered", ["pending", "failed", "cancelled"])}, ${clearStreakCte(replay.webhookId)}`
+    ? sql`, ${moveDestinationCte(replay.destinationId, "delivered", ["pending", "failed", "cancelled"])}, ${clearStreakCte(replay.webhookId)},
+          retry_dropped AS (DELETE FROM work_items WHERE work_id = ${replay.destinationId} AND leased_until IS NULL RETURNING 1)`
     : empty;
   await runStatement(
     db,
@@ -78,7 +85,7 @@ export async function recordReplayAttempt(db: Queryable, replay: LoadedReplay, r
         ), done AS (
           UPDATE replays SET status = ${result.ok ? "delivered" : "failed"}::"DeliveryStatus", updated_at = now()
            WHERE id = ${replay.replayId} AND status = 'pending' RETURNING id
-        ) ${move}
+        ), ${endWorkCte(sql`${[replay.replayId]}::text[]`)} ${move}
         SELECT (SELECT count(*) FROM inserted) + (SELECT count(*) FROM audit) + (SELECT count(*) FROM done) AS written`,
   );
 }
@@ -122,7 +129,7 @@ export async function endReplayWithoutAttempt(
           UPDATE replays SET status = ${status}::"DeliveryStatus", updated_at = now()
            WHERE id = ${replayId} AND status = 'pending'
           RETURNING id, account_id, event_id, webhook_id, destination_id, destination_url, api_key_id
-        ), audit AS (
+        ), ${endWorkCte(sql`${[replayId]}::text[]`)}, audit AS (
           INSERT INTO audit_entries (id, account_id, event_id, replay_id, webhook_id, replayed_at, destination_url,
                                      response_status, error, api_key_id)
           SELECT ${newId("aud")}::text, account_id, event_id, id, webhook_id, now(), destination_url, NULL::int, ${error}::text, api_key_id

@@ -1,13 +1,13 @@
 import type pg from "pg";
 import sql from "sql-template-tag";
 import { newId } from "@mailhooks/db";
-import { JOB_NAMES, WORK_JOBS } from "@mailhooks/queue";
+import { JOB_NAMES } from "@mailhooks/queue";
 import { run } from "./db.js";
-import { enqueueCte } from "./outbox.js";
+import { enqueueCte } from "./work-queue.js";
 
 /**
- * Accepting replays (CONTRACT.md section 7): the replay rows and their outbox rows in one
- * statement. Which destinations to replay to is decided by the caller (the API's replay rules);
+ * Accepting replays (docs/api.md, "Replay"): the replay rows and their rows of the work queue in
+ * one statement (a replay to a target_url goes while its webhook is paused). Which destinations to replay to is decided by the caller (the API's replay rules);
  * each replay is then one attempt, recorded by `recordReplayAttempt`.
  */
 
@@ -45,9 +45,9 @@ export async function acceptReplays(
                     ${replays.map((r) => r.destinationId)}::text[], ${replays.map((r) => r.destinationUrl)}::text[],
                     ${replays.map((r) => r.toOwnUrl)}::boolean[], ${replays.map((r) => r.hasTargetUrl)}::boolean[])
              AS t(id, webhook_id, destination_id, destination_url, to_own_url, has_target_url)
-      RETURNING id, webhook_id, account_id
-    ), ${enqueueCte(input.queuePrefix, sql`SELECT ${JOB_NAMES.replay}::text, id, jsonb_build_object(${WORK_JOBS[JOB_NAMES.replay].workIdField}::text, id), webhook_id, account_id FROM r`)}
-    SELECT count(*) FROM ob`,
+      RETURNING id, webhook_id, account_id, has_target_url
+    ), ${enqueueCte(input.queuePrefix, sql`SELECT ${JOB_NAMES.replay}::text, id, webhook_id, account_id, has_target_url FROM r`)}
+    SELECT count(*) FROM queued`,
   );
   return replays.map((r) => ({ replayId: r.id, webhookId: r.webhookId, destinationUrl: r.destinationUrl }));
 }

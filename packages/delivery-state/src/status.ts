@@ -1,7 +1,7 @@
 import sql, { join, raw, type Sql } from "sql-template-tag";
 
 /**
- * The status rules of CONTRACT.md section 5. A destination goes `pending` -> `delivered` |
+ * The status rules (docs/api.md, "Statuses"). A destination goes `pending` -> `delivered` |
  * `failed` | `cancelled`; a successful replay to its own URL makes it `delivered` from any state.
  * An event is `pending` while any destination is pending, else `failed` if any failed or was
  * cancelled, else `delivered` (also with no destination). Events keep two counters,
@@ -81,13 +81,16 @@ export function moveDestinationCte(
 
 /**
  * A statement cancelling every pending destination of `webhookId` (disabled or deleted, by a
- * person or by auto-disable) and moving their events' counters and status.
+ * person or by auto-disable), moving their events' counters and status, and taking their rows
+ * out of the work queue (an attempt in flight then records its outcome against no row).
  */
 export function cancelPendingOfWebhook(webhookId: string): Sql {
   const pending = sql`e.pending_destinations - p.n`;
   const failed = sql`e.failed_destinations + p.n`;
   return sql`
-    WITH moved AS (
+    WITH dropped AS (
+      DELETE FROM work_items WHERE webhook_id = ${webhookId} AND kind = 'delivery' RETURNING 1
+    ), moved AS (
       UPDATE destinations SET status = 'cancelled', updated_at = now()
        WHERE webhook_id = ${webhookId} AND status = 'pending'
       RETURNING event_id

@@ -1,5 +1,6 @@
 import sql, { empty } from "sql-template-tag";
 import { run, runStatement, type Queryable } from "./db.js";
+import { endWorkCte } from "./work-queue.js";
 import { ATTEMPT_WEBHOOK_COLUMNS, clearStreakCte, secretsOf, type AttemptRecord, type AttemptWebhook } from "./attempt-common.js";
 
 /**
@@ -27,12 +28,14 @@ export function testDeliveryRowId(testDeliveryId: string): string {
   return `dlv_${testDeliveryId.slice(testDeliveryId.indexOf("_") + 1)}`;
 }
 
-export async function loadTestDelivery(db: Queryable, testDeliveryId: string): Promise<LoadedTestDelivery | null> {
+/** What the attempt of test delivery `testDeliveryId` under lease `lease` needs, or null when that lease is not its current, live one. */
+export async function loadTestDelivery(db: Queryable, testDeliveryId: string, lease: number): Promise<LoadedTestDelivery | null> {
   const { rows } = await run<LoadedTestDelivery & { secrets: never }>(
     db,
     sql`SELECT t.id AS "testDeliveryId", t.account_id AS "accountId", t.webhook_id AS "webhookId", t.status::text AS status,
                t.event_type AS "eventType", w.url, ${ATTEMPT_WEBHOOK_COLUMNS}
-          FROM test_deliveries t JOIN webhooks w ON w.id = t.webhook_id
+          FROM test_deliveries t JOIN work_items q ON q.work_id = t.id AND q.lease = ${lease} AND q.leased_until > now()
+          JOIN webhooks w ON w.id = t.webhook_id
          WHERE t.id = ${testDeliveryId}`,
   );
   return rows[0] ? { ...rows[0], secrets: secretsOf(rows[0].secrets) } : null;
@@ -40,7 +43,8 @@ export async function loadTestDelivery(db: Queryable, testDeliveryId: string): P
 
 /**
  * Records a test delivery's one attempt (`trigger: "test"`, no event, id testDeliveryRowId,
- * stamped now()) and its status; a second run writes nothing more.
+ * stamped now()), its status and the end of its row of the work queue; a second run writes
+ * nothing more.
  */
 export async function recordTestAttempt(db: Queryable, testDelivery: LoadedTestDelivery, result: AttemptRecord): Promise<void> {
   await runStatement(
@@ -52,17 +56,18 @@ export async function recordTestAttempt(db: Queryable, testDelivery: LoadedTestD
                   'test'::"DeliveryTrigger", 0, ${result.responseStatus}, ${result.error}, ${result.responseBody ?? null},
                   ${result.durationMs}, ${testDelivery.testDeliveryId}, now())
           ON CONFLICT DO NOTHING RETURNING id
-        )${result.ok ? sql`, ${clearStreakCte(testDelivery.webhookId)}` : empty}
+        ), ${endWorkCte(sql`${[testDelivery.testDeliveryId]}::text[]`)}${result.ok ? sql`, ${clearStreakCte(testDelivery.webhookId)}` : empty}
         UPDATE test_deliveries SET status = ${result.ok ? "delivered" : "failed"}::"DeliveryStatus", updated_at = now()
          WHERE id = ${testDelivery.testDeliveryId} AND status = 'pending'`,
   );
 }
 
-/** Ends a test delivery whose webhook was disabled or deleted before it was sent. */
+/** Ends a test delivery whose webhook was disabled or deleted before it was sent, and its row of the work queue. */
 export async function cancelTestDelivery(db: Queryable, testDeliveryId: string): Promise<void> {
   await runStatement(
     db,
-    sql`UPDATE test_deliveries SET status = 'cancelled', updated_at = now() WHERE id = ${testDeliveryId} AND status = 'pending'`,
+    sql`WITH ${endWorkCte(sql`${[testDeliveryId]}::text[]`)}
+        UPDATE test_deliveries SET status = 'cancelled', updated_at = now() WHERE id = ${testDeliveryId} AND status = 'pending'`,
   );
 }
 
@@ -76,7 +81,7 @@ export async function failTestDeliveryWithoutAttempt(db: Queryable, testDelivery
     sql`WITH done AS (
           UPDATE test_deliveries SET status = 'failed', updated_at = now() WHERE id = ${testDeliveryId} AND status = 'pending'
           RETURNING id, account_id, webhook_id
-        )
+        ), ${endWorkCte(sql`${[testDeliveryId]}::text[]`)}
         INSERT INTO deliveries (id, account_id, event_id, webhook_id, destination_id, url, trigger, attempt, response_status,
                                 error, response_body, duration_ms, test_delivery_id, created_at)
         SELECT ${testDeliveryRowId(testDeliveryId)}::text, done.account_id, NULL, done.webhook_id, NULL, w.url, 'test'::"DeliveryTrigger", 0,

@@ -1,10 +1,10 @@
 import type pg from "pg";
 import sql from "sql-template-tag";
 import { newId } from "@mailhooks/db";
-import { JOB_NAMES, workJobData } from "@mailhooks/queue";
+import { JOB_NAMES } from "@mailhooks/queue";
 import { inTransaction, run } from "./db.js";
 import { IDEMPOTENCY_WINDOW_HOURS, IdempotencyConflictError } from "./ingest.js";
-import { enqueue } from "./outbox.js";
+import { enqueue } from "./work-queue.js";
 import { testDeliveryRowId } from "./test-attempts.js";
 import { WEBHOOK_COLUMNS, type WebhookRow } from "./webhooks.js";
 
@@ -55,7 +55,7 @@ export class IdempotentWebhookDeletedError extends Error {
 }
 
 /**
- * Stores a webhook and its test delivery (with its outbox row) in one transaction. Creations of
+ * Stores a webhook and its test delivery (with its row of the work queue) in one transaction. Creations of
  * one account serialize on its row, so the limit holds under concurrent requests, and so do
  * repeats of one Idempotency-Key: the second sees the first's key once it has committed.
  * @returns the new webhook and its test delivery; a repeat of the Idempotency-Key within 24 h
@@ -144,7 +144,7 @@ export interface TestDeliveryIds {
 }
 
 /**
- * Adds a test delivery with its outbox row. Its delivery row's id follows from its own
+ * Adds a test delivery with its row of the work queue. Its delivery row's id follows from its own
  * (testDeliveryRowId: the dispatcher sends it as X-Service-Event-Id and writes the row under it)
  * and is stored in `test_deliveries.delivery_id`, so that POST /v1/webhooks/{id}/test can answer
  * it at once.
@@ -164,9 +164,7 @@ async function addTestDelivery(
     sql`INSERT INTO test_deliveries (id, account_id, webhook_id, queue_prefix, event_type, delivery_id, created_at, updated_at)
         VALUES (${id}, ${accountId}, ${webhookId}, ${queuePrefix}, ${eventType}, ${deliveryId}, ${now}, ${now})`,
   );
-  await enqueue(client, queuePrefix, [
-    { jobName: JOB_NAMES.testDelivery, jobId: id, data: workJobData(JOB_NAMES.testDelivery, id), webhookId, accountId },
-  ]);
+  await enqueue(client, queuePrefix, [{ kind: JOB_NAMES.testDelivery, workId: id, webhookId, accountId }]);
   return { testDeliveryId: id, deliveryId };
 }
 

@@ -17,15 +17,13 @@ export const JOB_NAMES = {
   replay: "replay",
   retention: "retention",
   idempotencyPurge: "idempotency-purge",
-  sweep: "sweep",
-  queueVacuum: "queue-vacuum",
 } as const;
 
 /**
  * The jobs of the maintenance queue: they carry no data, and only the dispatchers' job
- * schedulers make them. The deliveries queue's jobs are the registry's (WORK_JOBS, jobs.ts).
+ * schedulers make them. The deliveries queue's jobs are the kinds of work (WORK_JOB_NAMES, jobs.ts).
  */
-export type MaintenanceJobName = (typeof JOB_NAMES)["retention" | "idempotencyPurge" | "sweep" | "queueVacuum"];
+export type MaintenanceJobName = (typeof JOB_NAMES)["retention" | "idempotencyPurge"];
 
-/** The custom backoff type of delivery jobs; the dispatcher's backoffStrategy implements it. */
-export const DELIVERY_BACKOFF_TYPE = "delivery-schedule";
+/** Job schedulers of earlier versions, removed by the dispatchers' maintenance when they start. */
+export const RETIRED_MAINTENANCE_JOBS = ["sweep", "queue-vacuum"] as const;

@@ -1,12 +1,6 @@
 /**
- * The fair scheduler (STYLE.md habit 16; CONTRACT.md section 6; docs/scheduler.md): what decides
- * whose delivery attempt runs next. The relay (packages/delivery-state relayOutbox) hands each
- * webhook at most its job limit; here, each attempt is admitted by its webhook's and account's
- * share of the dispatchers' slots and by the webhook's rate_limit; leases whose jobs are gone are
- * dropped. The worker asks; it does not count on its own.
+ * The fair scheduler (STYLE.md habits 16 and 18; docs/scheduler.md): the one decision of which
+ * waiting work may start now. @mailhooks/delivery-state's claim reads the state it needs and
+ * carries out what it decides; nothing else admits work.
  */
-export * from "./admission.js";
-export * from "./holds.js";
-export * from "./shares.js";
-export * from "./rate-limits.js";
-export * from "./lease-keeper.js";
+export * from "./decide.js";

@@ -129,10 +129,10 @@ export async function requestTestDelivery(deps: ApiDeps, accountId: string, webh
 }
 
 /**
- * A webhook's work waiting in the scheduler (docs/scheduler.md): `waiting` in the outbox for its
- * turn in the queue, `queued` in the queue (running, held for its share or its rate_limit, or
- * a retry's delay). The caller has checked that the webhook is the account's.
+ * A webhook's work in the work queue (docs/scheduler.md): `waiting` (for its turn, a retry's time,
+ * or its webhook's resume) and `running` (leased to a dispatcher). The caller has checked that
+ * the webhook is the account's.
  */
-export async function webhookWaitingWork(deps: ApiDeps, webhookId: string): Promise<{ waiting: number; queued: number }> {
-  return deliveryState.webhookBacklog(deps.pool, deps.config.QUEUE_PREFIX, webhookId);
+export async function webhookWaitingWork(deps: ApiDeps, webhookId: string): Promise<{ waiting: number; running: number }> {
+  return deliveryState.webhookBacklog(deps.pool, webhookId);
 }

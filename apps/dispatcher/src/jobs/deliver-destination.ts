@@ -6,6 +6,7 @@ import {
   cancelDestination,
   createBatcher,
   decideAfterAttempt,
+  dropEndedWork,
   loadDestinations,
   loadPayload,
   recordDestinationAttempts,
@@ -17,13 +18,12 @@ import {
   type DestinationAttempt,
   type LoadedDestination,
   type FailingStreak,
-  type RecordedAttempt,
+  type LeasedWork,
 } from "@mailhooks/delivery-state";
-import type { WorkJobResult } from "@mailhooks/queue";
+import { isInfrastructureError } from "@mailhooks/infrastructure-errors";
 import type { Keyring } from "@mailhooks/secrets";
 import { observeAttempt, type DispatcherMetrics } from "../metrics.js";
 import { sendSigned, type AttemptResult } from "../delivery/send.js";
-import { RetryableDeliveryError } from "../delivery/retry-policy.js";
 import { createPayloadCache, type PayloadCache } from "../delivery/payload-cache.js";
 import { decryptWebhookHeaders } from "../delivery/webhook-headers.js";
 
@@ -85,7 +85,7 @@ export function sendToWebhook(ctx: DeliveryContext, request: SigningInput, body:
 /**
  * Sends the stored envelope of `work` (a destination's attempt, a replay) once to `url`:
  * its payload held from the cache for the send, signed with whichever of the webhook's secrets
- * signs now (CONTRACT.md section 4). A payload purged meanwhile sends nothing: `sent` is false
+ * signs now (docs/receivers.md, "Secret rotation"). A payload purged meanwhile sends nothing: `sent` is false
  * and the result `payload_expired`.
  * @throws SecretDecryptionError, StoredHeadersError (see sendToWebhook)
  */
@@ -114,61 +114,74 @@ export async function sendStoredEnvelope(
  * beat a bare worker that writes one row per delivery.
  */
 export interface AttemptStore {
-  load(destinationId: string, attempt: number): Promise<LoadedDestination | null>;
-  record(attempt: DestinationAttempt): Promise<RecordedAttempt>;
+  load(work: LeasedWork): Promise<LoadedDestination | null>;
+  record(attempt: DestinationAttempt): Promise<FailingStreak | null>;
 }
 
 /** An AttemptStore over `pool`, batching up to `maxBatch` attempts per query. */
 export function createAttemptStore(pool: pg.Pool, maxBatch = 64): AttemptStore {
-  const loads = createBatcher((items: { destinationId: string; attempt: number }[]) => loadDestinations(pool, items), {
-    maxBatch,
-    maxConcurrency: 2,
-  });
+  const loads = createBatcher((items: LeasedWork[]) => loadDestinations(pool, items), { maxBatch, maxConcurrency: 2 });
   const records = createBatcher((items: DestinationAttempt[]) => recordDestinationAttempts(pool, items), { maxBatch, maxConcurrency: 2 });
-  return { load: (destinationId, attempt) => loads.submit({ destinationId, attempt }), record: (attempt) => records.submit(attempt) };
+  return { load: (work) => loads.submit(work), record: (attempt) => records.submit(attempt) };
 }
 
-/** Events a failing streak must span before auto-disable (CONTRACT.md section 4). */
+/** The first and the longest pause between two tries of an attempt's record, in ms. */
+const RECORD_RETRY_MS = { first: 100, max: 5_000 };
+
+/**
+ * `write()`, tried again while PostgreSQL is unreachable (isInfrastructureError), with a pause
+ * doubling from 100 ms to 5 s, until it succeeds: the outcome of an attempt that was made is kept
+ * and written, never lost to an outage (then the attempt would be made again). Any other error is
+ * thrown.
+ */
+export async function untilRecorded<T>(ctx: Pick<DeliveryContext, "logger">, write: () => Promise<T>): Promise<T> {
+  for (let pause = RECORD_RETRY_MS.first; ; pause = Math.min(RECORD_RETRY_MS.max, pause * 2)) {
+    try {
+      return await write();
+    } catch (error) {
+      if (!isInfrastructureError(error)) throw error;
+      ctx.logger.warn("could not record an attempt; its outcome is kept and written again", { error: (error as Error).message, pause });
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+}
+
+/** Events a failing streak must span before auto-disable (docs/api.md, "Webhooks"). */
 export const AUTO_DISABLE_MIN_EVENTS = 20;
 
 /**
- * One attempt at one destination (spec "States and transitions"). `attempt` is 0 for the
- * initial attempt and n for retry n. A 2xx makes the destination `delivered`; a failure with a
- * retry left is recorded and rethrown as RetryableDeliveryError so BullMQ schedules the retry;
- * the last failure makes it `failed`. A destination that is no longer pending is left alone, one
- * whose webhook was disabled or deleted ends `cancelled`, and an attempt that a dead dispatcher
- * already recorded is not sent again: its recorded outcome is acted on. A payload over
- * INLINE_PAYLOAD_BYTES is held from the PayloadCache for the attempt (it may wait for budget).
- * Every request carries X-Service-Event-Id (the event id) and the webhook's own headers.
- * Returns `leaseReleased` when the attempt's record ended the destination and found its lease to end.
+ * One attempt at one destination (spec "States and transitions"), for the lease `work` a claim
+ * took: attempt 0 is the initial one, n is retry n (the work queue says which). A 2xx makes the
+ * destination `delivered`; a failure with a retry left is recorded and its retry scheduled (the
+ * work waits in the queue for its delay: nothing holds a slot meanwhile); the last failure makes
+ * it `failed` (decideAfterAttempt). A lease that is not the work's current one does nothing, a
+ * destination no longer pending leaves the queue without an attempt, and one whose webhook was
+ * disabled or deleted ends `cancelled`. A payload over INLINE_PAYLOAD_BYTES is held from the
+ * PayloadCache for the attempt (it may wait for budget). Every request carries X-Service-Event-Id
+ * (the event id) and the webhook's own headers.
  */
-export async function deliverDestination(ctx: WorkerContext, destinationId: string, attempt: number): Promise<WorkJobResult> {
-  const destination = await ctx.attempts.load(destinationId, attempt);
-  if (!destination || destination.status !== "pending") return;
-  if (!destination.webhookEnabled) {
-    await cancelDestination(ctx.pool, destinationId);
-    return;
-  }
-  const trigger = attempt === 0 ? "initial" : "retry";
-  let result: AttemptRecord;
-  if (destination.recorded) {
-    result = { ok: destination.recorded.ok, responseStatus: null, error: null, durationMs: 0 };
-  } else {
-    // A payload purged before it could be delivered sends nothing, and no retry can change that.
-    const { result: sentResult, sent } = await sendStoredEnvelope(ctx, destination, destination.url);
-    result = sentResult;
-    if (sent) observeAttempt(ctx.metrics, trigger, result.ok, result.durationMs);
-  }
-  const outcome = decideAfterAttempt(ctx.retryDelaysMs, attempt, outcomeOf(result), new Date()).next;
-  const { streak, leaseEnded } = await ctx.attempts.record({ destination, attempt, result, outcome });
+export async function deliverDestination(ctx: WorkerContext, work: LeasedWork): Promise<void> {
+  const destination = await ctx.attempts.load(work);
+  if (!destination) return;
+  if (destination.status !== "pending") return dropEndedWork(ctx.pool, [work.workId]);
+  if (!destination.webhookEnabled) return cancelDestination(ctx.pool, work.workId);
+  const { attempt } = destination;
+  // A payload purged before it could be delivered sends nothing, and no retry can change that.
+  const { result, sent } = await sendStoredEnvelope(ctx, destination, destination.url);
+  if (sent) observeAttempt(ctx.metrics, attempt === 0 ? "initial" : "retry", result.ok, result.durationMs);
+  const next = decideAfterAttempt(ctx.retryDelaysMs, attempt, outcomeOf(result), new Date());
+  const streak = await untilRecorded(ctx, () =>
+    ctx.attempts.record({
+      destination,
+      attempt,
+      result,
+      outcome: next.next,
+      retryDelayMs: next.next === "retry" ? next.delayMs : undefined,
+    }),
+  );
   if (streak) await disableIfFailing(ctx, destination.webhookId, streak);
-  if (result.ok && !destination.recorded) ctx.metrics.endToEndLatency.observe((Date.now() - destination.eventCreatedAt.getTime()) / 1000);
-  if (outcome === "retry") {
-    ctx.metrics.retriesScheduled.inc();
-    throw new RetryableDeliveryError(`attempt ${attempt} failed: ${result.error ?? result.responseStatus}`);
-  }
-  // The statement that recorded the end of the work ended its lease too, when it found one.
-  return leaseEnded ? { leaseReleased: true } : undefined;
+  if (result.ok) ctx.metrics.endToEndLatency.observe((Date.now() - destination.eventCreatedAt.getTime()) / 1000);
+  if (next.next === "retry") ctx.metrics.retriesScheduled.inc();
 }
 
 /** How an attempt went, for the retry decision: a purged payload fails at once (no retry could send it). */
@@ -178,7 +191,7 @@ function outcomeOf(result: AttemptRecord): AttemptOutcome {
 }
 
 /**
- * Auto-disable (CONTRACT.md section 4): a webhook whose every attempt has failed for
+ * Auto-disable (docs/api.md, "Webhooks"): a webhook whose every attempt has failed for
  * WEBHOOK_AUTO_DISABLE_AFTER_HOURS across at least AUTO_DISABLE_MIN_EVENTS events is disabled
  * with `disabled_reason: "failing"`, and its pending destinations are cancelled.
  */

@@ -1,10 +1,18 @@
 import { buildExampleEnvelope, buildTestEnvelope, EVENT_TYPES, type EventType } from "@mailhooks/events";
-import { cancelTestDelivery, loadTestDelivery, recordTestAttempt, signingSecretAt, testDeliveryRowId } from "@mailhooks/delivery-state";
+import {
+  cancelTestDelivery,
+  dropEndedWork,
+  loadTestDelivery,
+  recordTestAttempt,
+  signingSecretAt,
+  testDeliveryRowId,
+  type LeasedWork,
+} from "@mailhooks/delivery-state";
 import { observeAttempt } from "../metrics.js";
-import { sendToWebhook, type DeliveryContext } from "./deliver-destination.js";
+import { sendToWebhook, untilRecorded, type DeliveryContext } from "./deliver-destination.js";
 
 /**
- * A test request (CONTRACT.md sections 4 and 6), one attempt, no retry, one delivery row with
+ * A test request (docs/api.md, "Test events"), one attempt, no retry, one delivery row with
  * `trigger: "test"` and no event: the `webhook.test` envelope `data: {webhookId, url}`, or, for a
  * test of one of the six kinds, that kind's example envelope with a fresh messageId. Its
  * X-Service-Event-Id is its delivery row's id (testDeliveryRowId), known before it is sent. A
@@ -12,13 +20,12 @@ import { sendToWebhook, type DeliveryContext } from "./deliver-destination.js";
  * @throws Error for a stored `event_type` that is not one of the six kinds (poison: it ends
  *   `failed` with an internal_error row)
  */
-export async function deliverTestEvent(ctx: DeliveryContext, testDeliveryId: string): Promise<void> {
-  const testDelivery = await loadTestDelivery(ctx.pool, testDeliveryId);
-  if (!testDelivery || testDelivery.status !== "pending") return;
-  if (!testDelivery.webhookEnabled) {
-    await cancelTestDelivery(ctx.pool, testDeliveryId);
-    return;
-  }
+export async function deliverTestEvent(ctx: DeliveryContext, work: LeasedWork): Promise<void> {
+  const testDeliveryId = work.workId;
+  const testDelivery = await loadTestDelivery(ctx.pool, testDeliveryId, work.lease);
+  if (!testDelivery) return;
+  if (testDelivery.status !== "pending") return dropEndedWork(ctx.pool, [testDeliveryId]);
+  if (!testDelivery.webhookEnabled) return cancelTestDelivery(ctx.pool, testDeliveryId);
   const now = new Date();
   let body: string;
   if (testDelivery.eventType === null) body = buildTestEnvelope(testDelivery.webhookId, testDelivery.url, now);
@@ -32,5 +39,5 @@ export async function deliverTestEvent(ctx: DeliveryContext, testDeliveryId: str
     body,
   );
   observeAttempt(ctx.metrics, "test", result.ok, result.durationMs);
-  await recordTestAttempt(ctx.pool, testDelivery, result);
+  await untilRecorded(ctx, () => recordTestAttempt(ctx.pool, testDelivery, result));
 }

@@ -1,26 +1,27 @@
-import { cancelReplay, loadReplay, recordReplayAttempt, replayCancelled } from "@mailhooks/delivery-state";
-import { sendStoredEnvelope, type WorkerContext } from "./deliver-destination.js";
+import { cancelReplay, dropEndedWork, loadReplay, recordReplayAttempt, replayCancelled, type LeasedWork } from "@mailhooks/delivery-state";
+import { sendStoredEnvelope, untilRecorded, type WorkerContext } from "./deliver-destination.js";
 import { observeAttempt } from "../metrics.js";
 
 /**
  * One replay (spec "Replay an event"): the stored envelope, byte for byte (same messageId, same
  * `timestamp` field), signed afresh with the original webhook's secret, with its
  * X-Service-Event-Id and its own headers, and sent once to the original or override URL. One
- * delivery row and one audit entry record it, however many times the job runs, stamped by
+ * delivery row and one audit entry record it, however many times it is attempted, stamped by
  * PostgreSQL when they are written. A replay to the webhook's own URL whose webhook was disabled
  * or deleted since it was accepted is not sent: it ends `cancelled`, with an audit entry and no
- * delivery row (CONTRACT.md section 4: disabled and deleted webhooks get no new deliveries).
+ * delivery row (disabled and deleted webhooks get no new deliveries: docs/api.md, "Replay").
  */
-export async function replayEvent(ctx: WorkerContext, replayId: string): Promise<void> {
-  const replay = await loadReplay(ctx.pool, replayId);
-  if (!replay || replay.status !== "pending") return;
+export async function replayEvent(ctx: WorkerContext, work: LeasedWork): Promise<void> {
+  const replay = await loadReplay(ctx.pool, work.workId, work.lease);
+  if (!replay) return;
+  if (replay.status !== "pending") return dropEndedWork(ctx.pool, [work.workId]);
   if (replayCancelled(replay)) {
     await cancelReplay(ctx.pool, replay);
     return;
   }
   // A payload purged between the request and the attempt sends nothing (payload_expired). Whichever secret signs at this
-  // moment signs, also for an override URL (CONTRACT.md section 4).
+  // moment signs, also for an override URL.
   const { result } = await sendStoredEnvelope(ctx, replay, replay.destinationUrl);
-  await recordReplayAttempt(ctx.pool, replay, result);
+  await untilRecorded(ctx, () => recordReplayAttempt(ctx.pool, replay, result));
   observeAttempt(ctx.metrics, "replay", result.ok, result.durationMs);
 }

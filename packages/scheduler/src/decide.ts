@@ -1,0 +1,203 @@
+/**
+ * The one decision of the delivery core (docs/scheduler.md): which webhooks' waiting work may
+ * start now, and how much of it. A pure function of what the claim read, in one transaction, under
+ * the deployment's claim lock: the dispatchers' slots, the live leases, and the webhooks in the
+ * round. Every path to an attempt (new work, a retry that fell due, a replay, a test, work whose
+ * holder died) passes here, and nothing else admits work.
+ *
+ * The rules, with S the slots of the live dispatchers and R their reserve:
+ * - **Fair share.** Free slots (S minus the live leases) go one at a time to the waiting webhook
+ *   whose account holds the fewest leases, then which itself holds the fewest (max-min fairness:
+ *   accounts first, then their webhooks), ties in the order of the round. Alone, one webhook takes
+ *   every slot; beside others, a webhook that holds many slots gets none of those that free until
+ *   the others have as many. Only leased work counts: work waiting for its retry holds nothing.
+ * - **The reserve.** Past S, a webhook that holds no lease may take one of the R reserve slots,
+ *   so that a webhook with nothing running starts at once whatever others hold. An account takes
+ *   at most its share of the reserve: R / (accounts holding reserve leases, itself included, + 1),
+ *   at least one, so that many new webhooks of one account that all start hanging leave the rest
+ *   to the other accounts.
+ * - **rate_limit.** A webhook with `rate_limit` r starts at most one attempt per 1.15 / r s
+ *   (rateIntervalMs; GCRA on PostgreSQL's clock, the claim's `now`). Turns missed while the relay
+ *   was busy are made up for CATCH_UP_MS at most.
+ * - **Pause and listen.** A paused webhook starts nothing but replays to a target_url; a listen
+ *   webhook's work is never pushed (its developer pulls it). Both wait in the queue, parked out of
+ *   the round until a change of the webhook puts them back.
+ */
+
+/** A webhook of the round, as the claim read it. */
+export interface Candidate {
+  webhookId: string;
+  accountId: string;
+  status: "enabled" | "paused" | "disabled";
+  mode: "push" | "listen";
+  /** Requests per second at most; null: no limit. */
+  rateLimit: number | null;
+  /** Its next rate_limit turn (ms since the epoch, PostgreSQL's clock); null: none taken yet. */
+  turnAt: number | null;
+  /** Whether a replay to a target_url of it waits (what a paused webhook still sends). */
+  bypassWaiting: boolean;
+}
+
+/** The live leases of one webhook. */
+export interface LeaseCount {
+  webhookId: string;
+  accountId: string;
+  leases: number;
+  /** Of them, granted from the reserve. */
+  reserved: number;
+}
+
+export interface DecisionInput {
+  /** PostgreSQL's now, in ms since the epoch. */
+  now: number;
+  /** The live dispatchers' slots (S) and reserve slots (R). */
+  slots: number;
+  reserve: number;
+  leases: LeaseCount[];
+  /** The round, in its order (longest waiting first). */
+  candidates: Candidate[];
+}
+
+/** Work a webhook may start now. */
+export interface Grant {
+  webhookId: string;
+  /** How many of its waiting units, the longest due first. */
+  count: number;
+  /** Of them, from the reserve (the last ones taken). */
+  reserved: number;
+  /** Only replays to a target_url (the webhook is paused). */
+  bypassOnly: boolean;
+  /** Its next rate_limit turn once these start (ms); null without a limit. */
+  turnAt: number | null;
+}
+
+/** A webhook of the round that may not start anything now, and until when. */
+export interface Parked {
+  webhookId: string;
+  /** Its next rate_limit turn (ms); null: until a change of the webhook (resume, a new mode). */
+  until: number | null;
+}
+
+export interface Decision {
+  grants: Grant[];
+  parked: Parked[];
+}
+
+/**
+ * How many turns missed while nobody claimed are made up, in ms of turns. A rate_limit's spacing
+ * has 15 % of room (rateIntervalMs), 150 ms in each second, for the jitter between a turn and
+ * its request reaching the receiver; 100 ms of turns made up at once stay within that room, so r
+ * requests at most still arrive in any one second.
+ */
+export const CATCH_UP_MS = 100;
+
+/**
+ * Spacing of a rate-limited webhook's attempts, in ms: 1.15 s / r. The 15 % leave room for the
+ * jitter between an attempt's turn and its request reaching the receiver (a claim, a queue, a
+ * connection, a busy process): r turns span 1.15 s, so that up to 150 ms of jitter still puts at
+ * most r requests in any one second at the receiver.
+ */
+export function rateIntervalMs(rateLimit: number): number {
+  return 1150 / rateLimit;
+}
+
+/** A candidate's state while the decision is made. */
+interface Seat {
+  candidate: Candidate;
+  bypassOnly: boolean;
+  /** Turns it may still take now (Infinity without a limit). */
+  turns: number;
+  /** Where its turns start (rate-limited only). */
+  turnBase: number;
+  granted: number;
+  reserved: number;
+  /** Leases it held before this decision. */
+  held: number;
+}
+
+/** The decision for one claim (see the rules above). */
+export function decide(input: DecisionInput): Decision {
+  const webhookLeases = new Map<string, number>();
+  const accountLeases = new Map<string, number>();
+  const accountReserved = new Map<string, number>();
+  let leased = 0;
+  for (const l of input.leases) {
+    webhookLeases.set(l.webhookId, (webhookLeases.get(l.webhookId) ?? 0) + l.leases);
+    accountLeases.set(l.accountId, (accountLeases.get(l.accountId) ?? 0) + l.leases);
+    if (l.reserved > 0) accountReserved.set(l.accountId, (accountReserved.get(l.accountId) ?? 0) + l.reserved);
+    leased += l.leases;
+  }
+
+  const parked: Parked[] = [];
+  const seats: Seat[] = [];
+  for (const candidate of input.candidates) {
+    if (candidate.mode === "listen" || (candidate.status === "paused" && !candidate.bypassWaiting)) {
+      parked.push({ webhookId: candidate.webhookId, until: null });
+      continue;
+    }
+    let turns = Infinity;
+    let turnBase = input.now;
+    if (candidate.rateLimit !== null) {
+      turnBase = Math.max(candidate.turnAt ?? -Infinity, input.now - CATCH_UP_MS);
+      if (turnBase > input.now) {
+        parked.push({ webhookId: candidate.webhookId, until: turnBase });
+        continue;
+      }
+      turns = Math.floor((input.now - turnBase) / rateIntervalMs(candidate.rateLimit)) + 1;
+    }
+    const held = webhookLeases.get(candidate.webhookId) ?? 0;
+    seats.push({ candidate, bypassOnly: candidate.status === "paused", turns, turnBase, granted: 0, reserved: 0, held });
+  }
+
+  // Fair share of the free slots: one at a time to the seat of the least loaded account, then
+  // webhook (a linear scan per slot: the round holds at most the leased webhooks plus S + R).
+  let free = input.slots - leased;
+  const load = (seat: Seat) => [accountLeases.get(seat.candidate.accountId) ?? 0, seat.held + seat.granted] as const;
+  while (free > 0) {
+    let best: Seat | undefined;
+    for (const seat of seats) {
+      if (seat.granted >= seat.turns) continue;
+      if (!best) best = seat;
+      else {
+        const [a, w] = load(seat);
+        const [bestA, bestW] = load(best);
+        if (a < bestA || (a === bestA && w < bestW)) best = seat;
+      }
+    }
+    if (!best) break;
+    best.granted++;
+    accountLeases.set(best.candidate.accountId, (accountLeases.get(best.candidate.accountId) ?? 0) + 1);
+    free--;
+    leased++;
+  }
+
+  // The reserve: one slot to each webhook holding nothing, within its account's share of it.
+  let reserveFree = input.slots + input.reserve - Math.max(leased, input.slots);
+  for (const seat of seats) {
+    if (reserveFree <= 0) break;
+    if (seat.held > 0 || seat.granted > 0 || seat.turns < 1) continue;
+    const account = seat.candidate.accountId;
+    const holders = new Set(accountReserved.keys());
+    holders.add(account);
+    const share = Math.max(1, Math.floor(input.reserve / (holders.size + 1)));
+    if ((accountReserved.get(account) ?? 0) >= share) continue;
+    seat.granted++;
+    seat.reserved++;
+    accountReserved.set(account, (accountReserved.get(account) ?? 0) + 1);
+    reserveFree--;
+  }
+
+  const grants: Grant[] = [];
+  for (const seat of seats) {
+    if (seat.granted === 0) continue;
+    const { rateLimit } = seat.candidate;
+    grants.push({
+      webhookId: seat.candidate.webhookId,
+      count: seat.granted,
+      reserved: seat.reserved,
+      bypassOnly: seat.bypassOnly,
+      turnAt: rateLimit === null ? null : seat.turnBase + seat.granted * rateIntervalMs(rateLimit),
+    });
+  }
+  return { grants, parked };
+}
