@@ -158,9 +158,10 @@ async function readState(client: Queryable, prefix: string): Promise<Parameters<
             rate_limit: number | null;
             turn_at_ms: number | null;
             bypass_waiting: boolean;
+            failing: boolean;
           }>(
             client,
-            sql`SELECT q.webhook_id, q.account_id, w.status::text AS status, w.rate_limit,
+            sql`SELECT q.webhook_id, q.account_id, w.status::text AS status, w.rate_limit, w.failing_since IS NOT NULL AS failing,
                        (extract(epoch FROM q.turn_at) * 1000)::float8 AS turn_at_ms,
                        (w.status::text = 'paused' AND EXISTS (
                           SELECT 1 FROM work_items b WHERE b.webhook_id = q.webhook_id AND b.bypass_pause AND b.leased_until IS NULL
@@ -168,7 +169,7 @@ async function readState(client: Queryable, prefix: string): Promise<Parameters<
                   FROM webhook_queues q JOIN webhooks w ON w.id = q.webhook_id
                  WHERE q.queue_prefix = ${prefix} AND q.ready_at <= now()
                  ORDER BY q.ready_at LIMIT ${limit}`,
-            "delivery_state_claim_round",
+            "delivery_state_claim_round_v2",
           )
         ).rows;
   return {
@@ -184,6 +185,7 @@ async function readState(client: Queryable, prefix: string): Promise<Parameters<
       rateLimit: c.rate_limit,
       turnAt: c.turn_at_ms,
       bypassWaiting: c.bypass_waiting,
+      failing: c.failing,
     })),
   };
 }

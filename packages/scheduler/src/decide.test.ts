@@ -3,7 +3,7 @@ import { CATCH_UP_MS, decide, rateIntervalMs, type Candidate, type DecisionInput
 const NOW = 1_000_000;
 
 function candidate(webhookId: string, accountId = "acc_a", more: Partial<Candidate> = {}): Candidate {
-  return { webhookId, accountId, status: "enabled", mode: "push", rateLimit: null, turnAt: null, bypassWaiting: false, ...more };
+  return { webhookId, accountId, status: "enabled", mode: "push", rateLimit: null, turnAt: null, bypassWaiting: false, failing: false, ...more };
 }
 
 function held(webhookId: string, leases: number, accountId = "acc_a", reserved = 0): LeaseCount {
@@ -45,6 +45,23 @@ describe("the one decision", () => {
       input({ leases: [held("wh_hang", 8)], candidates: [candidate("wh_hang"), candidate("wh_new", "acc_b")] }),
     );
     expect(decision.grants).toEqual([{ webhookId: "wh_new", count: 1, reserved: 1, bypassOnly: false, turnAt: null }]);
+  });
+
+  test("a failing webhook holding nothing gets no reserve slot, and a healthy one wins a free slot from it", () => {
+    const full = decide(
+      input({ leases: [held("wh_hang", 8)], candidates: [candidate("wh_failing", "acc_a", { failing: true }), candidate("wh_new", "acc_a")] }),
+    );
+    expect(granted(full)).toEqual({ wh_new: 1 });
+    const oneFree = decide(
+      input({
+        reserve: 0,
+        leases: [held("wh_hang", 7)],
+        candidates: [candidate("wh_failing", "acc_a", { failing: true }), candidate("wh_new", "acc_a")],
+      }),
+    );
+    expect(granted(oneFree)).toEqual({ wh_new: 1 });
+    // Alone, a failing webhook still takes every free slot: nobody else wants them.
+    expect(granted(decide(input({ candidates: [candidate("wh_failing", "acc_a", { failing: true })] })))).toEqual({ wh_failing: 8 });
   });
 
   test("an account takes at most its share of the reserve; another account finds the rest", () => {

@@ -11,11 +11,13 @@
  *   accounts first, then their webhooks), ties in the order of the round. Alone, one webhook takes
  *   every slot; beside others, a webhook that holds many slots gets none of those that free until
  *   the others have as many. Only leased work counts: work waiting for its retry holds nothing.
- * - **The reserve.** Past S, a webhook that holds no lease may take one of the R reserve slots,
- *   so that a webhook with nothing running starts at once whatever others hold. An account takes
- *   at most its share of the reserve: R / (accounts holding reserve leases, itself included, + 1),
- *   at least one, so that many new webhooks of one account that all start hanging leave the rest
- *   to the other accounts.
+ *   A failing webhook (its last attempt failed: a receiver that hangs, refuses or errs) counts as
+ *   holding one lease at least, so that a healthy webhook wins a tie with it.
+ * - **The reserve.** Past S, a webhook that holds no lease and is not failing may take one of the
+ *   R reserve slots, so that a healthy webhook with nothing running starts at once whatever others
+ *   hold. An account takes at most its share of the reserve: R / (accounts holding reserve leases,
+ *   itself included, + 1), at least one, so that many new webhooks of one account that all start
+ *   hanging leave the rest to the other accounts until their first attempts fail.
  * - **rate_limit.** A webhook with `rate_limit` r starts at most one attempt per 1.15 / r s
  *   (rateIntervalMs; GCRA on PostgreSQL's clock, the claim's `now`). Turns missed while the relay
  *   was busy are made up for CATCH_UP_MS at most.
@@ -36,6 +38,8 @@ export interface Candidate {
   turnAt: number | null;
   /** Whether a replay to a target_url of it waits (what a paused webhook still sends). */
   bypassWaiting: boolean;
+  /** Its last attempt failed (and no success since). */
+  failing: boolean;
 }
 
 /** The live leases of one webhook. */
@@ -111,7 +115,7 @@ interface Seat {
   turnBase: number;
   granted: number;
   reserved: number;
-  /** Leases it held before this decision. */
+  /** Leases it held before this decision (one at least when failing). */
   held: number;
 }
 
@@ -145,7 +149,8 @@ export function decide(input: DecisionInput): Decision {
       }
       turns = Math.floor((input.now - turnBase) / rateIntervalMs(candidate.rateLimit)) + 1;
     }
-    const held = webhookLeases.get(candidate.webhookId) ?? 0;
+    const leases = webhookLeases.get(candidate.webhookId) ?? 0;
+    const held = candidate.failing ? Math.max(1, leases) : leases;
     seats.push({ candidate, bypassOnly: candidate.status === "paused", turns, turnBase, granted: 0, reserved: 0, held });
   }
 

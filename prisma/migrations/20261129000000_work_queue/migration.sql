@@ -20,7 +20,9 @@ CREATE TABLE "work_items" (
     "expirations" INTEGER NOT NULL DEFAULT 0,
     "bypass_pause" BOOLEAN NOT NULL DEFAULT false,
 
-    CONSTRAINT "work_items_pkey" PRIMARY KEY ("id")
+    CONSTRAINT "work_items_pkey" PRIMARY KEY ("id"),
+    -- Only the kinds a dispatcher carries out: a row no worker could run is refused when written.
+    CONSTRAINT "work_items_kind_check" CHECK ("kind" IN ('delivery', 'replay', 'test-delivery'))
 );
 CREATE UNIQUE INDEX "work_items_work_id_key" ON "work_items"("work_id");
 -- A webhook's waiting rows, the longest due first: what a claim takes.
