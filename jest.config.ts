@@ -32,6 +32,7 @@ export const INTEGRATION_SUFFIX = ".integration.test.ts";
  */
 export const ALONE_FILES = [
   "tests/e2e/auth-limits.test.ts",
+  "tests/e2e/delivery-core.test.ts",
   "tests/e2e/fairness.test.ts",
   "tests/e2e/rate-limit.test.ts",
   "tests/e2e/replay.test.ts",

@@ -1,6 +1,6 @@
 import type pg from "pg";
-import sql from "sql-template-tag";
-import { decide, type Candidate, type Decision, type LeaseCount } from "@mailhooks/scheduler";
+import sql, { type Sql } from "sql-template-tag";
+import { decide, type Candidate, type Decision, type Grant, type LeaseCount } from "@mailhooks/scheduler";
 import { isWorkJobName, type ClaimedWork, type WorkJobName } from "@mailhooks/queue";
 import { inTransaction, run, type Queryable } from "./db.js";
 
@@ -161,14 +161,7 @@ async function readState(client: Queryable, prefix: string): Promise<Parameters<
             failing: boolean;
           }>(
             client,
-            sql`SELECT q.webhook_id, q.account_id, w.status::text AS status, w.rate_limit, w.failing_since IS NOT NULL AS failing,
-                       (extract(epoch FROM q.turn_at) * 1000)::float8 AS turn_at_ms,
-                       (w.status::text = 'paused' AND EXISTS (
-                          SELECT 1 FROM work_items b WHERE b.webhook_id = q.webhook_id AND b.bypass_pause AND b.leased_until IS NULL
-                             AND b.queue_prefix = ${prefix})) AS bypass_waiting
-                  FROM webhook_queues q JOIN webhooks w ON w.id = q.webhook_id
-                 WHERE q.queue_prefix = ${prefix} AND q.ready_at <= now()
-                 ORDER BY q.ready_at LIMIT ${limit}`,
+            roundStatement(prefix, limit),
             "delivery_state_claim_round_v2",
           )
         ).rows;
@@ -203,22 +196,8 @@ async function take(client: Queryable, options: ClaimOptions, decision: Decision
     if (grants.length === 0) continue;
     const { rows } = await run<{ kind: string; work_id: string; lease: number }>(
       client,
-      sql`WITH g AS (
-            SELECT * FROM unnest(${grants.map((g) => g.webhookId)}::text[], ${grants.map((g) => g.count)}::int[],
-                                 ${grants.map((g) => g.reserved)}::int[]) AS g(webhook_id, n, reserved)
-          ), picked AS (
-            SELECT i.id, g.n, g.reserved, row_number() OVER (PARTITION BY g.webhook_id ORDER BY i.due_at, i.id) AS rn
-              FROM g CROSS JOIN LATERAL (
-                SELECT w.id, w.due_at FROM work_items w
-                 WHERE w.webhook_id = g.webhook_id AND w.leased_until IS NULL AND w.due_at <= now() AND w.queue_prefix = ${options.queuePrefix}
-                   ${bypassOnly ? sql`AND w.bypass_pause` : sql``}
-                 ORDER BY w.due_at, w.id LIMIT g.n
-                 FOR UPDATE SKIP LOCKED) i
-          )
-          UPDATE work_items w SET lease = w.lease + 1, reserved = (p.rn > p.n - p.reserved),
-                 leased_until = now() + make_interval(secs => ${options.visibilityTimeoutMs / 1000})
-            FROM picked p WHERE w.id = p.id
-          RETURNING w.kind, w.work_id, w.lease`,
+      takeStatement(options.queuePrefix, grants, options.visibilityTimeoutMs, bypassOnly),
+      bypassOnly ? "delivery_state_claim_take_bypass_v2" : "delivery_state_claim_take_v2",
     );
     for (const row of rows) if (isWorkJobName(row.kind)) claimed.push({ kind: row.kind, workId: row.work_id, lease: row.lease });
   }
@@ -261,4 +240,46 @@ async function placeInRound(client: Queryable, prefix: string, decision: Decisio
   );
   const next = rows[0]?.next_in_ms;
   return next === null || next === undefined ? null : Math.max(0, Number(next));
+}
+
+/**
+ * The round's first `limit` webhooks of `prefix` whose turn has come, the longest waiting first,
+ * with what the decision reads of each (exported for its plan's test, claim.integration.test.ts).
+ */
+export function roundStatement(prefix: string, limit: number): Sql {
+  return sql`SELECT q.webhook_id, q.account_id, w.status::text AS status, w.rate_limit, w.failing_since IS NOT NULL AS failing,
+                    (extract(epoch FROM q.turn_at) * 1000)::float8 AS turn_at_ms,
+                    (w.status::text = 'paused' AND EXISTS (
+                       SELECT 1 FROM work_items b WHERE b.webhook_id = q.webhook_id AND b.bypass_pause AND b.leased_until IS NULL
+                          AND b.queue_prefix = ${prefix})) AS bypass_waiting
+               FROM webhook_queues q JOIN webhooks w ON w.id = q.webhook_id
+              WHERE q.queue_prefix = ${prefix} AND q.ready_at <= now()
+              ORDER BY q.ready_at LIMIT ${limit}`;
+}
+
+/**
+ * Leases what `grants` allow: for each webhook, its waiting rows due now, the longest due first
+ * (with `bypassOnly`, only its replays to a target_url), locking just those rows
+ * (`FOR UPDATE SKIP LOCKED` inside each webhook's LIMIT); each gets the next lease number and
+ * `visibilityTimeoutMs`. Exported for its plan's test (claim.integration.test.ts).
+ */
+export function takeStatement(prefix: string, grants: Grant[], visibilityTimeoutMs: number, bypassOnly: boolean): Sql {
+  return sql`WITH g AS (
+        SELECT * FROM unnest(${grants.map((g) => g.webhookId)}::text[], ${grants.map((g) => g.count)}::int[],
+                             ${grants.map((g) => g.reserved)}::int[]) AS g(webhook_id, n, reserved)
+      ), picked AS (
+        SELECT i.id, g.n, g.reserved, row_number() OVER (PARTITION BY g.webhook_id ORDER BY i.due_at, i.id) AS rn
+          FROM g CROSS JOIN LATERAL (
+            SELECT w.id, w.due_at FROM work_items w
+             WHERE w.webhook_id = g.webhook_id AND w.leased_until IS NULL AND w.due_at <= now() AND w.queue_prefix = ${prefix}
+               ${bypassOnly ? sql`AND w.bypass_pause` : sql``}
+             ORDER BY w.due_at, w.id LIMIT g.n
+             FOR UPDATE SKIP LOCKED) i
+      )
+      -- By the primary key, row by row (= ANY of an array): joined to picked instead, the planner may
+      -- hash the whole table.
+      UPDATE work_items w SET lease = w.lease + 1, reserved = w.id = ANY(ARRAY(SELECT id FROM picked WHERE rn > n - reserved)),
+             leased_until = now() + make_interval(secs => ${visibilityTimeoutMs / 1000})
+       WHERE w.id = ANY(ARRAY(SELECT id FROM picked))
+      RETURNING w.kind, w.work_id, w.lease`;
 }

@@ -1,0 +1,162 @@
+import { randomUUID } from "node:crypto";
+import { createPool } from "@mailhooks/db";
+import type { Grant } from "@mailhooks/scheduler";
+import type pg from "pg";
+import sql from "sql-template-tag";
+import { claimWork, roundStatement, takeStatement, type ClaimOptions } from "./claim.js";
+import { run } from "./db.js";
+
+/**
+ * The claim against PostgreSQL (docs/scheduler.md, "What holds"): a pass costs what it takes.
+ * With 2,000 webhooks of 5 waiting rows each, the claim the old design ran locked all 10,000 rows
+ * (the lock sat in each webhook's subquery, before the pass's limit) to take 500, and a pass that
+ * took nothing still probed every webhook. Here the plans are read with EXPLAIN (ANALYZE, BUFFERS):
+ * the rows locked are exactly the rows taken, and what a pass reads is bounded by the slots and
+ * the leases, not by the webhooks that wait. Also: leases expire and are claimed again, and the
+ * limits are the deployment's.
+ */
+const databaseUrl = process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/webhooks_test";
+const WEBHOOKS = 2_000;
+const ROWS_EACH = 5;
+
+interface PlanNode {
+  "Node Type": string;
+  "Relation Name"?: string;
+  "Actual Rows": number;
+  "Actual Loops": number;
+  "Shared Hit Blocks": number;
+  "Shared Read Blocks": number;
+  Plans?: PlanNode[];
+}
+
+function nodes(plan: PlanNode): PlanNode[] {
+  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
+}
+
+/** EXPLAIN (ANALYZE, BUFFERS) of `query`, run in a transaction that is rolled back. */
+async function explain(pool: pg.Pool, query: ReturnType<typeof sql>): Promise<PlanNode> {
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    const { rows } = await client.query<{ "QUERY PLAN": [{ Plan: PlanNode }] }>(
+      `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${query.text}`,
+      query.values,
+    );
+    return rows[0]["QUERY PLAN"][0].Plan;
+  } finally {
+    await client.query("ROLLBACK");
+    client.release();
+  }
+}
+
+const blocks = (plan: PlanNode) => plan["Shared Hit Blocks"] + plan["Shared Read Blocks"];
+
+describe("the claim", () => {
+  const pool = createPool(databaseUrl, 4);
+  const prefix = `claim-${randomUUID()}`;
+  const options = (more: Partial<ClaimOptions> = {}): ClaimOptions => ({
+    queuePrefix: prefix,
+    notified: [],
+    rediscover: false,
+    visibilityTimeoutMs: 60_000,
+    lockTimeoutMs: 5_000,
+    ...more,
+  });
+  let webhookIds: string[] = [];
+
+  beforeAll(async () => {
+    const accountId = `acc_${randomUUID()}`;
+    await run(pool, sql`INSERT INTO accounts (id, name) VALUES (${accountId}, ${accountId})`);
+    webhookIds = Array.from({ length: WEBHOOKS }, (_, i) => `wh_claim_${prefix}_${String(i).padStart(5, "0")}`);
+    await run(
+      pool,
+      sql`INSERT INTO webhooks (id, account_id, url, events, secret)
+          SELECT id, ${accountId}, 'https://127.0.0.1/claim', ARRAY['message.sent'], 'whsec_x' FROM unnest(${webhookIds}::text[]) AS id`,
+    );
+    await run(
+      pool,
+      sql`INSERT INTO work_items (queue_prefix, kind, work_id, webhook_id, account_id, due_at)
+          SELECT ${prefix}, 'delivery', w || '_' || n, w, ${accountId}, now() - interval '1 minute'
+            FROM unnest(${webhookIds}::text[]) AS w CROSS JOIN generate_series(1, ${ROWS_EACH}) AS n`,
+    );
+    await run(
+      pool,
+      sql`INSERT INTO webhook_queues (queue_prefix, webhook_id, account_id, ready_at)
+          SELECT ${prefix}, w, ${accountId}, now() - interval '1 minute' FROM unnest(${webhookIds}::text[]) AS w`,
+    );
+    await pool.query("ANALYZE work_items, webhook_queues");
+  });
+  afterAll(async () => {
+    for (const table of ["work_items", "webhook_queues", "dispatchers"])
+      await pool.query(`DELETE FROM ${table} WHERE queue_prefix = $1`, [prefix]);
+    await pool.query("DELETE FROM webhooks WHERE id = ANY($1)", [webhookIds]);
+    await pool.end();
+  });
+
+  test(`with ${WEBHOOKS} webhooks of ${ROWS_EACH} waiting rows: taking 500 locks 500 rows and reads a bounded number of pages`, async () => {
+    const grants: Grant[] = webhookIds.slice(0, 500).map((webhookId) => ({ webhookId, count: 1, reserved: 0, bypassOnly: false, turnAt: null }));
+    const plan = await explain(pool, takeStatement(prefix, grants, 60_000, false));
+    const locks = nodes(plan).filter((n) => n["Node Type"] === "LockRows");
+    const locked = locks.reduce((sum, n) => sum + n["Actual Rows"] * n["Actual Loops"], 0);
+    expect(plan["Actual Rows"]).toBe(500);
+    expect(locked).toBe(500);
+    expect(nodes(plan).some((n) => n["Node Type"] === "Seq Scan" && n["Relation Name"] === "work_items")).toBe(false);
+    // Each webhook: an index descent to its first waiting row (3 or 4 pages), that row, and its
+    // update (a new row version and its entries in three indexes): about 18 pages a row taken.
+    expect(blocks(plan)).toBeLessThan(500 * 24);
+  });
+
+  test("the round's first webhooks are read in order, as many as asked, whatever waits behind them", async () => {
+    const plan = await explain(pool, roundStatement(prefix, 72));
+    expect(plan["Actual Rows"]).toBe(72);
+    expect(blocks(plan)).toBeLessThan(72 * 12);
+  });
+
+  test("a claim takes what the slots allow, once: a second claim with every slot leased takes nothing and reads little", async () => {
+    await run(
+      pool,
+      sql`INSERT INTO dispatchers (id, queue_prefix, slots, reserve, seen_until)
+          VALUES (${`d-${prefix}`}, ${prefix}, 64, 8, now() + interval '1 minute')`,
+    );
+    const first = await claimWork(pool, options());
+    // 64 slots to 64 webhooks, one each (max-min), and the reserve to 4 more (one account: half of it).
+    expect(first.claimed.length).toBe(68);
+    expect(new Set(first.claimed.map((c) => c.workId.split("_").slice(0, -1).join("_"))).size).toBe(68);
+    const second = await claimWork(pool, options());
+    expect(second.claimed).toEqual([]);
+    // What such a pass reads: the live leases and the round's first webhooks, never the 2,000.
+    const round = await explain(pool, roundStatement(prefix, 68 + 64 + 8));
+    expect(round["Actual Rows"]).toBe(140);
+  });
+
+  test("an expired lease ends and its work is claimed again, under a new lease", async () => {
+    const own = `${prefix}-expiry`;
+    const webhookId = webhookIds[0];
+    const workId = `expiring-${own}`;
+    await run(
+      pool,
+      sql`WITH i AS (INSERT INTO work_items (queue_prefix, kind, work_id, webhook_id, account_id)
+                     VALUES (${own}, 'delivery', ${workId}, ${webhookId}, 'acc') RETURNING 1)
+          INSERT INTO dispatchers (id, queue_prefix, slots, reserve, seen_until) VALUES (${`d-${own}`}, ${own}, 1, 0, now() + interval '1 minute')`,
+    );
+    const first = await claimWork(pool, options({ queuePrefix: own, notified: [webhookId] }));
+    expect(first.claimed).toEqual([{ kind: "delivery", workId, lease: 1 }]);
+    // Its holder stops renewing it: the visibility timeout passes.
+    await run(pool, sql`UPDATE work_items SET leased_until = now() - interval '1 second' WHERE work_id = ${workId}`);
+    const second = await claimWork(pool, options({ queuePrefix: own }));
+    expect(second.claimed).toEqual([{ kind: "delivery", workId, lease: 2 }]);
+    const { rows } = await run<{ expirations: number }>(pool, sql`SELECT expirations FROM work_items WHERE work_id = ${workId}`);
+    expect(rows[0].expirations).toBe(1);
+    for (const table of ["work_items", "webhook_queues", "dispatchers"]) await pool.query(`DELETE FROM ${table} WHERE queue_prefix = $1`, [own]);
+  });
+
+  test("a row of a kind no dispatcher runs cannot be written", async () => {
+    await expect(
+      run(
+        pool,
+        sql`INSERT INTO work_items (queue_prefix, kind, work_id, webhook_id, account_id)
+            VALUES (${prefix}, 'bogus', ${`bogus-${prefix}`}, ${webhookIds[0]}, 'acc')`,
+      ),
+    ).rejects.toMatchObject({ code: "23514" });
+  });
+});
