@@ -18,7 +18,7 @@
  *   minus the start of its request, as the paced phase measures it.
  * - Backlog: message.delivered events by `POST /v1/events/batch` (500 each) to the two hanging
  *   accounts (4 and 1 deliveries per event), at least `backlog` deliveries; Redis `used_memory`
- *   just before, and once the relay has run (the outbox empty, or no smaller for 2 s).
+ *   just before, and once the claims have run (the hanging webhooks' leases no more for 2 s).
  * - Loaded run: the same paced traffic. Arrivals are awaited at most `arrivalCapMs` after its last
  *   answer; a delivery not in by then is missing, and counts in the percentiles as the time it had
  *   waited by then (a lower bound: the figure then reads "at least").
@@ -50,10 +50,8 @@ const BATCH = 500;
 const TEST_EVENTS_TIMEOUT_MS = 60_000;
 const QUIET_ARRIVAL_TIMEOUT_MS = 60_000;
 const RELAY_WAIT_MS = 30_000;
-/** The relay has run once the outbox shrank by less than RELAY_STILL_SHARE of the backlog over
- * RELAY_STILL_MS: a relay that holds rows back and lets a few go as attempts end is done too. */
+/** The claims have run once the hanging webhooks' leases grew no more over RELAY_STILL_MS. */
 const RELAY_STILL_MS = 2_000;
-const RELAY_STILL_SHARE = 0.02;
 /** Paced traffic before the quiet run, not measured, in ms. */
 const WARM_UP_MS = 2_000;
 
@@ -91,7 +89,8 @@ export interface NeighbourResult {
   /** Pending destinations of the hanging webhooks at the start of the loaded run (SQL count). */
   backlog: number;
   /** Outbox rows of the phase left when Redis was measured (the relay had stopped moving them). */
-  outboxLeft: number;
+  /** Units of work of the phase's deployment still waiting in PostgreSQL once the claims ran. */
+  waitingLeft: number;
   relayWaitMs: number;
   redisUsedMemoryBefore: number;
   redisUsedMemoryAfter: number;
@@ -303,16 +302,20 @@ export async function neighbours(b: Bench, sizes: NeighbourSizes): Promise<Neigh
         index += size;
       }
     }
-    // The relay moves the outbox into Redis (all of it, or as much as it lets wait there).
+    // The claims lease what the slots allow; the rest waits in PostgreSQL, not in Redis.
     const relayStart = Date.now();
-    const seen: { at: number; left: number }[] = [];
-    let outboxLeft = Infinity;
+    const seen: { at: number; leased: number }[] = [];
+    let waitingLeft = Infinity;
     while (Date.now() - relayStart < RELAY_WAIT_MS) {
-      const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox WHERE queue_prefix = $1`, [queuePrefix]);
-      outboxLeft = rows[0].n;
-      seen.push({ at: Date.now(), left: outboxLeft });
+      const { rows } = await db.query<{ waiting: number; leased: number }>(
+        `SELECT (count(*) FILTER (WHERE leased_until IS NULL))::int AS waiting, (count(*) FILTER (WHERE leased_until > now()))::int AS leased
+           FROM work_items WHERE queue_prefix = $1`,
+        [queuePrefix],
+      );
+      waitingLeft = rows[0].waiting;
+      seen.push({ at: Date.now(), leased: rows[0].leased });
       const earlier = seen.findLast((s) => s.at <= Date.now() - RELAY_STILL_MS);
-      if (outboxLeft === 0 || (earlier && earlier.left - outboxLeft < RELAY_STILL_SHARE * queued)) break;
+      if (rows[0].leased > 0 && earlier && earlier.leased >= rows[0].leased) break;
       await new Promise((r) => setTimeout(r, 250));
     }
     const relayWaitMs = Date.now() - relayStart;
@@ -323,7 +326,7 @@ export async function neighbours(b: Bench, sizes: NeighbourSizes): Promise<Neigh
     );
     const backlog = rows[0].n;
     log(
-      `neighbours: backlog ${backlog} (outbox left ${outboxLeft} after ${relayWaitMs} ms), Redis used_memory ${(redisUsedMemoryBefore / 2 ** 20).toFixed(1)} -> ${(redisUsedMemoryAfter / 2 ** 20).toFixed(1)} MB; loaded run`,
+      `neighbours: backlog ${backlog} (${waitingLeft} waiting in PostgreSQL after ${relayWaitMs} ms), Redis used_memory ${(redisUsedMemoryBefore / 2 ** 20).toFixed(1)} -> ${(redisUsedMemoryAfter / 2 ** 20).toFixed(1)} MB; loaded run`,
     );
 
     const loaded = await pacedRun(b, apiUrl, keys, "nbl", sizes, sizes.arrivalCapMs);
@@ -338,7 +341,7 @@ export async function neighbours(b: Bench, sizes: NeighbourSizes): Promise<Neigh
       loaded: { ...loaded, arrivalCapMs: sizes.arrivalCapMs },
       queued,
       backlog,
-      outboxLeft,
+      waitingLeft,
       relayWaitMs,
       redisUsedMemoryBefore,
       redisUsedMemoryAfter,
@@ -355,8 +358,8 @@ export async function neighbours(b: Bench, sizes: NeighbourSizes): Promise<Neigh
     redis.client.disconnect();
     await redis.server.destroy();
     hanging.close();
-    // Rows a relay held back would outlive the run in a database that is kept (--grown).
-    await db.query(`DELETE FROM outbox WHERE queue_prefix = $1`, [queuePrefix]);
+    // Work left waiting would outlive the run in a database that is kept (--grown).
+    for (const table of ["work_items", "webhook_queues", "dispatchers"]) await db.query(`DELETE FROM ${table} WHERE queue_prefix = $1`, [queuePrefix]);
     await db.end();
     log(`neighbours: hanging webhooks disabled, the phase's processes stopped (${Date.now() - cleanupStart} ms)`);
   }

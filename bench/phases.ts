@@ -68,7 +68,7 @@ export interface IngestSample extends ThroughputSample {
 
 /**
  * POST /v1/events with the dispatcher paused (SIGSTOP), so that the API process has the machine
- * to itself as the bare route had; then the dispatcher resumes and the backlog (outbox → queue →
+ * to itself as the bare route had; then the dispatcher resumes and the backlog (work queue → BullMQ →
  * receiver) is drained and timed.
  */
 export async function ingest(b: Bench, runId: string, events: number): Promise<IngestSample> {

@@ -167,7 +167,7 @@ export function printTable(
     ],
     [
       "neighbours: backlog, pending deliveries to the hanging webhooks",
-      `${n.backlog} (${n.queued} queued, ${n.outboxLeft} left in the outbox)`,
+      `${n.backlog} (${n.queued} queued, ${n.waitingLeft} waiting in PostgreSQL)`,
     ],
     ["neighbours: attempts the hanging receiver held until the deadline", String(n.hangingAttempts)],
     [

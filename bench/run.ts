@@ -52,11 +52,11 @@ async function recreateDatabase(databaseUrl: string): Promise<void> {
   await migrate(databaseUrl, MIGRATIONS_DIR);
 }
 
-/** The batch phase's outbox rows, which no dispatcher will ever take (see setup.ts), go. */
+/** The batch phase's work, which no dispatcher will ever take (see setup.ts), goes. */
 async function forgetUndelivered(databaseUrl: string, prefix: string): Promise<void> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
-  await client.query(`DELETE FROM outbox WHERE queue_prefix = $1`, [`${prefix}${UNDELIVERED_SUFFIX}`]);
+  await client.query(`DELETE FROM work_items WHERE queue_prefix = $1`, [`${prefix}${UNDELIVERED_SUFFIX}`]);
   await client.end();
 }
 

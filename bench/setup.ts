@@ -5,7 +5,7 @@
  *
  * A second API process, the same build with the same flags, serves the batch phase under a queue
  * prefix that no dispatcher relays (UNDELIVERED_SUFFIX): it stores exactly what the first one
- * would (events, payloads, destinations, outbox rows), but nothing is delivered, so the batch can
+ * would (events, payloads, destinations, work queue rows), but nothing is delivered, so the batch can
  * be large without a long drain afterwards.
  */
 import { randomBytes } from "node:crypto";
@@ -19,7 +19,7 @@ import { log, nodeFlagsOf, profileFlags, startChild, startLoadGenerator, waitRea
 
 export const CONCURRENCY = { load: 32, batchLoad: 8, dispatcher: 64, pool: 10 };
 export const RETRY_DELAY_MS = 1_000;
-/** Queue prefix suffix of the batch phase's API: no dispatcher relays its outbox rows. */
+/** Queue prefix suffix of the batch phase's API: no dispatcher claims its work. */
 export const UNDELIVERED_SUFFIX = "-undelivered";
 
 export interface Bench {

@@ -1,5 +1,5 @@
 /**
- * The one owner of delivery state (STYLE.md habit 10): every write of the statuses and counters
+ * The one owner of delivery state: every write of the statuses and counters
  * of destinations, events, replays and test deliveries, and of the work queue that carries
  * accepted work to the dispatchers (docs/api.md, "Statuses"; docs/scheduler.md). The API and the
  * dispatcher call these functions; neither writes those tables itself.

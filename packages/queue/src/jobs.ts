@@ -3,7 +3,7 @@ import { z } from "zod";
 import { JOB_NAMES } from "./names.js";
 
 /**
- * The jobs of the deliveries queue (STYLE.md habits 2 and 13). A job is one claim of one unit of
+ * The jobs of the deliveries queue: one definition each. A job is one claim of one unit of
  * work: its name is the kind of work (a destination's attempt, a replay, a test delivery), its
  * data names the work and the lease the claim took (docs/scheduler.md). Job data carries ids
  * only, never secrets or payloads: the worker reads those from PostgreSQL, and acts only while

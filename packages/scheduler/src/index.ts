@@ -1,5 +1,5 @@
 /**
- * The fair scheduler (STYLE.md habits 16 and 18; docs/scheduler.md): the one decision of which
+ * The fair scheduler (docs/scheduler.md): the one decision of which
  * waiting work may start now. @mailhooks/delivery-state's claim reads the state it needs and
  * carries out what it decides; nothing else admits work.
  */
