@@ -51,6 +51,12 @@ export type TransactionSettings = Partial<Record<"idle_in_transaction_session_ti
    * plan, never a plan made for the values of one call (see loadDestinations).
    */
   plan_cache_mode?: "force_generic_plan";
+  /**
+   * A transaction-level advisory lock to wait for (pg_advisory_xact_lock, within lock_timeout when
+   * set) before `fn` runs, in the BEGIN's round trip; held until the transaction ends. Every
+   * statement of `fn` then sees what the lock's previous holder committed.
+   */
+  advisory_lock?: bigint;
 };
 
 /** The words a setting may take (written into the BEGIN as they are; anything else is a number). */
@@ -59,8 +65,8 @@ const SETTING_WORDS = new Set(["off", "force_generic_plan"]);
 /**
  * Runs `fn` in a transaction on one pooled connection: COMMIT when it resolves, ROLLBACK when it
  * throws. A deadlock between two transactions (e.g. two webhooks cancelled at once, sharing
- * events) runs the loser again, up to three times in all. `settings` are set with the BEGIN, in
- * the same round trip.
+ * events) runs the loser again, up to three times in all. `settings` are set, and the advisory
+ * lock taken, with the BEGIN, in the same round trip.
  * @throws whatever `fn` or PostgreSQL threw
  */
 export async function inTransaction<T>(
@@ -70,11 +76,13 @@ export async function inTransaction<T>(
 ): Promise<T> {
   // No parameters in a multi-statement query: only whole numbers and the words of SETTING_WORDS
   // are written into it.
+  const { advisory_lock: lockKey, ...set } = settings;
   const begin = [
     "BEGIN",
-    ...Object.entries(settings).map(
+    ...Object.entries(set).map(
       ([name, value]) => `SET LOCAL ${name} = ${SETTING_WORDS.has(String(value)) ? String(value) : Math.trunc(Number(value))}`,
     ),
+    ...(lockKey === undefined ? [] : [`SELECT pg_advisory_xact_lock(${BigInt.asIntN(64, lockKey).toString()})`]),
   ].join("; ");
   for (let attempt = 1; ; attempt++) {
     const client = await pool.connect();

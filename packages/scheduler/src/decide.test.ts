@@ -90,7 +90,7 @@ describe("the one decision", () => {
 
   test("rate_limit: a turn not due parks the webhook until it, without a lease", () => {
     const decision = decide(input({ candidates: [candidate("wh_r", "acc_a", { rateLimit: 5, turnAt: NOW + 100 })] }));
-    expect(decision).toEqual({ grants: [], parked: [{ webhookId: "wh_r", until: NOW + 100 }] });
+    expect(decision).toEqual({ grants: [], parked: [{ webhookId: "wh_r", until: NOW + 100 }], unserved: 0 });
   });
 
   test("paused: parked until resumed, except replays to a target_url; listen: never pushed", () => {

@@ -85,6 +85,8 @@ export interface Parked {
 export interface Decision {
   grants: Grant[];
   parked: Parked[];
+  /** Webhooks of the round that could have started work but found no slot. */
+  unserved: number;
 }
 
 /**
@@ -193,8 +195,12 @@ export function decide(input: DecisionInput): Decision {
   }
 
   const grants: Grant[] = [];
+  let unserved = 0;
   for (const seat of seats) {
-    if (seat.granted === 0) continue;
+    if (seat.granted === 0) {
+      unserved++;
+      continue;
+    }
     const { rateLimit } = seat.candidate;
     grants.push({
       webhookId: seat.candidate.webhookId,
@@ -204,5 +210,5 @@ export function decide(input: DecisionInput): Decision {
       turnAt: rateLimit === null ? null : seat.turnBase + seat.granted * rateIntervalMs(rateLimit),
     });
   }
-  return { grants, parked };
+  return { grants, parked, unserved };
 }
