@@ -16,7 +16,7 @@ export const eventSummarySchema = z
   .object({
     event_id: eventId,
     event_type: z.enum(EVENT_TYPES),
-    inbox_id: z.string().meta({ description: "`data.inboxId`" }),
+    inbox_id: z.string().nullable().meta({ description: "`data.inboxId`; null for an operational event (it belongs to the account)" }),
     status: eventStatus,
     occurred_at: timestamp.meta({ description: "when it happened (defaults to the time of ingest); the envelope's `timestamp`" }),
     created_at: timestamp.meta({ description: "when the service accepted it" }),

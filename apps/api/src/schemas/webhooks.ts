@@ -11,7 +11,9 @@ export const webhookSchema = z
     id: webhookId,
     url: z.string().meta({ description: "the https:// endpoint, as registered", example: "https://example.com/hooks/email" }),
     events: z.array(z.enum(EVENT_TYPES)).meta({ description: "the event kinds delivered to it" }),
-    status: z.enum(["enabled", "disabled"]).meta({ description: "disabled webhooks get no new deliveries" }),
+    status: z
+      .enum(["enabled", "paused", "disabled"])
+      .meta({ description: "paused: events still become its destinations and wait; disabled: no new deliveries" }),
     disabled_reason: z.enum(["manual", "failing"]).nullable().meta({
       description:
         "null while enabled; `manual` (PATCH) or `failing` (every attempt failed for WEBHOOK_AUTO_DISABLE_AFTER_HOURS across at least 20 events)",

@@ -25,7 +25,8 @@ export type { DestinationView, EventDetail, EventListItem, EventSummary };
 interface EventRow {
   id: string;
   eventType: string;
-  inboxId: string;
+  /** Null for an operational event. */
+  inboxId: string | null;
   messageId: string;
   status: string;
   occurredAt: Date;
