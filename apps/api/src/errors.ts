@@ -51,6 +51,7 @@ export const ERROR_REASONS = {
     "webhook_not_a_destination", // replay: webhook_id did not receive the event
     "destinations_disabled", // replay without target_url: every destination's webhook is disabled or deleted
     "webhook_disabled", // test request to a disabled webhook
+    "webhook_paused", // test request to a paused webhook
     "webhook_limit_reached", // MAX_WEBHOOKS_PER_ACCOUNT
     "idempotency_key_reused", // an Idempotency-Key repeated with another body
     "idempotent_webhook_deleted", // a repeated webhook creation whose webhook was deleted since

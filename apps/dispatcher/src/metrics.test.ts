@@ -10,7 +10,7 @@ import { registerWorkQueueGauges } from "./metrics.js";
 describe("work queue gauges", () => {
   test("waiting, leased and ready webhooks; a failed reading keeps the last values", async () => {
     const registry = new Registry();
-    let backlog: QueueBacklog | Error = { waiting: 870, leased: 64, readyWebhooks: 3 };
+    let backlog: QueueBacklog | Error = { waiting: 870, leased: 64, readyWebhooks: 3, pausedWebhooks: 2 };
     registerWorkQueueGauges(registry, async () => {
       if (backlog instanceof Error) throw backlog;
       return backlog;
@@ -19,6 +19,7 @@ describe("work queue gauges", () => {
     expect(text).toContain('webhook_work_items{state="waiting"} 870');
     expect(text).toContain('webhook_work_items{state="leased"} 64');
     expect(text).toContain("webhook_webhooks_ready 3");
+    expect(text).toContain("webhook_webhooks_paused 2");
     backlog = new Error("PostgreSQL away");
     text = await registry.metrics();
     expect(text).toContain('webhook_work_items{state="waiting"} 870');

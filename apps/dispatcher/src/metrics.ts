@@ -26,6 +26,8 @@ export interface DispatcherMetrics {
   schedulersRestored: Counter;
   /** Webhooks disabled because every attempt failed for WEBHOOK_AUTO_DISABLE_AFTER_HOURS. */
   webhooksAutoDisabled: Counter;
+  /** Operational events made by this dispatcher, by kind (webhook.failing, webhook.recovered, webhook.disabled, destination.failed). */
+  operationalEvents: Counter<"kind">;
 }
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900];
@@ -77,6 +79,12 @@ export function createDispatcherMetrics(queue?: Queue): DispatcherMetrics {
       help: "Webhooks disabled because every attempt failed for WEBHOOK_AUTO_DISABLE_AFTER_HOURS",
       registers: [registry],
     }),
+    operationalEvents: new Counter({
+      name: "webhook_operational_events_total",
+      help: "Operational events made, by kind (each then delivered to the webhooks subscribed to it)",
+      labelNames: ["kind"],
+      registers: [registry],
+    }),
     schedulersRestored: new Counter({
       name: "webhook_maintenance_schedulers_restored_total",
       help: "Times the maintenance job schedulers were found gone from Redis and made again",
@@ -90,8 +98,9 @@ export function createDispatcherMetrics(queue?: Queue): DispatcherMetrics {
 /**
  * The work queue's gauges (docs/scheduler.md), read from PostgreSQL at each scrape:
  * `webhook_work_items{state}` the units of work waiting (for their turn, their retry's time, a
- * paused webhook) and leased (running, or on their way to a worker), and `webhook_webhooks_ready`
- * the webhooks in the round. A reading that fails leaves the gauges as they were.
+ * paused webhook) and leased (running, or on their way to a worker), `webhook_webhooks_ready` the
+ * webhooks in the round, and `webhook_webhooks_paused` those paused. A reading that fails leaves
+ * the gauges as they were.
  */
 export function registerWorkQueueGauges(registry: Registry, read: () => Promise<QueueBacklog>): void {
   new Gauge({
@@ -113,6 +122,15 @@ export function registerWorkQueueGauges(registry: Registry, read: () => Promise<
     async collect() {
       const backlog = await read().catch(() => null);
       if (backlog) this.set(backlog.readyWebhooks);
+    },
+  });
+  new Gauge({
+    name: "webhook_webhooks_paused",
+    help: "Webhooks paused (their work waits until they are resumed)",
+    registers: [registry],
+    async collect() {
+      const backlog = await read().catch(() => null);
+      if (backlog) this.set(backlog.pausedWebhooks);
     },
   });
 }

@@ -7,6 +7,7 @@ import {
   failWithoutAttempt,
   forgetDispatcher,
   heartbeat,
+  publishNotices,
   releaseWork,
   WORK_CHANNEL,
   type ClaimPass,
@@ -22,6 +23,9 @@ import type { DispatcherMetrics } from "./metrics.js";
  * relays back this long at most, since PostgreSQL then ends its session and the lock with it.
  */
 export const CLAIM_TIMEOUT_MS = 5_000;
+
+/** What a notification names instead of a webhook when notices were written (the notices_notify trigger). */
+const NOTICES_PAYLOAD = "!notices";
 
 /** The longest pause between two tries after a claim or a push failed, in ms. */
 const MAX_BACKOFF_MS = 5_000;
@@ -63,13 +67,16 @@ export interface Relay {
  * as soon as something may have changed: work notified on WORK_CHANNEL (a LISTEN connection of its
  * own, which reconnects by itself; after each reconnection every webhook with waiting work is looked
  * for, since notifications were lost meanwhile), work ended on this dispatcher (`wake`), or the
- * time the last claim named (a retry or a rate_limit turn coming due, a lease expiring). Its
+ * time the last claim named (a retry or a rate_limit turn coming due, a lease expiring). Notices
+ * (operational events to make, notified on the same channel) are made into events first. Its
  * heartbeat (this dispatcher's slots, and the leases of what its worker runs) is sent at least
  * every third of the visibility timeout, from the same loop.
  */
 export function startRelay(options: RelayOptions): Relay {
   const notified = new Set<string>();
   let rediscover = true;
+  /** Notices (operational events to make) were written: make their events before the next claim. */
+  let notices = true;
   let stopped = false;
   let wanted = true;
   let wakeUp: (() => void) | null = null;
@@ -95,6 +102,19 @@ export function startRelay(options: RelayOptions): Relay {
       lastBeat = performance.now();
     }
     if (draining) return { claimed: [], poisoned: [], nextInMs: null, more: false };
+    if (notices) {
+      notices = false;
+      try {
+        for (let more = true; more; ) {
+          const published = await publishNotices(options.pool, options.queuePrefix);
+          for (const [kind, count] of Object.entries(published.made)) options.metrics.operationalEvents.inc({ kind }, count);
+          more = published.more;
+        }
+      } catch (error) {
+        notices = true;
+        throw error;
+      }
+    }
     const heard = [...notified];
     notified.clear();
     const again = rediscover;
@@ -169,11 +189,14 @@ export function startRelay(options: RelayOptions): Relay {
     onNotification: (_channel, payload) => {
       const space = payload.indexOf(" ");
       if (space < 0 || payload.slice(0, space) !== options.queuePrefix) return;
-      notified.add(payload.slice(space + 1));
+      const subject = payload.slice(space + 1);
+      if (subject === NOTICES_PAYLOAD) notices = true;
+      else notified.add(subject);
       wake();
     },
     onConnect: () => {
       rediscover = true;
+      notices = true;
       wake();
     },
   });

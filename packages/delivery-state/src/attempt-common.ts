@@ -1,4 +1,4 @@
-import sql, { type Sql } from "sql-template-tag";
+import sql from "sql-template-tag";
 import { run, type Queryable } from "./db.js";
 
 /**
@@ -55,6 +55,8 @@ export interface AttemptWebhook {
   storedHeaders: string | null;
   /** The webhook is enabled and not deleted, read at attempt time. */
   webhookEnabled: boolean;
+  /** The webhook is paused (and not deleted): nothing is sent to its URL until it is enabled again. */
+  webhookPaused: boolean;
 }
 
 /**
@@ -62,7 +64,8 @@ export interface AttemptWebhook {
  * as strings: turn it into StoredSecrets with secretsOf.
  */
 export const ATTEMPT_WEBHOOK_COLUMNS = sql`json_build_object('secret', w.secret, 'previous', w.previous_secret, 'activatesAt', w.secret_activates_at) AS secrets,
-             w.headers AS "storedHeaders", (w.status = 'enabled' AND w.deleted_at IS NULL) AS "webhookEnabled"`;
+             w.headers AS "storedHeaders", (w.status = 'enabled' AND w.deleted_at IS NULL) AS "webhookEnabled",
+             (w.status = 'paused' AND w.deleted_at IS NULL) AS "webhookPaused"`;
 
 /** JSON columns come back with times as strings. */
 export function secretsOf(raw: { secret: string; previous: string | null; activatesAt: string | null }): StoredSecrets {
@@ -126,10 +129,3 @@ export interface AttemptRecord {
  * dispatchers that ran it.
  */
 export const INTERNAL_ERROR = "internal_error";
-
-/** Clears a webhook's failing streak after a success to its own URL (a replay, a test event). */
-export function clearStreakCte(webhookId: string): Sql {
-  return sql`streak AS (
-      UPDATE webhooks SET failing_since = NULL, failing_events = 0
-       WHERE id = ${webhookId} AND (failing_since IS NOT NULL OR failing_events <> 0) RETURNING id)`;
-}

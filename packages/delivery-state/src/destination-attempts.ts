@@ -2,7 +2,9 @@ import type pg from "pg";
 import sql from "sql-template-tag";
 import { newId } from "@mailhooks/db";
 import { runGeneric, runStatement, type Queryable } from "./db.js";
+import { isOperationalEventType } from "@mailhooks/events";
 import { endWorkCte, type LeasedWork } from "./work-queue.js";
+import { FAILING_AFTER, isoUtc } from "./notices.js";
 import { eventStatusSql, moveDestinationCte, type DestinationStatus } from "./status.js";
 import { ATTEMPT_WEBHOOK_COLUMNS, PAYLOAD_COLUMNS, PAYLOAD_JOIN, secretsOf } from "./attempt-common.js";
 import type { AttemptRecord, AttemptWebhook, PayloadRef } from "./attempt-common.js";
@@ -22,6 +24,10 @@ export interface LoadedDestination extends PayloadRef, AttemptWebhook {
   url: string;
   /** The attempt the lease is for: 0 for the initial one, n for retry n. */
   attempt: number;
+  /** The event's kind (an operational event's deliveries make no notices). */
+  eventType: string;
+  /** The deployment whose work it is (its notices are made there). */
+  queuePrefix: string;
 }
 
 /**
@@ -35,7 +41,8 @@ export async function loadDestinations(pool: pg.Pool, items: LeasedWork[]): Prom
   const { rows } = await runGeneric<Omit<LoadedDestination, "secrets"> & { ord: string; secrets: never }>(
     pool,
     sql`SELECT i.ord, d.id AS "destinationId", d.account_id AS "accountId", d.event_id AS "eventId", d.webhook_id AS "webhookId",
-               d.status::text AS status, w.url, q.attempt, ${ATTEMPT_WEBHOOK_COLUMNS},
+               d.status::text AS status, w.url, q.attempt, e.event_type AS "eventType", d.queue_prefix AS "queuePrefix",
+               ${ATTEMPT_WEBHOOK_COLUMNS},
                ${PAYLOAD_COLUMNS}, e.created_at AS "eventCreatedAt"
           FROM unnest(${items.map((i) => i.workId)}::text[], ${items.map((i) => i.lease)}::int[]) WITH ORDINALITY AS i(id, lease, ord)
           JOIN work_items q ON q.work_id = i.id AND q.lease = i.lease AND q.leased_until > now()
@@ -45,7 +52,7 @@ export async function loadDestinations(pool: pg.Pool, items: LeasedWork[]): Prom
           ${PAYLOAD_JOIN}`,
     // Prepared (see PAYLOAD_JOIN), with its generic plan always (runGeneric): a plan made for one
     // call's values costs more to make than the generic one costs to run.
-    "delivery_state_load_destinations_v3",
+    "delivery_state_load_destinations_v4",
   );
   const byOrdinal = new Map(rows.map((row) => [Number(row.ord), row]));
   return items.map((_, index) => {
@@ -70,7 +77,7 @@ const EVENT_FAILED = sql`e.failed_destinations + p.failed`;
 
 /** One attempt of a destination to record. */
 export interface DestinationAttempt {
-  destination: Pick<LoadedDestination, "destinationId" | "accountId" | "eventId" | "webhookId" | "url">;
+  destination: Pick<LoadedDestination, "destinationId" | "accountId" | "eventId" | "webhookId" | "url" | "eventType" | "queuePrefix">;
   /** 0 for the initial attempt, n for retry n. */
   attempt: number;
   result: AttemptRecord;
@@ -85,11 +92,14 @@ export interface DestinationAttempt {
  * are (the dispatcher batches the attempts that end at the same time): one delivery row each (a
  * row that exists already is kept: the attempt was made twice; `created_at` is PostgreSQL's
  * now()), the destinations that end move from `pending` with their events' counters and status
- * (docs/api.md, "Statuses"), and each webhook's auto-disable counters move without reading the
+ * (docs/api.md, "Statuses"), and each webhook's failing streaks move without reading the
  * deliveries table: a success clears them (a write only when there is something to clear, so a
- * healthy webhook's row is never locked), a failure starts or extends the failing streak. The
- * counters move only for the rows actually written, so an attempt recorded again is not counted
- * twice.
+ * healthy webhook's row is never locked), a failure starts or extends them. The counters move
+ * only for the rows actually written, so an attempt recorded again is not counted twice. The
+ * operational events they cause are written as notices in the same statement, each once:
+ * `webhook.failing` when a webhook's email deliveries failed FAILING_AFTER times in a row,
+ * `webhook.recovered` at its first 2xx after that, `destination.failed` when a destination of an
+ * email event ends failed (notices.ts).
  *
  * The work queue follows in the same statement, for the attempt its row is at: an attempt that
  * ends its destination (`delivered`, `failed`) deletes the row; a retry gives it back, at the next
@@ -114,9 +124,11 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
         ${col((a) => (a.attempt === 0 ? "initial" : "retry"))}::text[], ${col((a) => a.attempt)}::int[],
         ${col((a) => a.result.responseStatus)}::int[], ${col((a) => a.result.error)}::text[], ${col((a) => a.result.responseBody ?? null)}::text[],
         ${col((a) => a.result.durationMs)}::int[], ${col((a) => a.outcome)}::text[], ${col((a) => a.result.ok)}::boolean[],
-        ${col((a) => a.retryDelayMs ?? 0)}::int[]
-      ) AS t(id, account_id, event_id, webhook_id, destination_id, url, trigger, attempt, response_status, error, response_body,
-             duration_ms, outcome, ok, retry_delay_ms)
+        ${col((a) => a.retryDelayMs ?? 0)}::int[], ${col((a) => isOperationalEventType(a.destination.eventType))}::boolean[],
+        ${col((a) => a.destination.eventType)}::text[], ${col((a) => a.destination.queuePrefix)}::text[],
+        ${col(() => newId("evt"))}::text[], ${col(() => newId("evt"))}::text[]
+      ) WITH ORDINALITY AS t(id, account_id, event_id, webhook_id, destination_id, url, trigger, attempt, response_status, error, response_body,
+             duration_ms, outcome, ok, retry_delay_ms, operational, event_type, queue_prefix, failed_notice_id, webhook_notice_id, ord)
     ), inserted AS (
       INSERT INTO deliveries (id, account_id, event_id, webhook_id, destination_id, url, trigger, attempt, response_status, error,
                               response_body, duration_ms, created_at)
@@ -132,7 +144,7 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
     ), moved AS (
       UPDATE destinations d SET status = prev.outcome::"DeliveryStatus", updated_at = now()
         FROM prev WHERE d.id = prev.id
-      RETURNING prev.event_id, prev.outcome, prev.was
+      RETURNING d.id AS destination_id, prev.event_id, prev.outcome, prev.was
     ), per_event AS (
       SELECT event_id, (count(*) FILTER (WHERE was = 'pending'))::int AS ended,
              ((count(*) FILTER (WHERE outcome = 'failed')) - (count(*) FILTER (WHERE was = 'cancelled')))::int AS failed
@@ -145,18 +157,50 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
         FROM per_event p WHERE e.id = p.event_id
       RETURNING e.id
     ), per_webhook AS (
-      -- A webhook that answered 2xx to any of these attempts is not failing; else its streak grows
-      -- by the events whose initial attempt failed. Only rows written now count: an attempt whose
-      -- row exists already was counted when that row was written.
-      SELECT i.webhook_id, bool_or(i.ok) AS any_ok, (count(*) FILTER (WHERE NOT i.ok AND i.attempt = 0))::int AS initial_failures
+      -- A webhook that answered 2xx to any of these attempts is not failing; else its streaks grow:
+      -- the auto-disable one by the events whose initial attempt failed, the operational one by the
+      -- failed attempts of email events. Only rows written now count: an attempt whose row exists
+      -- already was counted when that row was written.
+      SELECT i.webhook_id, bool_or(i.ok) AS any_ok, (count(*) FILTER (WHERE NOT i.ok AND i.attempt = 0))::int AS initial_failures,
+             (count(*) FILTER (WHERE NOT i.ok AND NOT i.operational))::int AS failures,
+             (array_agg(i.response_status ORDER BY i.ord DESC) FILTER (WHERE NOT i.ok))[1] AS last_status,
+             (array_agg(i.error ORDER BY i.ord DESC) FILTER (WHERE NOT i.ok))[1] AS last_error,
+             min(i.queue_prefix) AS queue_prefix, min(i.webhook_notice_id) AS notice_id
         FROM input i JOIN inserted USING (id) GROUP BY i.webhook_id
+    ), hooks AS (
+      -- Locked only when something moves: a healthy webhook's row is never written.
+      SELECT w.id, w.account_id, w.url, w.failing_since, w.failing_events, w.consecutive_failures, w.failing_noticed_at,
+             p.any_ok, p.initial_failures, p.failures, p.last_status, p.last_error, p.queue_prefix, p.notice_id,
+             (NOT p.any_ok AND w.failing_noticed_at IS NULL AND w.consecutive_failures + p.failures >= ${FAILING_AFTER}) AS becomes_failing
+        FROM webhooks w JOIN per_webhook p ON p.webhook_id = w.id
+       WHERE NOT p.any_ok OR w.failing_since IS NOT NULL OR w.failing_events <> 0 OR w.consecutive_failures <> 0 OR w.failing_noticed_at IS NOT NULL
+       ORDER BY w.id
+       FOR UPDATE OF w
     ), streak AS (
       UPDATE webhooks w SET
-        failing_since = (CASE WHEN p.any_ok THEN NULL ELSE coalesce(w.failing_since, now()) END),
-        failing_events = (CASE WHEN p.any_ok THEN 0 ELSE w.failing_events + p.initial_failures END)
-        FROM per_webhook p
-       WHERE w.id = p.webhook_id AND (NOT p.any_ok OR w.failing_since IS NOT NULL OR w.failing_events <> 0)
+        failing_since = (CASE WHEN h.any_ok THEN NULL ELSE coalesce(h.failing_since, now()) END),
+        failing_events = (CASE WHEN h.any_ok THEN 0 ELSE h.failing_events + h.initial_failures END),
+        consecutive_failures = (CASE WHEN h.any_ok THEN 0 ELSE h.consecutive_failures + h.failures END),
+        failing_noticed_at = (CASE WHEN h.any_ok THEN NULL WHEN h.becomes_failing THEN now() ELSE h.failing_noticed_at END)
+        FROM hooks h WHERE w.id = h.id
       RETURNING w.id AS webhook_id, w.failing_since AS since, w.failing_events AS events
+    ), noticed AS (
+      INSERT INTO notices (id, queue_prefix, account_id, kind, webhook_id, data)
+      SELECT h.notice_id, h.queue_prefix, h.account_id, 'webhook.failing', h.id,
+             jsonb_build_object('webhookId', h.id, 'url', h.url, 'failingSince', ${isoUtc(sql`coalesce(h.failing_since, now())`)},
+                                'consecutiveFailures', h.consecutive_failures + h.failures, 'lastStatus', h.last_status, 'lastError', h.last_error)
+        FROM hooks h WHERE h.becomes_failing
+      UNION ALL
+      SELECT h.notice_id, h.queue_prefix, h.account_id, 'webhook.recovered', h.id,
+             jsonb_build_object('webhookId', h.id, 'url', h.url, 'failingSince', ${isoUtc(sql`h.failing_since`)}, 'recoveredAt', ${isoUtc(sql`now()`)})
+        FROM hooks h WHERE h.any_ok AND h.failing_noticed_at IS NOT NULL
+      UNION ALL
+      SELECT i.failed_notice_id, i.queue_prefix, i.account_id, 'destination.failed', i.webhook_id,
+             jsonb_build_object('eventId', i.event_id, 'eventType', i.event_type, 'webhookId', i.webhook_id, 'url', i.url,
+                                'attempts', i.attempt + 1, 'lastStatus', i.response_status, 'lastError', i.error)
+        FROM moved m JOIN input i ON i.destination_id = m.destination_id
+       WHERE m.outcome = 'failed' AND m.was = 'pending' AND NOT i.operational
+      RETURNING 1
     ), work_ended AS (
       DELETE FROM work_items q USING input i
        WHERE q.work_id = i.destination_id AND q.attempt = i.attempt AND i.outcome <> 'retry'
@@ -175,7 +219,7 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
     SELECT s.webhook_id, s.since, s.events FROM (SELECT 1) one LEFT JOIN streak s ON true`,
     // Prepared under a name: planning this statement of many CTEs costs about as much as running
     // it; PostgreSQL keeps a generic plan after five runs, unless it costs more.
-    "delivery_state_record_destination_attempts_v2",
+    "delivery_state_record_destination_attempts_v3",
   );
   // One row with nulls when no webhook's counters moved (the statement always answers one row).
   const streaks = new Map(

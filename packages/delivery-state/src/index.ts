@@ -17,3 +17,4 @@ export * from "./attempts.js";
 export * from "./idempotency-keys.js";
 export * from "./retention.js";
 export * from "./retry-policy.js";
+export * from "./notices.js";

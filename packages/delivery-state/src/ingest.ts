@@ -11,9 +11,9 @@ import type { EventStatus } from "./status.js";
 
 /**
  * Accepting events (docs/api.md, "Accepted means delivered"): each event is stored with
- * its exact envelope bytes, one destination per enabled webhook of the account subscribed to its
- * kind and, when the webhook is scoped (`inbox_ids`, section 4), to its inbox, and one outbox row
- * per destination, in one statement (one transaction when idempotency keys must be checked).
+ * its exact envelope bytes, one destination per enabled or paused webhook of the account
+ * subscribed to its kind and, when the webhook is scoped (`inbox_ids`), to its inbox, and one unit
+ * of work per destination, in one statement (one transaction when idempotency keys must be checked).
  * Every time written (created_at of events, payloads, destinations, idempotency keys) is
  * PostgreSQL's `now()`: one clock, whatever the API replicas' clocks say. An event's id is given
  * once, before the first try, and the statement skips ids already stored: a statement tried
@@ -67,7 +67,7 @@ function request(accountId: string, events: EventInput[]): Request {
 
 /**
  * The events of one or more requests with their envelope bytes and destinations: one per enabled
- * webhook of their account subscribed to their kind and, when scoped, to their inbox. One query
+ * or paused webhook of their account subscribed to their kind and, when scoped, to their inbox. One query
  * for all their accounts, narrowed in SQL to the webhooks that can match one of them by index
  * (docs/indexes.md), matched exactly here.
  */
@@ -80,11 +80,11 @@ async function prepare(db: Queryable, requests: Request[]): Promise<Prepared[][]
   const { rows: hooks } = await run<{ id: string; account_id: string; events: string[]; inbox_ids: string[] | null }>(
     db,
     sql`SELECT id, account_id, events, inbox_ids FROM webhooks
-         WHERE account_id = ANY(${accounts}::text[]) AND inbox_ids IS NULL AND status = 'enabled' AND deleted_at IS NULL
+         WHERE account_id = ANY(${accounts}::text[]) AND inbox_ids IS NULL AND status IN ('enabled', 'paused') AND deleted_at IS NULL
            AND events && ${kinds}::text[]
         UNION ALL
         SELECT id, account_id, events, inbox_ids FROM webhooks
-         WHERE inbox_ids && ${inboxes}::text[] AND account_id = ANY(${accounts}::text[]) AND status = 'enabled' AND deleted_at IS NULL
+         WHERE inbox_ids && ${inboxes}::text[] AND account_id = ANY(${accounts}::text[]) AND status IN ('enabled', 'paused') AND deleted_at IS NULL
            AND events && ${kinds}::text[]
         ORDER BY id`,
     // Prepared under a name: planning its two branches costs several times their execution, and

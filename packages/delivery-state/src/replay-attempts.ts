@@ -3,7 +3,8 @@ import { newId } from "@mailhooks/db";
 import { run, runStatement, type Queryable } from "./db.js";
 import { moveDestinationCte } from "./status.js";
 import { endWorkCte } from "./work-queue.js";
-import { ATTEMPT_WEBHOOK_COLUMNS, clearStreakCte, PAYLOAD_COLUMNS, PAYLOAD_JOIN, secretsOf } from "./attempt-common.js";
+import { ATTEMPT_WEBHOOK_COLUMNS, PAYLOAD_COLUMNS, PAYLOAD_JOIN, secretsOf } from "./attempt-common.js";
+import { clearStreakCte } from "./notices.js";
 import type { AttemptRecord, AttemptWebhook, PayloadRef } from "./attempt-common.js";
 
 /**
@@ -24,6 +25,7 @@ export interface LoadedReplay extends PayloadRef, AttemptWebhook {
   hasTargetUrl: boolean;
   apiKeyId: string;
   status: "pending" | "delivered" | "failed" | "cancelled";
+  queuePrefix: string;
 }
 
 /**
@@ -45,12 +47,13 @@ export async function loadReplay(db: Queryable, replayId: string, lease: number)
     db,
     sql`SELECT r.id AS "replayId", r.account_id AS "accountId", r.event_id AS "eventId", r.webhook_id AS "webhookId",
                r.destination_id AS "destinationId", r.destination_url AS "destinationUrl", r.to_own_url AS "toOwnUrl",
-               r.has_target_url AS "hasTargetUrl", r.api_key_id AS "apiKeyId", r.status::text AS status, ${ATTEMPT_WEBHOOK_COLUMNS},
+               r.has_target_url AS "hasTargetUrl", r.api_key_id AS "apiKeyId", r.status::text AS status, r.queue_prefix AS "queuePrefix",
+               ${ATTEMPT_WEBHOOK_COLUMNS},
                ${PAYLOAD_COLUMNS}, e.created_at AS "eventCreatedAt"
           FROM replays r JOIN work_items q ON q.work_id = r.id AND q.lease = ${lease} AND q.leased_until > now()
           JOIN webhooks w ON w.id = r.webhook_id JOIN events e ON e.id = r.event_id ${PAYLOAD_JOIN}
          WHERE r.id = ${replayId}`,
-    "delivery_state_load_replay_v4",
+    "delivery_state_load_replay_v5",
   );
   return rows[0] ? { ...rows[0], secrets: secretsOf(rows[0].secrets) } : null;
 }
@@ -64,7 +67,7 @@ export async function loadReplay(db: Queryable, replayId: string, lease: number)
 export async function recordReplayAttempt(db: Queryable, replay: LoadedReplay, result: AttemptRecord): Promise<void> {
   const own = result.ok && replay.toOwnUrl;
   const move = own
-    ? sql`, ${moveDestinationCte(replay.destinationId, "delivered", ["pending", "failed", "cancelled"])}, ${clearStreakCte(replay.webhookId)},
+    ? sql`, ${moveDestinationCte(replay.destinationId, "delivered", ["pending", "failed", "cancelled"])}, ${clearStreakCte(replay.webhookId, replay.queuePrefix, newId("evt"))},
           retry_dropped AS (DELETE FROM work_items WHERE work_id = ${replay.destinationId} AND leased_until IS NULL RETURNING 1)`
     : empty;
   await runStatement(

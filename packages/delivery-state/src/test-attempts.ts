@@ -1,7 +1,9 @@
 import sql, { empty } from "sql-template-tag";
 import { run, runStatement, type Queryable } from "./db.js";
 import { endWorkCte } from "./work-queue.js";
-import { ATTEMPT_WEBHOOK_COLUMNS, clearStreakCte, secretsOf, type AttemptRecord, type AttemptWebhook } from "./attempt-common.js";
+import { newId } from "@mailhooks/db";
+import { ATTEMPT_WEBHOOK_COLUMNS, secretsOf, type AttemptRecord, type AttemptWebhook } from "./attempt-common.js";
+import { clearStreakCte } from "./notices.js";
 
 /**
  * The one attempt of a test delivery (docs/api.md, "Test events"): `webhook.test`, or an
@@ -18,6 +20,7 @@ export interface LoadedTestDelivery extends AttemptWebhook {
   /** null: the `webhook.test` envelope; else the kind of the example envelope to send. */
   eventType: string | null;
   status: "pending" | "delivered" | "failed" | "cancelled";
+  queuePrefix: string;
 }
 
 /**
@@ -33,6 +36,7 @@ export async function loadTestDelivery(db: Queryable, testDeliveryId: string, le
   const { rows } = await run<LoadedTestDelivery & { secrets: never }>(
     db,
     sql`SELECT t.id AS "testDeliveryId", t.account_id AS "accountId", t.webhook_id AS "webhookId", t.status::text AS status,
+               t.queue_prefix AS "queuePrefix",
                t.event_type AS "eventType", w.url, ${ATTEMPT_WEBHOOK_COLUMNS}
           FROM test_deliveries t JOIN work_items q ON q.work_id = t.id AND q.lease = ${lease} AND q.leased_until > now()
           JOIN webhooks w ON w.id = t.webhook_id
@@ -56,7 +60,7 @@ export async function recordTestAttempt(db: Queryable, testDelivery: LoadedTestD
                   'test'::"DeliveryTrigger", 0, ${result.responseStatus}, ${result.error}, ${result.responseBody ?? null},
                   ${result.durationMs}, ${testDelivery.testDeliveryId}, now())
           ON CONFLICT DO NOTHING RETURNING id
-        ), ${endWorkCte(sql`${[testDelivery.testDeliveryId]}::text[]`)}${result.ok ? sql`, ${clearStreakCte(testDelivery.webhookId)}` : empty}
+        ), ${endWorkCte(sql`${[testDelivery.testDeliveryId]}::text[]`)}${result.ok ? sql`, ${clearStreakCte(testDelivery.webhookId, testDelivery.queuePrefix, newId("evt"))}` : empty}
         UPDATE test_deliveries SET status = ${result.ok ? "delivered" : "failed"}::"DeliveryStatus", updated_at = now()
          WHERE id = ${testDelivery.testDeliveryId} AND status = 'pending'`,
   );

@@ -2,6 +2,8 @@ import type pg from "pg";
 import sql from "sql-template-tag";
 import { inTransaction, run } from "./db.js";
 import { cancelPendingOfWebhook } from "./status.js";
+import { disabledNotice } from "./notices.js";
+import { backInRound } from "./work-queue.js";
 
 /**
  * Webhooks' delivery state (docs/api.md, "Webhooks"): their changes, secret rotation and
@@ -16,7 +18,7 @@ export interface WebhookRow {
   events: string[];
   /** The stored (encrypted) secret: the newest one. */
   secret: string;
-  status: "enabled" | "disabled";
+  status: "enabled" | "paused" | "disabled";
   disabled_reason: "manual" | "failing" | null;
   /** When the newest secret starts signing (after a rotation); null when no rotation is pending or done. */
   secret_activates_at: Date | null;
@@ -37,7 +39,7 @@ export const WEBHOOK_COLUMNS = sql`id, account_id, url, events, secret, status::
 export interface WebhookChange {
   url?: string;
   events?: string[];
-  status?: "enabled" | "disabled";
+  status?: "enabled" | "paused" | "disabled";
   /** null lifts the limit; absent keeps it. */
   rateLimit?: number | null;
   /** null: every inbox again; absent keeps the list. */
@@ -47,10 +49,16 @@ export interface WebhookChange {
 }
 
 /**
- * Changes a live webhook (PATCH). Disabling (`disabled_reason: "manual"`) cancels its pending
- * destinations in the same transaction: they get no further attempt (docs/api.md, "Events").
- * Enabling clears the reason and the auto-disable counters, also after an auto-disable. The
- * secret is kept.
+ * Changes a live webhook (PATCH), in one transaction:
+ * - disabling (`disabled_reason: "manual"`) cancels its pending destinations (they get no further
+ *   attempt: docs/api.md, "Statuses") and writes a `webhook.disabled` notice;
+ * - pausing keeps its destinations coming and waiting (`paused_at` says since when);
+ * - resuming a paused webhook moves its failing streak's start by the time it was paused (time
+ *   paused does not count toward auto-disable); enabling a disabled one clears the reason and its
+ *   failing streaks, also after an auto-disable;
+ * - resuming, or changing its rate_limit, puts it back in the claim's round at once (a paused
+ *   webhook is parked out of it, a rate-limited one may wait there for a turn of the old limit).
+ * The secret is kept. `queuePrefix` is the deployment whose dispatchers make the notice's event.
  * @returns the changed webhook, or null when there is no such live webhook
  */
 export async function changeWebhook(
@@ -58,33 +66,50 @@ export async function changeWebhook(
   accountId: string,
   webhookId: string,
   change: WebhookChange,
+  queuePrefix: string,
 ): Promise<WebhookRow | null> {
-  const reason = change.status === "disabled" ? sql`'manual'` : sql`NULL`;
+  const to = change.status;
   const statusChange =
-    change.status === undefined
+    to === undefined
       ? sql``
-      : sql`, status = ${change.status}::"WebhookStatus",
-            disabled_reason = (CASE WHEN status::text = ${change.status} THEN disabled_reason ELSE ${reason} END)::"DisabledReason",
-            failing_since = (CASE WHEN ${change.status} = 'enabled' THEN NULL ELSE failing_since END),
-            failing_events = (CASE WHEN ${change.status} = 'enabled' THEN 0 ELSE failing_events END)`;
+      : sql`, status = ${to}::"WebhookStatus",
+            disabled_reason = (CASE WHEN status::text = ${to} THEN disabled_reason WHEN ${to} = 'disabled' THEN 'manual' END)::"DisabledReason",
+            paused_at = (CASE WHEN ${to} = 'paused' THEN coalesce(paused_at, now()) END),
+            failing_since = (CASE WHEN ${to} <> 'enabled' OR status::text = 'enabled' THEN failing_since
+                                  WHEN status::text = 'paused' THEN failing_since + (now() - paused_at) END),
+            failing_events = (CASE WHEN ${to} = 'enabled' AND status::text = 'disabled' THEN 0 ELSE failing_events END),
+            consecutive_failures = (CASE WHEN ${to} = 'enabled' AND status::text = 'disabled' THEN 0 ELSE consecutive_failures END),
+            failing_noticed_at = (CASE WHEN ${to} = 'enabled' AND status::text = 'disabled' THEN NULL ELSE failing_noticed_at END)`;
   const optionChanges = [
     change.rateLimit === undefined ? sql`` : sql`, rate_limit = ${change.rateLimit}::int`,
     change.inboxIds === undefined ? sql`` : sql`, inbox_ids = ${change.inboxIds}::text[]`,
     change.headers === undefined ? sql`` : sql`, headers = ${change.headers}::text`,
   ];
   return inTransaction(pool, async (client) => {
+    const before = await run<{ status: WebhookRow["status"]; rate_limit: number | null }>(
+      client,
+      sql`SELECT status::text AS status, rate_limit FROM webhooks
+           WHERE id = ${webhookId} AND account_id = ${accountId} AND deleted_at IS NULL FOR UPDATE`,
+    );
+    if (before.rows.length === 0) return null;
+    const was = before.rows[0];
     const { rows } = await run<WebhookRow>(
       client,
       sql`UPDATE webhooks SET
             url = coalesce(${change.url ?? null}, url),
             events = coalesce(${change.events ?? null}::text[], events),
             updated_at = now() ${statusChange} ${optionChanges[0]} ${optionChanges[1]} ${optionChanges[2]}
-          WHERE id = ${webhookId} AND account_id = ${accountId} AND deleted_at IS NULL
+          WHERE id = ${webhookId}
           RETURNING ${WEBHOOK_COLUMNS}`,
     );
-    if (rows.length === 0) return null;
-    if (rows[0].status === "disabled") await run(client, cancelPendingOfWebhook(webhookId));
-    return rows[0];
+    const now = rows[0];
+    if (now.status === "disabled" && was.status !== "disabled") {
+      await run(client, cancelPendingOfWebhook(webhookId));
+      await run(client, disabledNotice(webhookId, queuePrefix, "manual"));
+    }
+    if ((now.status === "enabled" && was.status !== "enabled") || (change.rateLimit !== undefined && change.rateLimit !== was.rate_limit))
+      await run(client, backInRound(webhookId));
+    return now;
   });
 }
 
@@ -116,10 +141,11 @@ export async function rotateSecret(
 
 /**
  * Auto-disable (docs/api.md, "Webhooks"): disables an enabled webhook with `disabled_reason:
- * "failing"` and cancels its pending destinations, in one transaction.
- * @returns false when it was not enabled any more (disabled, deleted, or done by another dispatcher)
+ * "failing"`, cancels its pending destinations and writes a `webhook.disabled` notice (made into
+ * an event by `queuePrefix`'s dispatchers), in one transaction.
+ * @returns false when it was not enabled any more (paused, disabled, deleted, or done by another dispatcher)
  */
-export async function autoDisableWebhook(pool: pg.Pool, webhookId: string): Promise<boolean> {
+export async function autoDisableWebhook(pool: pg.Pool, webhookId: string, queuePrefix: string): Promise<boolean> {
   return inTransaction(pool, async (client) => {
     const { rowCount } = await run(
       client,
@@ -128,6 +154,7 @@ export async function autoDisableWebhook(pool: pg.Pool, webhookId: string): Prom
     );
     if (!rowCount) return false;
     await run(client, cancelPendingOfWebhook(webhookId));
+    await run(client, disabledNotice(webhookId, queuePrefix, "failing"));
     return true;
   });
 }

@@ -86,6 +86,18 @@ export async function releaseWork(db: Queryable, work: LeasedWork[], delayMs = 0
 }
 
 /**
+ * The statement putting `webhookId` back in the claim's round at once, in every deployment where it
+ * has work (a paused webhook resumed, a rate_limit changed), and waking those deployments' relays.
+ */
+export function backInRound(webhookId: string): Sql {
+  return sql`WITH placed AS (
+      UPDATE webhook_queues SET ready_at = least(coalesce(ready_at, 'infinity'), now()) WHERE webhook_id = ${webhookId}
+      RETURNING queue_prefix
+    )
+    SELECT pg_notify(${WORK_CHANNEL}, queue_prefix || ' ' || ${webhookId}) FROM placed`;
+}
+
+/**
  * A dispatcher's heartbeat: it is live with `slots` and `reserve` slots until now plus
  * `visibilityTimeoutMs`, and so are the leases of `running` (the work its worker runs now), each
  * while it is still the work's current lease. Dispatchers not seen for an hour are forgotten.
@@ -126,6 +138,8 @@ export interface QueueBacklog {
   leased: number;
   /** Webhooks in the round now (waiting work that may start). */
   readyWebhooks: number;
+  /** Webhooks paused now (of every deployment: a webhook belongs to none). */
+  pausedWebhooks: number;
 }
 
 export async function queueBacklog(db: Queryable, queuePrefix: string): Promise<QueueBacklog> {
@@ -133,9 +147,10 @@ export async function queueBacklog(db: Queryable, queuePrefix: string): Promise<
     db,
     sql`SELECT (SELECT count(*)::int FROM work_items WHERE queue_prefix = ${queuePrefix} AND leased_until IS NULL) AS waiting,
                (SELECT count(*)::int FROM work_items WHERE queue_prefix = ${queuePrefix} AND leased_until > now()) AS leased,
-               (SELECT count(*)::int FROM webhook_queues WHERE queue_prefix = ${queuePrefix} AND ready_at <= now()) AS "readyWebhooks"`,
+               (SELECT count(*)::int FROM webhook_queues WHERE queue_prefix = ${queuePrefix} AND ready_at <= now()) AS "readyWebhooks",
+               (SELECT count(*)::int FROM webhooks WHERE status = 'paused' AND deleted_at IS NULL) AS "pausedWebhooks"`,
   );
-  return rows[0] ?? { waiting: 0, leased: 0, readyWebhooks: 0 };
+  return rows[0] ?? { waiting: 0, leased: 0, readyWebhooks: 0, pausedWebhooks: 0 };
 }
 
 /** A webhook's work: waiting (due or not), and leased (running). */

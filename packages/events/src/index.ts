@@ -4,3 +4,4 @@ export * from "./addresses.js";
 export * from "./schemas.js";
 export * from "./envelope.js";
 export * from "./examples.js";
+export * from "./operational.js";

@@ -1,4 +1,4 @@
-import { EMAIL_EVENT_TYPES, type EmailEventType } from "@mailhooks/verify";
+import { EMAIL_EVENT_TYPES, OPERATIONAL_EVENT_TYPES, type EmailEventType, type OperationalEventType } from "@mailhooks/verify";
 
 /**
  * The six email event kinds of the specification ("Events" table), in its order, used wherever
@@ -8,6 +8,22 @@ import { EMAIL_EVENT_TYPES, type EmailEventType } from "@mailhooks/verify";
 export const EVENT_TYPES = EMAIL_EVENT_TYPES;
 
 export type EventType = EmailEventType;
+
+/**
+ * The operational kinds (docs/api.md, "Operational events"): events of the account about its
+ * webhooks, which a webhook subscribes to like the six kinds. Declared by @mailhooks/verify too.
+ */
+export { OPERATIONAL_EVENT_TYPES };
+export type { OperationalEventType };
+
+/** Every kind a webhook may subscribe to: the six email kinds, then the operational ones. */
+export const SUBSCRIBABLE_EVENT_TYPES = [...EMAIL_EVENT_TYPES, ...OPERATIONAL_EVENT_TYPES] as const;
+export type SubscribableEventType = EventType | OperationalEventType;
+
+/** Whether `kind` is an operational kind. */
+export function isOperationalEventType(kind: string): kind is OperationalEventType {
+  return (OPERATIONAL_EVENT_TYPES as readonly string[]).includes(kind);
+}
 
 /** The envelope `event` of the test event sent when a webhook is created (CONTRACT.md 6). */
 export const TEST_EVENT_TYPE = "webhook.test";

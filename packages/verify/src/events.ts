@@ -23,8 +23,17 @@ export const EMAIL_EVENT_TYPES = [
 /** One of the six email event kinds a webhook subscribes to. */
 export type EmailEventType = (typeof EMAIL_EVENT_TYPES)[number];
 
-/** Every `event` a receiver gets: the six kinds, and `webhook.test`. */
-export type WebhookEventType = EmailEventType | "webhook.test";
+/**
+ * The operational event kinds: what the service tells a webhook subscribed to them about the
+ * account's other webhooks (one failing, recovered or disabled; a destination that failed for good).
+ */
+export const OPERATIONAL_EVENT_TYPES = ["webhook.failing", "webhook.recovered", "webhook.disabled", "destination.failed"] as const;
+
+/** One of the operational event kinds. */
+export type OperationalEventType = (typeof OPERATIONAL_EVENT_TYPES)[number];
+
+/** Every `event` a receiver gets: the six email kinds, the operational kinds, and `webhook.test`. */
+export type WebhookEventType = EmailEventType | OperationalEventType | "webhook.test";
 
 /** The fields every email event's `data` has. */
 export interface CommonEventData {
@@ -87,6 +96,52 @@ export interface WebhookTestData {
   messageId?: undefined;
 }
 
+/** webhook.failing: a webhook's attempts failed 5 times in a row (made once, until it recovers). */
+export interface WebhookFailingData {
+  webhookId: string;
+  /** Its URL (null for a listen webhook). */
+  url: string | null;
+  /** ISO 8601 UTC timestamp: when its attempts started failing. */
+  failingSince: string;
+  consecutiveFailures: number;
+  /** The last failed attempt's status (null when no response came) and error code (null when a response came). */
+  lastStatus: number | null;
+  lastError: string | null;
+  messageId?: undefined;
+}
+
+/** webhook.recovered: the first 2xx of a webhook after its webhook.failing. */
+export interface WebhookRecoveredData {
+  webhookId: string;
+  url: string | null;
+  /** ISO 8601 UTC timestamps. */
+  failingSince: string;
+  recoveredAt: string;
+  messageId?: undefined;
+}
+
+/** webhook.disabled: a webhook was disabled, by a person (`manual`) or because every attempt failed (`failing`). */
+export interface WebhookDisabledData {
+  webhookId: string;
+  url: string | null;
+  reason: "failing" | "manual" | "idle";
+  messageId?: undefined;
+}
+
+/** destination.failed: an event's delivery to a webhook failed for good (its retries exhausted). */
+export interface DestinationFailedData {
+  eventId: string;
+  /** The event's kind. */
+  eventType: string;
+  webhookId: string;
+  url: string | null;
+  /** Attempts made (the initial one and the retries). */
+  attempts: number;
+  lastStatus: number | null;
+  lastError: string | null;
+  messageId?: undefined;
+}
+
 /** The `data` of each kind of `event`. */
 export interface WebhookEventDataMap {
   "message.sent": MessageSentData;
@@ -95,6 +150,10 @@ export interface WebhookEventDataMap {
   "message.clicked": MessageClickedData;
   "message.received": MessageReceivedData;
   "message.bounced": MessageBouncedData;
+  "webhook.failing": WebhookFailingData;
+  "webhook.recovered": WebhookRecoveredData;
+  "webhook.disabled": WebhookDisabledData;
+  "destination.failed": DestinationFailedData;
   "webhook.test": WebhookTestData;
 }
 

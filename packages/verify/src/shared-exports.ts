@@ -11,5 +11,5 @@ export {
   isWebhookVerificationError,
 } from "./core.js";
 export type { WebhookVerificationErrorCode, HeadersInput, HeadersLike, RawBody, SecretInput, VerifyOptions } from "./core.js";
-export { EMAIL_EVENT_TYPES } from "./events.js";
+export { EMAIL_EVENT_TYPES, OPERATIONAL_EVENT_TYPES } from "./events.js";
 export type * from "./events.js";

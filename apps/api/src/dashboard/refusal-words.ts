@@ -33,6 +33,7 @@ const WORDS: Record<ErrorReason, Words> = {
   webhook_not_a_destination: "The chosen webhook did not receive this event: choose one of the webhooks it went to.",
   destinations_disabled: "Every webhook that received this event is disabled: enable one under Webhooks, or replay to an override URL.",
   webhook_disabled: "The webhook is disabled: enable it to send it a test event.",
+  webhook_paused: "The webhook is paused: resume it to send it a test event.",
   webhook_limit_reached: "This account already has as many webhooks as it may have: delete one first.",
   idempotency_key_reused: "This request repeats an earlier one's idempotency key with other content.",
   idempotent_webhook_deleted: "This request repeats the creation of a webhook that has since been deleted.",

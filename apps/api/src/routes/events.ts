@@ -1,6 +1,6 @@
 import { Router } from "express";
 import { z } from "zod";
-import { ENVELOPE_MAX_BYTES, envelopeByteLength, EVENT_TYPES, eventDataSchemas, type EventType } from "@mailhooks/events";
+import { ENVELOPE_MAX_BYTES, envelopeByteLength, EVENT_TYPES, eventDataSchemas, SUBSCRIBABLE_EVENT_TYPES, type EventType } from "@mailhooks/events";
 import type { ApiDeps } from "../deps.js";
 import { AppError, invalidInput, isAppError } from "../errors.js";
 import { principalOf } from "../http/auth.js";
@@ -39,7 +39,7 @@ export const batchSchema = z.strictObject({
 
 export const listQuery = z.strictObject({
   inbox_id: z.string().min(1).max(200).refine(hasNoNul, NO_NUL_MESSAGE).optional(),
-  event_type: z.enum(EVENT_TYPES, { message: `must be one of ${EVENT_TYPES.join(", ")}` }).optional(),
+  event_type: z.enum(SUBSCRIBABLE_EVENT_TYPES, { message: `must be one of ${SUBSCRIBABLE_EVENT_TYPES.join(", ")}` }).optional(),
   status: z.enum(["pending", "delivered", "failed"], { message: "must be pending, delivered or failed" }).optional(),
   ...timeWindowShape,
   ...paginationShape,

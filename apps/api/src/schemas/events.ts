@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { EVENT_TYPES, eventDataSchemas, TEST_EVENT_TYPE, type EventType } from "@mailhooks/events";
+import { EVENT_TYPES, eventDataSchemas, SUBSCRIBABLE_EVENT_TYPES, TEST_EVENT_TYPE, type EventType } from "@mailhooks/events";
 import { prefixedId, timestamp } from "./common.js";
 import { webhookId } from "./webhooks.js";
 
@@ -15,7 +15,7 @@ export const eventStatus = z.enum(["pending", "delivered", "failed"]).meta({
 export const eventSummarySchema = z
   .object({
     event_id: eventId,
-    event_type: z.enum(EVENT_TYPES),
+    event_type: z.enum(SUBSCRIBABLE_EVENT_TYPES).meta({ description: "one of the six email kinds, or an operational kind" }),
     inbox_id: z.string().nullable().meta({ description: "`data.inboxId`; null for an operational event (it belongs to the account)" }),
     status: eventStatus,
     occurred_at: timestamp.meta({ description: "when it happened (defaults to the time of ingest); the envelope's `timestamp`" }),

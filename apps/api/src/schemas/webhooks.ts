@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { EVENT_TYPES } from "@mailhooks/events";
+import { SUBSCRIBABLE_EVENT_TYPES } from "@mailhooks/events";
 import { prefixedId, timestamp } from "./common.js";
 
 /** The webhook object (CONTRACT.md section 4). The secret appears only in `webhookWithSecretSchema`. */
@@ -10,7 +10,9 @@ export const webhookSchema = z
   .object({
     id: webhookId,
     url: z.string().meta({ description: "the https:// endpoint, as registered", example: "https://example.com/hooks/email" }),
-    events: z.array(z.enum(EVENT_TYPES)).meta({ description: "the event kinds delivered to it" }),
+    events: z
+      .array(z.enum(SUBSCRIBABLE_EVENT_TYPES))
+      .meta({ description: "the event kinds delivered to it: email kinds and operational kinds (docs/api.md, \"Operational events\")" }),
     status: z
       .enum(["enabled", "paused", "disabled"])
       .meta({ description: "paused: events still become its destinations and wait; disabled: no new deliveries" }),

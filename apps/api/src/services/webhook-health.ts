@@ -1,6 +1,6 @@
 import { z } from "zod";
 import * as deliveryState from "@mailhooks/delivery-state";
-import { EVENT_TYPES, type EventType } from "@mailhooks/events";
+import { SUBSCRIBABLE_EVENT_TYPES, type SubscribableEventType } from "@mailhooks/events";
 import type { ApiDeps } from "../deps.js";
 import { AppError } from "../errors.js";
 import { findWebhook } from "./webhooks.js";
@@ -106,10 +106,10 @@ export async function latestTestDelivery(deps: ApiDeps, accountId: string, webho
   };
 }
 
-/** POST /v1/webhooks/{id}/test `{event_type?}`: one of the six kinds for an example envelope of that kind; absent: `webhook.test`. */
+/** POST /v1/webhooks/{id}/test `{event_type?}`: one of the six kinds or an operational kind for an example envelope of that kind; absent: `webhook.test`. */
 export const testDeliveryRequestSchema = z.strictObject({
   event_type: z
-    .enum(EVENT_TYPES, { message: `must be one of ${EVENT_TYPES.join(", ")}` })
+    .enum(SUBSCRIBABLE_EVENT_TYPES, { message: `must be one of ${SUBSCRIBABLE_EVENT_TYPES.join(", ")}` })
     .optional()
     .meta({ description: "the kind of the example envelope to send; absent: the `webhook.test` envelope", example: "message.bounced" }),
 });
@@ -119,12 +119,19 @@ export const testDeliveryRequestSchema = z.strictObject({
  * one attempt, no retry): the `webhook.test` envelope, or with `eventType` an example envelope
  * of that kind.
  * @returns the id its delivery row will have (`trigger: "test"`, `event_id: null`)
- * @throws AppError not_found (no such live webhook), conflict (the webhook is disabled)
+ * @throws AppError not_found (no such live webhook), conflict (the webhook is paused or disabled)
  */
-export async function requestTestDelivery(deps: ApiDeps, accountId: string, webhookId: string, eventType?: EventType): Promise<string> {
+export async function requestTestDelivery(
+  deps: ApiDeps,
+  accountId: string,
+  webhookId: string,
+  eventType?: SubscribableEventType,
+): Promise<string> {
   const ids = await deliveryState.requestTestDelivery(deps.pool, accountId, webhookId, deps.config.QUEUE_PREFIX, eventType ?? null);
   if (ids) return ids.deliveryId;
-  await findWebhook(deps, accountId, webhookId);
+  const webhook = await findWebhook(deps, accountId, webhookId);
+  if (webhook.status === "paused")
+    throw new AppError("conflict", "webhook_paused", "the webhook is paused: resume it to send it a test event");
   throw new AppError("conflict", "webhook_disabled", "the webhook is disabled: enable it to send it a test event");
 }
 

@@ -8,7 +8,7 @@ import {
   registerWebhook,
   type WebhookRow,
 } from "@mailhooks/delivery-state";
-import { EVENT_TYPES } from "@mailhooks/events";
+import { SUBSCRIBABLE_EVENT_TYPES } from "@mailhooks/events";
 import type { Keyring } from "@mailhooks/secrets";
 import { checkDestinationUrl } from "@mailhooks/url-policy";
 import type { ApiDeps } from "../deps.js";
@@ -65,7 +65,9 @@ export const httpsUrl = z
   });
 
 export const webhookEvents = z
-  .array(z.enum(EVENT_TYPES, { message: `must be one of ${EVENT_TYPES.join(", ")}` }), { message: "must be an array of event types" })
+  .array(z.enum(SUBSCRIBABLE_EVENT_TYPES, { message: `must be one of ${SUBSCRIBABLE_EVENT_TYPES.join(", ")}` }), {
+    message: "must be an array of event types",
+  })
   .min(1, "must list at least one event type")
   .transform((events) => [...new Set(events)])
   .meta({ description: "the event kinds to deliver (at least one; repeats are ignored)" });
@@ -218,7 +220,7 @@ export async function findWebhook(deps: ApiDeps, accountId: string, webhookId: s
 export const updateWebhookSchema = z.strictObject({
   url: httpsUrl.optional(),
   events: webhookEvents.optional(),
-  status: z.enum(["enabled", "disabled"], { message: "must be enabled or disabled" }).optional(),
+  status: z.enum(["enabled", "paused", "disabled"], { message: "must be enabled, paused or disabled" }).optional(),
   rate_limit: rateLimitSchema.optional(),
   inbox_ids: inboxIdsSchema.optional(),
   headers: webhookHeadersSchema.optional(),
@@ -247,7 +249,7 @@ export async function updateWebhook(deps: ApiDeps, accountId: string, webhookId:
     rateLimit: input.rate_limit,
     inboxIds: input.inbox_ids,
     headers: input.headers === undefined ? undefined : encryptHeaders(deps.keyring, input.headers),
-  });
+  }, deps.config.QUEUE_PREFIX);
   if (!row) throw notFound("webhook");
   return rowView(row, deps.keyring);
 }

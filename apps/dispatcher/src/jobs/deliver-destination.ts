@@ -8,6 +8,7 @@ import {
   decideAfterAttempt,
   dropEndedWork,
   loadDestinations,
+  releaseWork,
   loadPayload,
   recordDestinationAttempts,
   signingSecretAt,
@@ -155,8 +156,8 @@ export const AUTO_DISABLE_MIN_EVENTS = 20;
  * destination `delivered`; a failure with a retry left is recorded and its retry scheduled (the
  * work waits in the queue for its delay: nothing holds a slot meanwhile); the last failure makes
  * it `failed` (decideAfterAttempt). A lease that is not the work's current one does nothing, a
- * destination no longer pending leaves the queue without an attempt, and one whose webhook was
- * disabled or deleted ends `cancelled`. A payload over INLINE_PAYLOAD_BYTES is held from the
+ * destination no longer pending leaves the queue without an attempt, one whose webhook was paused
+ * since the claim goes back to wait, and one whose webhook was disabled or deleted ends `cancelled`. A payload over INLINE_PAYLOAD_BYTES is held from the
  * PayloadCache for the attempt (it may wait for budget). Every request carries X-Service-Event-Id
  * (the event id) and the webhook's own headers.
  */
@@ -164,6 +165,8 @@ export async function deliverDestination(ctx: WorkerContext, work: LeasedWork): 
   const destination = await ctx.attempts.load(work);
   if (!destination) return;
   if (destination.status !== "pending") return dropEndedWork(ctx.pool, [work.workId]);
+  // Paused between the claim and now: the work waits for the resume, no attempt used.
+  if (destination.webhookPaused) return releaseWork(ctx.pool, [work]);
   if (!destination.webhookEnabled) return cancelDestination(ctx.pool, work.workId);
   const { attempt } = destination;
   // A payload purged before it could be delivered sends nothing, and no retry can change that.
@@ -179,7 +182,7 @@ export async function deliverDestination(ctx: WorkerContext, work: LeasedWork): 
       retryDelayMs: next.next === "retry" ? next.delayMs : undefined,
     }),
   );
-  if (streak) await disableIfFailing(ctx, destination.webhookId, streak);
+  if (streak) await disableIfFailing(ctx, destination, streak);
   if (result.ok) ctx.metrics.endToEndLatency.observe((Date.now() - destination.eventCreatedAt.getTime()) / 1000);
   if (next.next === "retry") ctx.metrics.retriesScheduled.inc();
 }
@@ -195,10 +198,14 @@ function outcomeOf(result: AttemptRecord): AttemptOutcome {
  * WEBHOOK_AUTO_DISABLE_AFTER_HOURS across at least AUTO_DISABLE_MIN_EVENTS events is disabled
  * with `disabled_reason: "failing"`, and its pending destinations are cancelled.
  */
-async function disableIfFailing(ctx: DeliveryContext, webhookId: string, streak: FailingStreak): Promise<void> {
+async function disableIfFailing(
+  ctx: DeliveryContext,
+  { webhookId, queuePrefix }: Pick<LoadedDestination, "webhookId" | "queuePrefix">,
+  streak: FailingStreak,
+): Promise<void> {
   if (ctx.autoDisableAfterMs <= 0 || streak.events < AUTO_DISABLE_MIN_EVENTS) return;
   if (Date.now() - streak.since.getTime() < ctx.autoDisableAfterMs) return;
-  if (!(await autoDisableWebhook(ctx.pool, webhookId))) return;
+  if (!(await autoDisableWebhook(ctx.pool, webhookId, queuePrefix))) return;
   ctx.logger.warn("webhook disabled: every attempt failed", {
     webhookId,
     failingSince: streak.since.toISOString(),

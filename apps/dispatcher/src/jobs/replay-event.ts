@@ -1,4 +1,12 @@
-import { cancelReplay, dropEndedWork, loadReplay, recordReplayAttempt, replayCancelled, type LeasedWork } from "@mailhooks/delivery-state";
+import {
+  cancelReplay,
+  dropEndedWork,
+  loadReplay,
+  recordReplayAttempt,
+  releaseWork,
+  replayCancelled,
+  type LeasedWork,
+} from "@mailhooks/delivery-state";
 import { sendStoredEnvelope, untilRecorded, type WorkerContext } from "./deliver-destination.js";
 import { observeAttempt } from "../metrics.js";
 
@@ -15,6 +23,8 @@ export async function replayEvent(ctx: WorkerContext, work: LeasedWork): Promise
   const replay = await loadReplay(ctx.pool, work.workId, work.lease);
   if (!replay) return;
   if (replay.status !== "pending") return dropEndedWork(ctx.pool, [work.workId]);
+  // To a paused webhook's own URL: it waits for the resume (a replay to a target_url goes).
+  if (replay.webhookPaused && !replay.hasTargetUrl) return releaseWork(ctx.pool, [work]);
   if (replayCancelled(replay)) {
     await cancelReplay(ctx.pool, replay);
     return;
