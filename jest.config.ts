@@ -45,6 +45,7 @@ export const ALONE_FILES = [
   "tests/chaos/lost-work.test.ts",
   "tests/chaos/raw-message-memory.test.ts",
   "tests/chaos/redis-restart.test.ts",
+  "tests/chaos/relay-timeouts.test.ts",
   "tests/chaos/scheduler-crash.test.ts",
   "tests/chaos/shutdown.test.ts",
   "tests/chaos/slow-clients.test.ts",
