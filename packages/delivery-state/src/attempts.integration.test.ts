@@ -131,9 +131,17 @@ function record(
   });
 }
 
+/** A unit of work's row of the work queue: its attempt, its last lease, whether that is live, and its due time as ms from now. */
+interface WorkRow {
+  attempt: number;
+  lease: number;
+  leased: boolean;
+  due_in_ms: number;
+}
+
 /** The work queue row of `workId` (null once its work ended), with its due time as ms from PostgreSQL's now. */
-async function workRow(workId: string) {
-  const { rows } = await pool.query<{ attempt: number; lease: number; leased: boolean; due_in_ms: number }>(
+async function workRow(workId: string): Promise<WorkRow | null> {
+  const { rows } = await pool.query<WorkRow>(
     `SELECT attempt, lease, leased_until IS NOT NULL AS leased, (extract(epoch FROM due_at - now()) * 1000)::float8 AS due_in_ms
        FROM work_items WHERE work_id = $1`,
     [workId],
