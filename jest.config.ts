@@ -46,12 +46,11 @@ export const ALONE_FILES = [
   "tests/chaos/lost-work.test.ts",
   "tests/chaos/raw-message-memory.test.ts",
   "tests/chaos/redis-restart.test.ts",
-  "tests/chaos/relay-commit-lost.test.ts",
+  "tests/chaos/relay-timeouts.test.ts",
   "tests/chaos/scheduler-crash.test.ts",
   "tests/chaos/shutdown.test.ts",
   "tests/chaos/slow-clients.test.ts",
   "tests/dashboard/limits.test.ts",
-  "packages/scheduler/src/admission.integration.test.ts",
 ];
 const alone = process.env.JEST_ALONE_FILES;
 const alonePatterns = ALONE_FILES.map((file) => `<rootDir>/${file.replace(/\./g, "\\.")}$`);

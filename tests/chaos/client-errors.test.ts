@@ -11,8 +11,9 @@ import { startTcpProxy, type TcpProxy } from "./support/tcp-proxy.js";
  * Issue 19, item 3 ("no behaviour keys on an error message's text, a library's"): node-postgres,
  * pg-pool and ioredis raise a lost, refused or too slow connection as plain errors with no code.
  * The clients @mailhooks/db and @mailhooks/queue make mark those where they are raised, so that
- * isInfrastructureError (a 503, a postponed job) knows them by the mark; their message stays as
- * the library wrote it. The servers' own answers, and JavaScript's errors, are not marked.
+ * isInfrastructureError (a 503; an attempt's record written again, or its lease left to lapse)
+ * knows them by the mark; their message stays as the library wrote it. The servers' own answers,
+ * and JavaScript's errors, are not marked.
  * Real clients against the real servers, through a TCP proxy that loses, freezes or refuses.
  */
 const rejection = async (promise: Promise<unknown>): Promise<Error> => {

@@ -9,19 +9,21 @@ import { endChaosFile, startDispatcher, waitForExit } from "./support/processes.
 /**
  * Issue 4, item 7: a dispatcher killed with SIGKILL in the middle of a delivery loses nothing.
  *
- * Its job stays active in Redis with a lock nobody renews; once the lock expires
- * (DISPATCHER_LOCK_DURATION_MS) another dispatcher's stalled-job check
- * (DISPATCHER_STALLED_INTERVAL_MS) puts it back in the queue and makes the attempt again.
- * Delivery is at least once: the receiver may get the same envelope twice (it de-duplicates by
- * event + messageId). The killed attempt wrote nothing, so it is not counted: the deliveries log
- * shows the attempts whose outcome is known, numbered without gaps.
+ * Its attempt's lease (docs/scheduler.md) is renewed by its heartbeat while it lives, so another
+ * running dispatcher leaves the attempt alone; once it is dead nobody renews the lease, which
+ * expires within the visibility timeout (DISPATCHER_VISIBILITY_TIMEOUT_MS, short here by
+ * configuration), and the other dispatcher's next claim takes the work over and makes the attempt
+ * again. Delivery is at least once: the receiver may get the same envelope twice (it de-duplicates
+ * by event + messageId). The killed attempt wrote nothing, so it is not counted: the deliveries
+ * log shows the attempts whose outcome is known, numbered without gaps.
  */
 /** The longest the first request is held: the test ends the hold as soon as A is killed. Long
  * enough for a second dispatcher to start meanwhile (a few seconds on a quiet machine, much more
  * when the machine is loaded). */
-const HOLD_MS = 20_000;
-const LOCK_MS = 2_000;
-const STALLED_MS = 1_000;
+const HOLD_MS = 30_000;
+const VISIBILITY_MS = 2_000;
+/** After the visibility timeout: a claim (the relay wakes at the lease's expiry), the job, a TLS handshake, on a loaded machine. */
+const TAKEOVER_ROOM_MS = 3_000;
 
 describe("a dispatcher killed mid-delivery", () => {
   let stack: Stack;
@@ -68,9 +70,8 @@ describe("a dispatcher killed mid-delivery", () => {
 
     const env = {
       QUEUE_PREFIX: stack.prefix,
-      DISPATCHER_LOCK_DURATION_MS: String(LOCK_MS),
-      DISPATCHER_STALLED_INTERVAL_MS: String(STALLED_MS),
-      DELIVERY_TIMEOUT_MS: "30000",
+      DISPATCHER_VISIBILITY_TIMEOUT_MS: String(VISIBILITY_MS),
+      DELIVERY_TIMEOUT_MS: String(HOLD_MS + 10_000),
     };
     const a = startDispatcher("dispatcher-a", env);
     // A has the request in flight: the receiver got it and holds its answer.
@@ -80,6 +81,15 @@ describe("a dispatcher killed mid-delivery", () => {
       30_000,
       10,
     );
+    const [{ id: destinationId }] = await stack.prisma.destination.findMany({ where: { eventId }, select: { id: true } });
+    const leaseOf = async () =>
+      (
+        await stack.pool.query<{ lease: number; until_ms: number }>(
+          "SELECT lease, (extract(epoch FROM leased_until) * 1000)::float8 AS until_ms FROM work_items WHERE work_id = $1",
+          [destinationId],
+        )
+      ).rows[0];
+    const claimed = await leaseOf();
     // A second replica starts and is ready (its worker is connected to the queue).
     const b = startDispatcher("dispatcher-b", env);
     await waitUntil(
@@ -87,8 +97,17 @@ describe("a dispatcher killed mid-delivery", () => {
       (n) => n >= 2,
       20_000,
     );
-    // B's stalled checks leave a job alone while its dispatcher lives and renews its lock.
-    await new Promise((r) => setTimeout(r, 2 * STALLED_MS)); // bounded absence check
+    // While A lives, its heartbeat renews the lease past its first expiry, and B's claims (each
+    // of which ends the expired leases it sees) leave the attempt alone.
+    await waitUntil(
+      async () => (await stack.pool.query<{ ms: number }>("SELECT (extract(epoch FROM now()) * 1000)::float8 AS ms")).rows[0].ms,
+      (now) => now > claimed.until_ms + VISIBILITY_MS,
+      30_000,
+      100,
+    );
+    const renewed = await leaseOf();
+    expect(renewed.lease).toBe(claimed.lease);
+    expect(renewed.until_ms).toBeGreaterThan(claimed.until_ms + VISIBILITY_MS);
     expect(requests).toBe(1);
     a.child.kill("SIGKILL");
     const killed = await waitForExit(a, 5_000);
@@ -123,16 +142,19 @@ describe("a dispatcher killed mid-delivery", () => {
     }
     const [first, second] = [...arrivals].sort((x, y) => x.receivedAt - y.receivedAt);
     expect([first.duplicate, second.duplicate]).toEqual([false, true]);
-    // The takeover came once A was dead and its lock had expired, not before.
+    // The takeover came once A was dead and its lease had expired, not before, and within the
+    // visibility timeout of the kill (A's last renewal came before it), plus a claim.
     expect(second.receivedAt).toBeGreaterThan(killed.at);
+    expect(second.receivedAt - killed.at).toBeLessThan(VISIBILITY_MS + TAKEOVER_ROOM_MS);
 
     // One attempt in the log: B's, the initial one (the killed try consumed no attempt).
     const rows = await deliveryRows(acct, { event_id: eventId });
     expect(rows.map((r) => [r.attempt, r.trigger, r.response_status, r.error])).toEqual([[0, "initial", 200, null]]);
     expect(b.running()).toBe(true);
 
-    // Nothing more comes: B's stalled checks keep running and find nothing to take over.
-    await expect(hr.receiver.waitFor((all) => emailArrivals(all, "/crash").length > 2, LOCK_MS + 2 * STALLED_MS)).rejects.toThrow();
+    // Nothing more comes: the work ended with its row, and B's claims find nothing to take over.
+    expect(await leaseOf()).toBeUndefined();
+    await expect(hr.receiver.waitFor((all) => emailArrivals(all, "/crash").length > 2, 2 * VISIBILITY_MS)).rejects.toThrow();
     expect(await deliveryRows(acct, { event_id: eventId })).toHaveLength(1);
   });
 });

@@ -1,33 +1,39 @@
 import { Queue } from "bullmq";
-import { acceptEvents, attemptBudgetOf } from "@mailhooks/delivery-state";
-import { createRedisConnection, DeliveryQueue, QUEUE_NAMES, type RedisClient } from "@mailhooks/queue";
+import { createRedisConnection, QUEUE_NAMES, type RedisClient } from "@mailhooks/queue";
 import { verify } from "@mailhooks/verify";
-import { sweepLostWork } from "../../apps/dispatcher/src/jobs/sweep-lost-work.js";
-import { sampleData, startStack, waitUntil, type Stack, queued } from "../support/stack.js";
+import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { createHook, deliveryRows, emailArrivals, eventOf, startHookReceiver } from "../support/hooks.js";
 import { testRedisUrl } from "../support/env.js";
-import { endChaosFile, startDispatcher } from "./support/processes.js";
+import { claimIntoQueue } from "./support/claimed-jobs.js";
+import { endChaosFile, startDispatcher, waitForExit, type ServiceProcess } from "./support/processes.js";
 
 /**
- * Issue "Accepted means delivered", items 1 and 8: work whose job Redis lost after acceptance
- * (a flush, a failover, an eviction) is found by the dispatchers' sweeper and delivered once,
- * at the right attempt number: a test delivery, a destination, a replay, and a destination lost
- * in the middle of its retries. The sweeper walks its own deployment's rows only (QUEUE_PREFIX),
- * and in keyset batches that a backlog of live jobs cannot starve.
+ * Issue "Accepted means delivered", items 1 and 8, on the delivery core (docs/scheduler.md): work
+ * whose job Redis lost after it was claimed (a flush, a failover, an eviction) keeps its work_items
+ * row and its lease; once the lease expires (DISPATCHER_VISIBILITY_TIMEOUT_MS, short here by
+ * configuration) a dispatcher claims it again and delivers it once, at the right attempt number: a
+ * test delivery, a destination, a replay, and a destination claimed for its retry. Work between two
+ * attempts waits in PostgreSQL, not in Redis: losing Redis then loses nothing. A dispatcher looks
+ * at its own deployment's leases only (QUEUE_PREFIX).
+ *
+ * The claims whose jobs are lost are made by a relay without a worker (claimIntoQueue: the
+ * product's claim and queue), so that the jobs sit in Redis, run by nobody, until Redis loses them.
  */
-const SWEEP = { SWEEP_INTERVAL_MS: "1000", SWEEP_AFTER_MS: "1000" };
 const RETRY_MS = 3_000;
+/** The visibility timeout of the lost claims and of the dispatchers. */
+const VISIBILITY_MS = 1_000;
+const ENV = { DELIVERY_RETRY_DELAYS_MS: `${RETRY_MS},${RETRY_MS},${RETRY_MS}`, DISPATCHER_VISIBILITY_TIMEOUT_MS: String(VISIBILITY_MS) };
 
 describe("work whose job Redis lost", () => {
   let stack: Stack;
   let redis: RedisClient;
   let deliveries: Queue;
+  let dispatcher: ServiceProcess | undefined;
 
   beforeAll(async () => {
-    // Accepted work reaches Redis through the in-process relay; no worker takes it.
-    stack = await startStack({ dispatcher: "relay-only", env: { DELIVERY_RETRY_DELAYS_MS: `${RETRY_MS},${RETRY_MS},${RETRY_MS}` } });
+    stack = await startStack({ dispatcher: false, env: ENV });
     redis = createRedisConnection(testRedisUrl(), "worker");
-    deliveries = new Queue(QUEUE_NAMES.deliveries, { connection: redis, prefix: stack.prefix });
+    deliveries = new Queue(QUEUE_NAMES.deliveries, { connection: redis, prefix: stack.keyPrefix });
   });
   afterAll(() =>
     endChaosFile(
@@ -37,7 +43,31 @@ describe("work whose job Redis lost", () => {
     ),
   );
 
-  test("a test delivery, a destination and a replay lost with their jobs are each delivered once", async () => {
+  /** Stops this file's dispatcher process, if one runs (SIGTERM: it drains and leaves the deployment). */
+  const stopDispatcher = async () => {
+    if (!dispatcher?.running()) return;
+    dispatcher.child.kill("SIGTERM");
+    await waitForExit(dispatcher, 20_000);
+  };
+
+  /** Claims `count` units of work into Redis, checks their jobs are there, then Redis loses them. Returns when the claim was made (ms). */
+  const claimAndLose = async (count: number) => {
+    const claimedAt = Date.now();
+    const claimed = await claimIntoQueue(stack, { count, visibilityTimeoutMs: VISIBILITY_MS, redisUrl: testRedisUrl() });
+    expect(claimed).toHaveLength(count);
+    for (const work of claimed) expect(await deliveries.getJobState(`${work.workId}-${work.lease}`)).toBe("waiting");
+    await deliveries.obliterate({ force: true });
+    for (const work of claimed) expect(await deliveries.getJobState(`${work.workId}-${work.lease}`)).toBe("unknown");
+    // Still leased in PostgreSQL: nothing is pending without its row.
+    const { rows } = await stack.pool.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM work_items WHERE work_id = ANY($1) AND leased_until > now()",
+      [claimed.map((w) => w.workId)],
+    );
+    expect(rows[0].n).toBe(count);
+    return { claimed, claimedAt };
+  };
+
+  test("a test delivery, a destination and a replay lost with their jobs are each delivered once, after their leases expire", async () => {
     const hr = await startHookReceiver(stack);
     const hook = await createHook(stack, hr, "/lost", ["message.sent"]);
     const posted = await stack.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
@@ -46,24 +76,14 @@ describe("work whose job Redis lost", () => {
     const replay = await stack.api("POST", `/v1/events/${eventId}/replay`);
     expect(replay.status).toBe(202);
 
-    // The three jobs reached Redis; then Redis loses them all.
-    // Queued jobs wait in BullMQ's wait list or, with a scheduler priority, its prioritized set.
-    await waitUntil(
-      () => deliveries.getJobCounts("wait", "prioritized"),
-      (c) => c.wait + c.prioritized === 3,
-    );
-    await deliveries.obliterate({ force: true });
-    expect(await deliveries.getJobCounts("wait", "prioritized")).toEqual({ wait: 0, prioritized: 0 });
+    // The three units of work are claimed and their jobs reach Redis; then Redis loses them all.
+    const { claimedAt } = await claimAndLose(3);
 
-    const dispatcher = startDispatcher("dispatcher", {
-      QUEUE_PREFIX: stack.prefix,
-      DELIVERY_RETRY_DELAYS_MS: `${RETRY_MS},${RETRY_MS},${RETRY_MS}`,
-      ...SWEEP,
-    });
+    dispatcher = startDispatcher("dispatcher", { QUEUE_PREFIX: stack.prefix, ...ENV });
     const detail = await waitUntil(
       () => stack.api("GET", `/v1/events/${eventId}`),
       (r) => r.body.status === "delivered",
-      20_000,
+      30_000,
     );
     await waitUntil(
       () => deliveryRows(stack, { webhook_id: hook.id }),
@@ -72,6 +92,8 @@ describe("work whose job Redis lost", () => {
     );
     const arrivals = hr.receiver.arrivals.filter((a) => a.path === "/lost");
     expect(arrivals.map((a) => eventOf(a)).sort()).toEqual(["message.sent", "message.sent", "webhook.test"]);
+    // Not before the lost claims' leases expired: nothing else could have sent them.
+    for (const arrival of arrivals) expect(arrival.receivedAt).toBeGreaterThanOrEqual(claimedAt + VISIBILITY_MS);
     for (const arrival of arrivals)
       expect(
         verify(hook.secret, { "x-service-timestamp": arrival.timestamp, "x-service-signature": arrival.signature }, arrival.body, {
@@ -86,34 +108,47 @@ describe("work whose job Redis lost", () => {
       ["test", 0, 200],
     ]);
     expect((await stack.api("GET", `/v1/audit-log?event_id=${eventId}`)).body.data).toHaveLength(1);
-    // Nothing more comes: every unit of work ended, so later sweeps find nothing.
-    await expect(hr.receiver.waitFor((all) => all.filter((a) => a.path === "/lost").length > 3, 3_000)).rejects.toThrow();
+    // Every unit of work ended with its row: nothing is left to claim, so nothing more can come.
+    expect((await stack.pool.query("SELECT count(*)::int AS n FROM work_items WHERE queue_prefix = $1", [stack.prefix])).rows[0].n).toBe(0);
+    await expect(hr.receiver.waitFor((all) => all.filter((a) => a.path === "/lost").length > 3, 3 * VISIBILITY_MS)).rejects.toThrow();
     expect(dispatcher.running()).toBe(true);
+    await stopDispatcher();
   });
 
-  test("a destination whose retry job is lost resumes at retry 1, due its delay after the failure", async () => {
+  test("a destination between two attempts waits in PostgreSQL (Redis may lose everything); its retry, claimed and lost, is delivered once at retry 1, not before its delay", async () => {
     const hr = await startHookReceiver(stack, (a, nth) => (nth === 1 ? { status: 500 } : {}));
     const hook = await createHook(stack, hr, "/mid-retry", ["message.delivered"]);
+    // A dispatcher makes the initial attempt (500) and the test event, then stops.
+    dispatcher = startDispatcher("dispatcher-initial", { QUEUE_PREFIX: stack.prefix, ...ENV });
     const posted = await stack.api("POST", "/v1/events", { event_type: "message.delivered", data: sampleData("message.delivered") });
     const eventId = posted.body.event_id as string;
     const [{ id: destinationId }] = await stack.prisma.destination.findMany({ where: { eventId }, select: { id: true } });
-    const [failure] = emailArrivals(await hr.receiver.waitFor((a) => emailArrivals(a, "/mid-retry").length === 1, 20_000), "/mid-retry");
+    const [failure] = emailArrivals(await hr.receiver.waitFor((a) => emailArrivals(a, "/mid-retry").length === 1, 30_000), "/mid-retry");
     expect(failure.status).toBe(500);
-    // Its retry is a delayed job; Redis loses it.
-    await waitUntil(
-      () => deliveries.getJobState(destinationId),
-      (s) => s === "delayed",
-      5_000,
-      20,
+    const retryWaits = await waitUntil(
+      () => stack.pool.query("SELECT attempt, leased_until FROM work_items WHERE work_id = $1", [destinationId]).then((r) => r.rows),
+      (rows) => rows.length === 1 && rows[0].attempt === 1 && rows[0].leased_until === null,
+      10_000,
     );
-    await deliveries.remove(destinationId);
-    expect(await deliveries.getJobState(destinationId)).toBe("unknown");
+    expect(retryWaits).toHaveLength(1);
+    await stopDispatcher();
+    // Between the two attempts Redis holds nothing of it: losing everything there loses nothing.
+    const jobsOfIt = await deliveries.getJobs(["wait", "prioritized", "delayed", "active"]);
+    expect(jobsOfIt.filter((job) => job.data?.workId === destinationId)).toEqual([]);
+    await deliveries.obliterate({ force: true });
 
-    const arrivals = emailArrivals(
-      await hr.receiver.waitFor((a) => emailArrivals(a, "/mid-retry").length === 2, RETRY_MS + 15_000),
-      "/mid-retry",
+    // Retry 1 comes due and is claimed; its job is lost.
+    await waitUntil(
+      () =>
+        stack.pool.query("SELECT due_at <= now() AS due FROM work_items WHERE work_id = $1", [destinationId]).then((r) => r.rows[0].due),
+      (due) => due === true,
+      RETRY_MS + 5_000,
     );
-    // Not early: the retry kept its due time (the sweeper's job is delayed until then).
+    await claimAndLose(1);
+
+    dispatcher = startDispatcher("dispatcher", { QUEUE_PREFIX: stack.prefix, ...ENV });
+    const arrivals = emailArrivals(await hr.receiver.waitFor((a) => emailArrivals(a, "/mid-retry").length === 2, 30_000), "/mid-retry");
+    // Not early: the retry kept its due time.
     expect(arrivals[1].receivedAt - failure.receivedAt).toBeGreaterThanOrEqual(RETRY_MS - 50);
     const detail = await waitUntil(
       () => stack.api("GET", `/v1/events/${eventId}`),
@@ -125,9 +160,12 @@ describe("work whose job Redis lost", () => {
       ["initial", 0, 500],
       ["retry", 1, 200],
     ]);
+    await expect(hr.receiver.waitFor((a) => emailArrivals(a, "/mid-retry").length > 2, 3 * VISIBILITY_MS)).rejects.toThrow();
   });
 
-  test("another deployment's pending work (another QUEUE_PREFIX, same database) is left alone", async () => {
+  test("another deployment's expired leases (another QUEUE_PREFIX, same database) are left alone", async () => {
+    // This deployment's dispatcher (started by the test before) runs.
+    expect(dispatcher?.running()).toBe(true);
     const other = await startStack({ dispatcher: false });
     try {
       const hr = await startHookReceiver(other);
@@ -137,78 +175,29 @@ describe("work whose job Redis lost", () => {
         where: { eventId: posted.body.event_id },
         select: { id: true },
       });
-      // Its outbox rows are lost too: a pending destination with no job anywhere.
-      await other.pool.query("DELETE FROM outbox WHERE queue_prefix = $1", [other.prefix]);
-      // This deployment's dispatcher (started by the first test) sweeps every second: several sweeps pass.
-      await new Promise((r) => setTimeout(r, 4_000)); // bounded absence check
-      expect((await other.pool.query("SELECT count(*)::int AS n FROM outbox WHERE job_id = $1", [destinationId])).rows[0].n).toBe(0);
-      expect(await deliveries.getJobState(destinationId)).toBe("unknown");
+      // Its work as a dead dispatcher of its own deployment left it: leased, the lease expired.
+      await other.pool.query(
+        "UPDATE work_items SET lease = lease + 1, leased_until = now() - interval '1 second' WHERE queue_prefix = $1",
+        [other.prefix],
+      );
+      // This deployment's dispatcher goes on claiming (each of its events is a claim, and each claim
+      // ends the expired leases it sees) well past that expiry.
+      const mine = await startHookReceiver(stack);
+      await createHook(stack, mine, "/mine", ["message.sent"]);
+      for (let i = 0; i < 3; i++) {
+        const data = sampleData("message.sent");
+        expect((await stack.api("POST", "/v1/events", { event_type: "message.sent", data })).status).toBe(201);
+        await mine.receiver.waitFor((all) => emailArrivals(all, "/mine").some((a) => a.messageId === data.messageId), 20_000);
+      }
+      const { rows } = await other.pool.query(
+        "SELECT lease, expirations, leased_until < now() AS expired FROM work_items WHERE work_id = $1",
+        [destinationId],
+      );
+      expect(rows).toEqual([{ lease: 1, expirations: 0, expired: true }]);
       expect((await other.prisma.destination.findUnique({ where: { id: destinationId } }))?.status).toBe("pending");
       expect(hr.receiver.arrivals).toHaveLength(0);
     } finally {
       await other.close();
     }
-  });
-});
-
-describe("the sweeper walks in keyset batches: a backlog of live jobs cannot hide a lost one", () => {
-  let stack: Stack;
-  let redis: RedisClient;
-  let queue: DeliveryQueue;
-  beforeAll(async () => {
-    stack = await startStack({ dispatcher: "relay-only" });
-    redis = createRedisConnection(testRedisUrl(), "worker");
-    queue = new DeliveryQueue(redis, stack.prefix, attemptBudgetOf([1000, 1000, 1000]));
-  });
-  afterAll(async () => {
-    await queue?.close();
-    await redis?.quit().catch(() => undefined);
-    await stack?.close();
-  });
-
-  test("with 12 live jobs ahead of it and batches of 5, the lost destination is found on the third run", async () => {
-    const hr = await startHookReceiver(stack);
-    await createHook(stack, hr, "/backlog", ["message.sent"]);
-    const events = Array.from({ length: 13 }, () => ({
-      eventType: "message.sent" as const,
-      data: sampleData("message.sent") as any,
-      occurredAt: new Date(),
-    }));
-    // One request, so the 13 destinations' ids sort in this order (UUIDv7).
-    await acceptEvents(stack.pool, stack.accountId, stack.prefix, events);
-    const ids = (await stack.pool.query("SELECT id FROM destinations WHERE queue_prefix = $1 ORDER BY id", [stack.prefix])).rows.map(
-      (r) => r.id as string,
-    );
-    expect(ids).toHaveLength(13);
-    await waitUntil(
-      () => queue.queue.getJobCounts("wait", "prioritized"),
-      (c) => c.wait + c.prioritized === 14,
-    ); // 13 + the test delivery
-    const lost = ids[12];
-    await queue.queue.remove(lost);
-    // Old enough for the sweeper (afterMs 0 here, as if SWEEP_AFTER_MS had passed).
-    const sweep = () =>
-      sweepLostWork({
-        pool: stack.pool,
-        redis,
-        queue,
-        queuePrefix: stack.prefix,
-        retryDelaysMs: [1000, 1000, 1000],
-        afterMs: 0,
-        batchSize: 5,
-      });
-    const outboxHas = async () => (await stack.pool.query("SELECT count(*)::int AS n FROM outbox WHERE job_id = $1", [lost])).rows[0].n > 0;
-    expect(await sweep()).toBe(0); // ids 0..4, all alive (and the test delivery, alive)
-    expect(await sweep()).toBe(0); // ids 5..9
-    const third = await sweep(); // ids 10..12: the lost one
-    expect(third === 1 || (await queue.queue.getJobState(lost)) !== "unknown" || (await outboxHas())).toBe(true);
-    // The relay queues it again under its own id.
-    await waitUntil(
-      () => queue.queue.getJobState(lost),
-      (s) => queued(s),
-      5_000,
-    );
-    // The cursor wrapped: the next run starts over from the first row.
-    expect(await sweep()).toBe(0);
   });
 });

@@ -2,23 +2,27 @@ import { Queue } from "bullmq";
 import { createRedisConnection, JOB_NAMES, QUEUE_NAMES, type RedisClient } from "@mailhooks/queue";
 import { verify } from "@mailhooks/verify";
 import type { Arrival } from "@mailhooks/receiver";
-import { sampleData, startStack, waitUntil, type Stack, queued } from "../support/stack.js";
+import { CHECK_EVERY_MS } from "../../apps/dispatcher/src/maintenance.js";
+import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { createHook, deliveryRows, emailArrivals, startHookReceiver } from "../support/hooks.js";
 import { killAll, startDispatcher } from "./support/processes.js";
 import { startRedisServer, type RedisServer } from "@mailhooks/processes";
 
 /**
  * Redis loses everything (FLUSHALL; the same as a Redis without persistence restarted) while a
- * dispatcher runs: delayed retries, waiting jobs, the job in flight, and the maintenance job
- * schedulers themselves. The running dispatcher, never restarted, makes its schedulers again and
- * its sweeper queues the lost work again: every acknowledged event arrives, signed, once per
- * attempt, at the right attempt numbers, the lost retries not before their delay.
+ * dispatcher runs, with retries waiting for their delay, deliveries waiting for a slot, two
+ * attempts in flight, and the maintenance job schedulers. Work waits in PostgreSQL until claimed
+ * (docs/scheduler.md) and the attempts in flight keep their leases (their dispatcher renews them),
+ * so the running dispatcher, never restarted, loses nothing: every acknowledged event arrives,
+ * signed, once per attempt, at the right attempt numbers, the retries not before their delay; a
+ * job claimed just before the flush would come back when its lease expires (a short visibility
+ * timeout here). The dispatcher makes its maintenance schedulers again within CHECK_EVERY_MS.
  *
  * A throwaway redis-server on a port of its own is flushed, never the system one.
  */
 const RETRY_MS = 4_000;
 const SLOW_MS = 2_500;
-const SWEEP = { SWEEP_INTERVAL_MS: "1000", SWEEP_AFTER_MS: "1000" };
+const VISIBILITY_MS = 2_000;
 
 describe("Redis flushed while a dispatcher runs", () => {
   let redisServer: RedisServer;
@@ -44,7 +48,7 @@ describe("Redis flushed while a dispatcher runs", () => {
     await redisServer?.destroy();
   });
 
-  test("retries, waiting jobs and the job in flight are all delivered without a restart", async () => {
+  test("retries, waiting work and the attempts in flight are all delivered, once per attempt, without a restart; the schedulers come back", async () => {
     const failedOnce = new Set<string>();
     let slowStarted = 0;
     let slowStarts = 0;
@@ -65,14 +69,14 @@ describe("Redis flushed while a dispatcher runs", () => {
     const retryHook = await createHook(stack, hr, "/retry", ["message.sent"]);
     const slowHook = await createHook(stack, hr, "/slow", ["message.delivered"]);
     const reserveHook = await createHook(stack, hr, "/slow-reserve", ["message.opened"]);
-    // One slot and the scheduler's reserve of one (docs/scheduler.md): while /slow and /slow-reserve
-    // are in flight, the deliveries after them wait in the queue.
+    // One slot and the reserve of one (docs/scheduler.md): while /slow and /slow-reserve are in
+    // flight, the deliveries after them wait in the work queue.
     const dispatcher = startDispatcher("dispatcher", {
       REDIS_URL: redisServer.url,
       QUEUE_PREFIX: stack.prefix,
       DISPATCHER_CONCURRENCY: "1",
       DELIVERY_RETRY_DELAYS_MS: [RETRY_MS, RETRY_MS, RETRY_MS].join(","),
-      ...SWEEP,
+      DISPATCHER_VISIBILITY_TIMEOUT_MS: String(VISIBILITY_MS),
     });
     await waitUntil(
       () => deliveries.getWorkersCount(),
@@ -80,7 +84,7 @@ describe("Redis flushed while a dispatcher runs", () => {
       30_000,
     );
     await waitUntil(
-      () => maintenance.getJobScheduler(JOB_NAMES.sweep),
+      () => maintenance.getJobScheduler(JOB_NAMES.retention),
       (s) => !!s,
       10_000,
     );
@@ -92,14 +96,22 @@ describe("Redis flushed while a dispatcher runs", () => {
     };
     const destinationOf = async (eventId: string) =>
       (await stack.prisma.destination.findFirstOrThrow({ where: { eventId }, select: { id: true } })).id;
+    /** The work queue row of the destination of `eventId`: its attempt, and whether it waits (no lease). */
+    const workOf = async (eventId: string) =>
+      (
+        await stack.pool.query<{ attempt: number; waiting: boolean }>(
+          "SELECT attempt, leased_until IS NULL AS waiting FROM work_items WHERE work_id = $1",
+          [await destinationOf(eventId)],
+        )
+      ).rows[0];
 
-    // Two destinations mid-retry: their first attempt failed, their retry is a delayed job.
+    // Two destinations mid-retry: their first attempt failed, their retry waits in the work queue.
     const midRetry = [await post("message.sent"), await post("message.sent")];
     await hr.receiver.waitFor((all) => emailArrivals(all, "/retry").length >= 2, 20_000);
     for (const eventId of midRetry)
       await waitUntil(
-        async () => deliveries.getJobState(await destinationOf(eventId)),
-        (s) => s === "delayed",
+        () => workOf(eventId),
+        (w) => w?.attempt === 1 && w.waiting,
         10_000,
         20,
       );
@@ -121,16 +133,8 @@ describe("Redis flushed while a dispatcher runs", () => {
       10,
     );
     const waiting = [await post("message.sent"), await post("message.sent")];
-    // Waiting: in the wait list, or in the prioritized set (the scheduler gives a webhook's later
-    // jobs a priority), or held in the delayed set (a worker slot that only fetches took it and the
-    // scheduler refused it a slot, docs/scheduler.md).
-    for (const eventId of waiting)
-      await waitUntil(
-        async () => deliveries.getJobState(await destinationOf(eventId)),
-        (s) => queued(s) || s === "delayed",
-        10_000,
-        20,
-      );
+    // Waiting for a slot: in the work queue, not leased (the two slots are in flight).
+    for (const eventId of waiting) expect(await workOf(eventId)).toEqual({ attempt: 0, waiting: true });
 
     // Redis loses everything, the schedulers included.
     const failures = new Map(emailArrivals(hr.receiver.arrivals, "/retry").map((a) => [a.messageId, a.receivedAt]));
@@ -142,7 +146,7 @@ describe("Redis flushed while a dispatcher runs", () => {
       prioritized: 0,
       active: 0,
     });
-    expect(await maintenance.getJobScheduler(JOB_NAMES.sweep)).toBeUndefined();
+    expect(await maintenance.getJobScheduler(JOB_NAMES.retention)).toBeUndefined();
     // The flush came while /slow was still unanswered.
     expect(flushedAt - slowStarted).toBeLessThan(SLOW_MS);
 
@@ -152,8 +156,6 @@ describe("Redis flushed while a dispatcher runs", () => {
       (all) => ofRetry(all).length >= 2 * (midRetry.length + waiting.length) && emailArrivals(all, "/slow").length >= 1,
       RETRY_MS + 30_000,
     );
-    // The schedulers are back (made again by the running dispatcher).
-    expect(await maintenance.getJobScheduler(JOB_NAMES.sweep)).toBeDefined();
 
     for (const eventId of [...midRetry, ...waiting, inFlight, inReserve]) {
       const detail = await waitUntil(
@@ -179,11 +181,8 @@ describe("Redis flushed while a dispatcher runs", () => {
         hr.receiver.arrivals,
         eventId === inFlight ? "/slow" : eventId === inReserve ? "/slow-reserve" : "/retry",
       ).filter((a) => a.messageId === detail.body.payload.data.messageId);
-      // /slow-reserve's attempt was in flight when the flush lost its job, and /slow's end freed a
-      // slot before it answered: the sweeper's new job may send it again meanwhile (at least once,
-      // the same X-Service-Event-Id; one row). /slow answered before any slot freed: once.
-      if (eventId === inReserve) expect(new Set(arrivals.map((a) => a.eventId))).toEqual(new Set([eventId]));
-      else expect(arrivals).toHaveLength(attempts);
+      // Once per attempt: the attempts in flight kept their leases through the flush.
+      expect(arrivals).toHaveLength(attempts);
       for (const arrival of arrivals) {
         expect(
           verify(hook.secret, { "x-service-timestamp": arrival.timestamp, "x-service-signature": arrival.signature }, arrival.body, {
@@ -199,13 +198,24 @@ describe("Redis flushed while a dispatcher runs", () => {
       const [, retry] = ofRetry(hr.receiver.arrivals).filter((a) => a.messageId === messageId);
       expect(retry.receivedAt - failures.get(messageId)!).toBeGreaterThanOrEqual(RETRY_MS - 50);
     }
-    // Nothing more comes, and it was the same dispatcher all along.
+    // Nothing more comes: no work is left to claim. It was the same dispatcher all along.
+    expect((await stack.pool.query("SELECT count(*)::int AS n FROM work_items WHERE queue_prefix = $1", [stack.prefix])).rows[0].n).toBe(0);
     await expect(
       hr.receiver.waitFor(
-        (all) => emailArrivals(all, "/retry").length + emailArrivals(all, "/slow").length > 9,
-        2 * Number(SWEEP.SWEEP_INTERVAL_MS) + 1_000,
+        (all) => emailArrivals(all, "/retry").length + emailArrivals(all, "/slow").length + emailArrivals(all, "/slow-reserve").length > 10,
+        VISIBILITY_MS + 1_000,
       ),
     ).rejects.toThrow();
     expect(dispatcher.running()).toBe(true);
-  }, 120_000);
+
+    // The maintenance schedulers are back, made again by the running dispatcher's periodic check.
+    await waitUntil(
+      () => maintenance.getJobScheduler(JOB_NAMES.retention),
+      (scheduler) => !!scheduler,
+      CHECK_EVERY_MS + 15_000,
+      500,
+    );
+    expect(await maintenance.getJobScheduler(JOB_NAMES.idempotencyPurge)).toBeDefined();
+    expect(dispatcher.running()).toBe(true);
+  }, 180_000);
 });

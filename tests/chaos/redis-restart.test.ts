@@ -6,10 +6,11 @@ import { killAll, startDispatcher } from "./support/processes.js";
 import { startRedisServer, type RedisServer } from "@mailhooks/processes";
 
 /**
- * Issue 4, item 8 (Redis): Redis restarted while a retry is scheduled. The retry is a delayed
- * BullMQ job, persisted by Redis's append-only file; after the restart the dispatcher's
- * connections come back by themselves and the retry still fires on time; meanwhile the API kept
- * accepting events (201, delivered once Redis is back) and /readyz stayed 200, naming Redis.
+ * Issue 4, item 8 (Redis): Redis restarted while a retry is scheduled. The retry waits in
+ * PostgreSQL (its work_items row, due its delay after the failure: docs/scheduler.md), not in
+ * Redis, so it fires on time even though the restarted Redis kept nothing (no persistence here);
+ * the dispatcher's connections come back by themselves; meanwhile the API kept accepting events
+ * (201, delivered once Redis is back) and /readyz stayed 200, naming Redis.
  *
  * A throwaway redis-server on a port of its own is restarted, never the system one.
  */
@@ -24,7 +25,7 @@ describe("Redis restarted while a retry is scheduled", () => {
   let deliveries: Queue;
 
   beforeAll(async () => {
-    redisServer = await startRedisServer({ appendOnly: true });
+    redisServer = await startRedisServer();
     stack = await startStack({
       env: { REDIS_URL: redisServer.url, DELIVERY_RETRY_DELAYS_MS: [RETRY_MS, RETRY_MS, RETRY_MS].join(",") },
       dispatcher: false,
@@ -59,13 +60,20 @@ describe("Redis restarted while a retry is scheduled", () => {
 
     const [failure] = emailArrivals(await hr.receiver.waitFor((a) => emailArrivals(a, "/restart").length >= 1, 30_000), "/restart");
     expect(failure.status).toBe(500);
-    // The failure is recorded and its retry scheduled: a delayed job in Redis.
-    await waitUntil(
-      () => deliveries.getJobState(destinationId),
-      (s) => s === "delayed",
-      5_000,
-      20,
-    );
+    // The failure is recorded and its retry scheduled: the work waits in PostgreSQL for retry 1,
+    // due its delay after the failure, and Redis holds nothing of it.
+    const retryOf = async () =>
+      (
+        await stack.pool.query<{ attempt: number; leased: boolean; due_ms: number }>(
+          "SELECT attempt, leased_until IS NOT NULL AS leased, (extract(epoch FROM due_at) * 1000)::float8 AS due_ms FROM work_items WHERE work_id = $1",
+          [destinationId],
+        )
+      ).rows[0];
+    const scheduled = await waitUntil(retryOf, (w) => w?.attempt === 1 && !w.leased, 5_000, 20);
+    expect(scheduled.due_ms).toBeGreaterThanOrEqual(failure.receivedAt + RETRY_MS - 1_000);
+    const jobsOfIt = async () =>
+      (await deliveries.getJobs(["wait", "prioritized", "delayed", "active"])).filter((j) => j.data?.workId === destinationId);
+    expect(await jobsOfIt()).toEqual([]);
 
     // Restart Redis well before the retry is due. While it is down, /readyz stays 200 (accepting
     // needs PostgreSQL only) and names Redis, and an event is accepted: 201.
@@ -80,14 +88,13 @@ describe("Redis restarted while a retry is scheduled", () => {
     // (The test proves nothing unless Redis was back before the retry was due.)
     expect(restartedAt).toBeLessThan(failure.receivedAt + RETRY_MS - 500);
 
-    // The scheduled retry survived the restart (append-only file)...
-    expect(
-      await waitUntil(
-        () => deliveries.getJobState(destinationId).catch(() => "error"),
-        (s) => s !== "error",
-        5_000,
-      ),
-    ).toBe("delayed");
+    // The restarted Redis is empty; the scheduled retry is where it was...
+    await waitUntil(
+      () => deliveries.getJobCounts("wait").catch(() => null),
+      (counts) => counts !== null,
+      5_000,
+    );
+    expect(await retryOf()).toEqual(scheduled);
     // ...and fires on time.
     const ofFirst = (all: typeof hr.receiver.arrivals) => emailArrivals(all, "/restart").filter((a) => a.messageId === data.messageId);
     const arrivals = ofFirst(await hr.receiver.waitFor((a) => ofFirst(a).length >= 2, RETRY_MS + 10_000));

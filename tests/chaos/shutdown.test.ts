@@ -6,11 +6,11 @@ import { endChaosFile, freePort, startApiProcess, startDispatcher, waitForExit, 
 /**
  * Issue 4, item 9: SIGTERM drains in-flight work within a bound and exits 0.
  *
- * The dispatcher stops taking jobs, lets every attempt in flight finish and be recorded (an
- * attempt lasts at most DELIVERY_TIMEOUT_MS, then one database write), and exits 0; past
- * DELIVERY_TIMEOUT_MS + 10 s it gives up with exit code 1. Jobs it had not started stay queued for
- * the next dispatcher. The API stops accepting connections, answers the requests it is in the
- * middle of, and exits 0.
+ * The dispatcher stops claiming (its slots leave the deployment at once), lets every attempt in
+ * flight finish and be recorded (an attempt lasts at most DELIVERY_TIMEOUT_MS, then one database
+ * write) with its lease renewed meanwhile, and exits 0; past DELIVERY_TIMEOUT_MS + 10 s it gives
+ * up with exit code 1. Work it had not claimed stays in the work queue for the next dispatcher. The
+ * API stops accepting connections, answers the requests it is in the middle of, and exits 0.
  */
 const HOLD_MS = 1_500;
 const DELIVERY_TIMEOUT_MS = 5_000;
@@ -66,9 +66,17 @@ describe("graceful shutdown", () => {
     expect(detail.body.destinations).toEqual([{ webhook_id: hook.id, url: hook.url, status: "delivered", attempts: 1 }]);
     const rows = await deliveryRows(acct, { event_id: first.body.event_id });
     expect(rows.map((r) => [r.attempt, r.trigger, r.response_status, r.error])).toEqual([[0, "initial", 200, null]]);
-    // The second one was left queued, untouched.
+    // The second one was left in the work queue, never claimed; the stopped dispatcher's slots are gone.
     expect((await acct.api("GET", `/v1/events/${second.body.event_id}`)).body.status).toBe("pending");
     expect(await deliveryRows(acct, { event_id: second.body.event_id })).toEqual([]);
+    const { rows: waiting } = await stack.pool.query(
+      "SELECT q.lease, q.leased_until FROM work_items q JOIN destinations d ON d.id = q.work_id WHERE d.event_id = $1",
+      [second.body.event_id],
+    );
+    expect(waiting).toEqual([{ lease: 0, leased_until: null }]);
+    expect((await stack.pool.query("SELECT count(*)::int AS n FROM dispatchers WHERE queue_prefix = $1", [stack.prefix])).rows[0].n).toBe(
+      0,
+    );
 
     // The next dispatcher delivers it.
     startDispatcher("dispatcher-next", { ...env, LOG_LEVEL: "warn" });

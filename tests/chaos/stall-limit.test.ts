@@ -1,44 +1,27 @@
-import { Queue } from "bullmq";
-import type { Redis } from "ioredis";
-import { dispatcherConfigSchema, loadConfig } from "@mailhooks/config";
-import { createRedisConnection, QUEUE_NAMES } from "@mailhooks/queue";
-import { MAX_STALLED_COUNT } from "../../apps/dispatcher/src/worker.js";
-import { startInProcessDispatcher, type InProcessDispatcher } from "../support/delivery-worker.js";
-import { testDatabaseUrl, testRedisUrl } from "../support/env.js";
+import { MAX_EXPIRATIONS } from "@mailhooks/delivery-state";
+import { startDispatcherOn, type InProcessDispatcher } from "../support/delivery-worker.js";
 import { createHook, deliveryRows, emailArrivals, startHookReceiver } from "../support/hooks.js";
-import { queued, sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
+import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { endChaosFile } from "./support/processes.js";
 
 /**
- * A job that kept killing the dispatchers that ran it (taken over more than MAX_STALLED_COUNT
- * times) is failed by BullMQ itself, without being run; its work then ends `failed` with an
- * `internal_error` row (CONTRACT.md section 8). The worker knows such a job by its stall count,
- * not by the wording of BullMQ's failure: here that wording is not BullMQ's, and the work ends
- * all the same. A hundred real takeovers would take minutes, so the job is marked as BullMQ's
- * stalled-job check marks it past the limit: its stall count (`stc`) and the deferred failure
- * (`defa`) that makes the next worker fail it on sight.
+ * Work that keeps killing the dispatchers that run it (its lease expired MAX_EXPIRATIONS times)
+ * is never claimed again: the claim that finds its last lease expired ends it `failed` with an
+ * `internal_error` row (docs/scheduler.md; CONTRACT.md section 8), logs it and counts it
+ * (webhook_jobs_failed_total{reason="expired"}), and nothing is sent. Twenty real crashes would
+ * take minutes, so the work is set up as the nineteenth one left it: `expirations` at
+ * MAX_EXPIRATIONS - 1 and a lease that has just expired, directly in work_items. The same
+ * webhook's other work is delivered as usual.
  */
-describe("a job past the stall limit", () => {
+describe("work whose lease expired MAX_EXPIRATIONS times", () => {
   let stack: Stack;
-  let redis: Redis;
-  let deliveries: Queue;
   let dispatcher: InProcessDispatcher | undefined;
   beforeAll(async () => {
-    // Accepted work reaches Redis through the in-process relay; no worker takes it yet.
-    stack = await startStack({ dispatcher: "relay-only" });
-    redis = createRedisConnection(testRedisUrl(), "worker") as Redis;
-    deliveries = new Queue(QUEUE_NAMES.deliveries, { connection: redis, prefix: stack.keyPrefix });
+    stack = await startStack({ dispatcher: false });
   });
-  afterAll(() =>
-    endChaosFile(
-      stack,
-      () => dispatcher?.close(),
-      () => deliveries?.close(),
-      () => redis?.quit().catch(() => undefined),
-    ),
-  );
+  afterAll(() => endChaosFile(stack, () => dispatcher?.close()));
 
-  test("ends its work failed with an internal_error row, and is never sent", async () => {
+  test("ends failed with an internal_error row, counted, and is never sent", async () => {
     const acct = await stack.newAccount();
     const hr = await startHookReceiver(stack);
     await createHook(acct, hr, "/stalled", ["message.sent"]);
@@ -46,25 +29,16 @@ describe("a job past the stall limit", () => {
     expect(posted.status).toBe(201);
     const eventId = posted.body.event_id as string;
     const [{ id: destinationId }] = await stack.prisma.destination.findMany({ where: { eventId }, select: { id: true } });
-    await waitUntil(
-      () => deliveries.getJobState(destinationId),
-      (state) => queued(state),
+    // As the nineteenth dispatcher that died running it left it.
+    const { rowCount } = await stack.pool.query(
+      `UPDATE work_items SET expirations = $2, lease = $2, leased_until = now() - interval '1 millisecond' WHERE work_id = $1`,
+      [destinationId, MAX_EXPIRATIONS - 1],
     );
+    expect(rowCount).toBe(1);
+    // A second event of the same webhook, after it: an ordinary one.
+    const next = await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
 
-    await redis.hset(deliveries.toKey(destinationId), "stc", String(MAX_STALLED_COUNT + 1), "defa", "gave up on this job (any wording)");
-    const config = loadConfig(dispatcherConfigSchema, {
-      DATABASE_URL: testDatabaseUrl(),
-      REDIS_URL: testRedisUrl(),
-      QUEUE_PREFIX: stack.prefix,
-      ALLOW_PRIVATE_TARGETS: "true",
-      DISPATCHER_CONCURRENCY: "4",
-    });
-    dispatcher = startInProcessDispatcher(stack.pool, config, {
-      queuePrefix: stack.prefix,
-      keyPrefix: stack.keyPrefix,
-      parts: "worker-only",
-    });
-
+    dispatcher = startDispatcherOn(stack, { QUEUE_PREFIX: stack.prefix, DISPATCHER_CONCURRENCY: "4" });
     const ended = await waitUntil(
       () => stack.prisma.destination.findUniqueOrThrow({ where: { id: destinationId } }),
       (d) => d.status !== "pending",
@@ -73,7 +47,17 @@ describe("a job past the stall limit", () => {
     expect((await acct.api("GET", `/v1/events/${eventId}`)).body.status).toBe("failed");
     const rows = await deliveryRows(acct, { event_id: eventId });
     expect(rows.map((r) => [r.trigger, r.attempt, r.response_status, r.error])).toEqual([["initial", 0, null, "internal_error"]]);
-    expect(await deliveries.getJobState(destinationId)).toBe("failed");
-    expect(emailArrivals(hr.receiver.arrivals, "/stalled")).toEqual([]);
+    expect((await stack.pool.query("SELECT count(*)::int AS n FROM work_items WHERE work_id = $1", [destinationId])).rows[0].n).toBe(0);
+    const metrics = await dispatcher.metrics.registry.metrics();
+    expect(metrics).toMatch(/webhook_jobs_failed_total\{job="delivery",reason="expired"\} 1\n/);
+
+    // The webhook's next event is delivered; the failed one was never sent.
+    await waitUntil(
+      () => acct.api("GET", `/v1/events/${next.body.event_id}`),
+      (r) => r.body.status === "delivered",
+    );
+    expect(emailArrivals(hr.receiver.arrivals, "/stalled").map((a) => a.messageId)).toEqual([
+      (await acct.api("GET", `/v1/events/${next.body.event_id}`)).body.payload.data.messageId,
+    ]);
   });
 });

@@ -1,8 +1,5 @@
-import { Queue } from "bullmq";
 import { captureLogs } from "@mailhooks/logger";
-import { createRedisConnection, QUEUE_NAMES, type RedisClient } from "@mailhooks/queue";
 import { startDispatcherOn } from "../support/delivery-worker.js";
-import { testRedisUrl } from "../support/env.js";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { createHook, deliveryRows, emailArrivals, expectError, expectValidation, startHookReceiver } from "../support/hooks.js";
 
@@ -109,30 +106,28 @@ describe("a poison job: a deterministic failure after the request was sent", () 
   const env = { DELIVERY_RETRY_DELAYS_MS: "200,200,200" };
   let stack: Stack;
   let dispatcher: ReturnType<typeof startDispatcherOn>;
-  let redis: RedisClient;
-  let deliveries: Queue;
   const marker = `poison-${Date.now()}`;
+  const trigger = `test_poison_${marker.replace(/-/g, "_")}`;
   beforeAll(async () => {
     stack = await startStack({ env, dispatcher: false });
     dispatcher = startDispatcherOn(stack, env);
-    redis = createRedisConnection(testRedisUrl(), "worker");
-    deliveries = new Queue(QUEUE_NAMES.deliveries, { connection: redis, prefix: stack.prefix });
-    // Recording an attempt to this webhook's URL fails, always, after the POST was made: what a
-    // bug or a constraint in the recording would do. Not an outage: nothing may postpone it.
+    // Recording an attempt to these webhooks' URLs fails, always, after the POST was made: what a
+    // bug or a constraint in the recording would do. Not an outage: nothing may keep it for later.
+    // At `/<marker>` only the record of an answer is refused (a row with a response or an error
+    // other than internal_error); at `/<marker>-all` every row is, the internal_error row too.
     await stack.pool.query(`
-      CREATE OR REPLACE FUNCTION "test_poison_${marker.replace(/-/g, "_")}"() RETURNS trigger LANGUAGE plpgsql AS $$
+      CREATE OR REPLACE FUNCTION "${trigger}"() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
-        IF NEW.url LIKE '%/${marker}' THEN RAISE EXCEPTION 'injected failure while recording'; END IF;
+        IF NEW.url LIKE '%/${marker}-all'
+           OR (NEW.url LIKE '%/${marker}' AND NEW.error IS DISTINCT FROM 'internal_error') THEN
+          RAISE EXCEPTION 'injected failure while recording';
+        END IF;
         RETURN NEW;
       END $$;
-      CREATE TRIGGER "test_poison_${marker.replace(/-/g, "_")}" BEFORE INSERT ON deliveries
-        FOR EACH ROW EXECUTE FUNCTION "test_poison_${marker.replace(/-/g, "_")}"();`);
+      CREATE TRIGGER "${trigger}" BEFORE INSERT ON deliveries FOR EACH ROW EXECUTE FUNCTION "${trigger}"();`);
   });
   afterAll(async () => {
-    const name = `test_poison_${marker.replace(/-/g, "_")}`;
-    await stack.pool.query(`DROP TRIGGER IF EXISTS "${name}" ON deliveries; DROP FUNCTION IF EXISTS "${name}"();`);
-    await deliveries.close();
-    await redis.quit();
+    await stack.pool.query(`DROP TRIGGER IF EXISTS "${trigger}" ON deliveries; DROP FUNCTION IF EXISTS "${trigger}"();`);
     await dispatcher?.close();
     await stack.close();
   });
@@ -144,7 +139,7 @@ describe("a poison job: a deterministic failure after the request was sent", () 
     return line ? Number(line.split(" ")[1]) : 0;
   };
 
-  test("the job ends after one request: the destination fails, the job fails for good (logged with its id, counted), nothing is sent again", async () => {
+  test("the work ends after one request: the destination fails with an internal_error row (logged with its job, counted), nothing is sent again", async () => {
     const acct = await stack.newAccount();
     const hr = await startHookReceiver(stack);
     const hook = await createHook(acct, hr, `/${marker}`, ["message.sent"]);
@@ -152,7 +147,6 @@ describe("a poison job: a deterministic failure after the request was sent", () 
     let eventId = "";
     let destinationId = "";
     let detail!: Awaited<ReturnType<typeof acct.api>>;
-    let job!: Awaited<ReturnType<typeof deliveries.getJob>>;
     const logged = await captureLogs(
       async () => {
         const posted = await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
@@ -163,31 +157,60 @@ describe("a poison job: a deterministic failure after the request was sent", () 
           (r) => r.body.status !== "pending",
           10_000,
         );
-        job = await waitUntil(
-          () => deliveries.getJob(destinationId),
-          (j) => j?.failedReason !== undefined && j.failedReason !== null,
+        await waitUntil(
+          () => jobsFailedMetric("delivery", "error"),
+          (n) => n >= 1,
           5_000,
         );
       },
       { level: process.env.LOG_LEVEL ?? "warn", format: "pretty" },
     );
     expect(detail.body.status).toBe("failed");
-    expect(detail.body.destinations).toEqual([{ webhook_id: hook.id, url: hook.url, status: "failed", attempts: 0 }]);
-    expect(job?.failedReason).toMatch(/^failed for good: .*injected failure while recording/);
-    // Visibly: one error line naming the job (its id is the destination's), and the counter. (The
-    // webhook's test event is poisoned too, as its own job: not counted here.)
+    // The request was made (the receiver answered 200) but could not be recorded: the row says so.
+    expect(emailArrivals(hr.receiver.arrivals, `/${marker}`).map((a) => a.status)).toEqual([200]);
+    expect(detail.body.destinations).toEqual([{ webhook_id: hook.id, url: hook.url, status: "failed", attempts: 1 }]);
+    expect((await deliveryRows(acct, { event_id: eventId })).map((r) => [r.trigger, r.attempt, r.response_status, r.error])).toEqual([
+      ["initial", 0, null, "internal_error"],
+    ]);
+    // Visibly: one error line naming the job (its id: the destination's and its lease), and the
+    // counter. (The webhook's test event is poisoned too, as its own job: not counted here.)
     const lines = logged
       .split("\n")
       .filter((l) => l.includes("job failed for good"))
       .map((l) => JSON.parse(l))
       .filter((l) => l.job === "delivery");
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatchObject({ level: "error", module: "dispatcher", jobId: destinationId, job: "delivery", reason: "error" });
+    expect(lines[0]).toMatchObject({ level: "error", module: "dispatcher", job: "delivery" });
+    expect(lines[0].jobId).toMatch(new RegExp(`^${destinationId}-\\d+$`));
     expect(lines[0].error).toMatch(/injected failure while recording/);
     expect(await jobsFailedMetric("delivery", "error")).toBe(1);
-    // Bounded absence check: a postponed job would come back within 1 s, a retry within 0.2 s.
+    // Its work is over: nothing of it waits to be claimed again. Bounded absence check besides: a
+    // lease given back would be claimed within a pass, a retry within 0.2 s.
+    const { rows } = await stack.pool.query("SELECT count(*)::int AS n FROM work_items WHERE work_id = $1", [destinationId]);
+    expect(rows[0].n).toBe(0);
     await new Promise((r) => setTimeout(r, 2_000));
     expect(emailArrivals(hr.receiver.arrivals, `/${marker}`)).toHaveLength(1);
+    expect(await deliveryRows(acct, { event_id: eventId })).toHaveLength(1);
+  });
+
+  test("when even the internal_error row is refused, the work still ends failed (without a row), and nothing is sent again", async () => {
+    const acct = await stack.newAccount();
+    const hr = await startHookReceiver(stack);
+    const hook = await createHook(acct, hr, `/${marker}-all`, ["message.sent"]);
+    const posted = await acct.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
+    const eventId = posted.body.event_id as string;
+    const detail = await waitUntil(
+      () => acct.api("GET", `/v1/events/${eventId}`),
+      (r) => r.body.status !== "pending",
+      10_000,
+    );
+    expect(detail.body.status).toBe("failed");
+    expect(detail.body.destinations).toEqual([{ webhook_id: hook.id, url: hook.url, status: "failed", attempts: 0 }]);
+    const [{ id: destinationId }] = await stack.prisma.destination.findMany({ where: { eventId }, select: { id: true } });
+    const { rows } = await stack.pool.query("SELECT count(*)::int AS n FROM work_items WHERE work_id = $1", [destinationId]);
+    expect(rows[0].n).toBe(0);
+    await new Promise((r) => setTimeout(r, 2_000)); // bounded absence check, as above
+    expect(emailArrivals(hr.receiver.arrivals, `/${marker}-all`)).toHaveLength(1);
     expect(await deliveryRows(acct, { event_id: eventId })).toEqual([]);
   });
 });

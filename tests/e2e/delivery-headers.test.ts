@@ -69,9 +69,7 @@ describe("X-Service-Event-Id and the webhook's own headers", () => {
         stack.prefix,
         eventType,
       ]);
-      await enqueue(client, stack.prefix, [
-        { jobName: JOB_NAMES.testDelivery, jobId: id, data: { testDeliveryId: id }, webhookId, accountId: acct.accountId },
-      ]);
+      await enqueue(client, stack.prefix, [{ kind: JOB_NAMES.testDelivery, workId: id, webhookId, accountId: acct.accountId }]);
     });
     return id;
   }

@@ -55,9 +55,8 @@ describe("work ends with a reason", () => {
           ]);
           await enqueue(client, stack.prefix, [
             {
-              jobName: JOB_NAMES.testDelivery,
-              jobId: testId,
-              data: { testDeliveryId: testId },
+              kind: JOB_NAMES.testDelivery,
+              workId: testId,
               webhookId: hook.id,
               accountId: acct.accountId,
             },

@@ -37,7 +37,7 @@ describe("a replay whose webhook is disabled or deleted before the dispatcher ru
       ["/disabled", "/deleted"].every((p) => emailArrivals(a, p).length === 1 && at(a, p, "webhook.test").length === 1),
     );
 
-    // The dispatcher is not running: the replays are accepted (committed with their outbox rows)
+    // The dispatcher is not running: the replays are accepted (committed with their work_items rows)
     // while both webhooks are enabled, and wait.
     await stack.stopDispatcher();
     const own = await acct.api("POST", `/v1/events/${eventId}/replay`);

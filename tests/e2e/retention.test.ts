@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { Queue, QueueEvents } from "bullmq";
-import { attemptBudgetOf, ensurePayloadPartitions, purgeExpiredPayloads } from "@mailhooks/delivery-state";
+import { ensurePayloadPartitions, purgeExpiredPayloads } from "@mailhooks/delivery-state";
 import { getLogger } from "@mailhooks/logger";
-import { createRedisConnection, DeliveryQueue, type RedisClient } from "@mailhooks/queue";
+import { createRedisConnection, RETIRED_MAINTENANCE_JOBS, type RedisClient } from "@mailhooks/queue";
 import { startMaintenance } from "../../apps/dispatcher/src/maintenance.js";
 import { createDispatcherMetrics } from "../../apps/dispatcher/src/metrics.js";
 import { backdateEvent } from "../support/backdate.js";
@@ -184,19 +184,13 @@ describe("retention on a database of its own", () => {
     };
     const queue = new Queue("maintenance", { connection: connect(), prefix });
     const queueEvents = new QueueEvents("maintenance", { connection: connect(), prefix });
-    const deliveries = new DeliveryQueue(connect(), prefix, attemptBudgetOf([1000, 1000, 1000]));
-    const closers: (() => Promise<void>)[] = [() => deliveries.close()];
+    const closers: (() => Promise<void>)[] = [];
     const options = {
-      deliveries,
       pool: stack.pool,
       metrics: createDispatcherMetrics(),
       retentionDays,
       logger: getLogger("test-maintenance"),
       prefix,
-      queuePrefix: prefix,
-      retryDelaysMs: [1000, 1000, 1000],
-      sweepEveryMs: 60_000,
-      sweepAfterMs: 60_000,
     };
     const end = async () => {
       for (const close of closers.reverse()) await close();
@@ -225,15 +219,15 @@ describe("retention on a database of its own", () => {
       await backdateEvent(stack.pool, eventId, old);
       expect((await acct.api("GET", `/v1/events/${eventId}`)).body.payload_retained).toBe(true);
 
-      const first = await startMaintenance({ ...options, retentionEveryMs: 200, connection: connect() });
+      const first = await startMaintenance({ ...options, everyMs: 200, connection: connect() });
       closers.push(first.close);
-      const second = await startMaintenance({ ...options, retentionEveryMs: 200, connection: connect() });
+      const second = await startMaintenance({ ...options, everyMs: 200, connection: connect() });
       closers.push(second.close);
 
       const schedulers = await queue.getJobSchedulers();
-      expect(schedulers.map((s) => s.key).sort()).toEqual(["idempotency-purge", "retention", "sweep"]);
+      expect(schedulers.map((s) => s.key).sort()).toEqual(["idempotency-purge", "retention"]);
       expect(schedulers.find((s) => s.key === "retention")).toMatchObject({ key: "retention", name: "retention", every: 200 });
-      expect(await queue.getJobSchedulersCount()).toBe(3);
+      expect(await queue.getJobSchedulersCount()).toBe(2);
 
       const detail = await waitUntil(
         () => acct.api("GET", `/v1/events/${eventId}`),
@@ -254,46 +248,43 @@ describe("retention on a database of its own", () => {
       const runs = completed.filter((c) => /retention/.test(c.jobId) && c.at >= from && c.at < from + 1000).length;
       expect(runs).toBeGreaterThanOrEqual(1);
       expect(runs).toBeLessThanOrEqual(7);
-      expect(await queue.getJobSchedulersCount()).toBe(3);
+      expect(await queue.getJobSchedulersCount()).toBe(2);
       expect(failed).toEqual([]);
     } finally {
       await end();
     }
   });
 
-  test("with OUTBOX_VACUUM_INTERVAL_MS, startMaintenance schedules the queue tables' VACUUM, which runs; with 0 it removes that scheduler", async () => {
-    // Nothing is in reach of retention here (100 years): this test is about the VACUUM only.
-    const { connect, queue, queueEvents, closers, options, end } = maintenanceHarness("test-vacuum", 36_500);
-    const lastVacuum = async () =>
-      (
-        await stack.pool.query<{ at: Date | null }>(
-          "SELECT max(last_vacuum) AS at FROM pg_stat_user_tables WHERE relname IN ('outbox', 'webhook_leases')",
-        )
-      ).rows[0].at?.getTime() ?? 0;
+  test("startMaintenance removes the job schedulers earlier versions left (the sweeper, the queue tables' VACUUM) with their next runs", async () => {
+    const { connect, queue, queueEvents, closers, options, end } = maintenanceHarness("test-retired", 36_500);
     try {
       await queueEvents.waitUntilReady();
-      const completed: string[] = [];
-      queueEvents.on("completed", ({ jobId }) => completed.push(jobId));
-      const before = await lastVacuum();
-      const on = await startMaintenance({ ...options, queueVacuumEveryMs: 1_000, connection: connect() });
-      closers.push(on.close);
-      expect((await queue.getJobSchedulers()).map((s) => s.key).sort()).toEqual([
-        "idempotency-purge",
-        "queue-vacuum",
-        "retention",
-        "sweep",
-      ]);
+      const ran: string[] = [];
+      queueEvents.on("completed", ({ jobId }) => ran.push(jobId));
+      queueEvents.on("failed", ({ jobId }) => ran.push(jobId));
+      // What a dispatcher of an earlier version left in Redis: its schedulers, each with its next run delayed.
+      for (const retired of RETIRED_MAINTENANCE_JOBS)
+        await queue.upsertJobScheduler(
+          retired,
+          { every: 60_000, startDate: Date.now() + 30_000 },
+          { name: retired, opts: { removeOnComplete: true } },
+        );
+      const retiredJobs = async () =>
+        (await queue.getJobs(["delayed", "wait", "prioritized"])).filter((job) => RETIRED_MAINTENANCE_JOBS.some((r) => job.name === r));
+      expect((await queue.getJobSchedulers()).map((s) => s.key).sort()).toEqual([...RETIRED_MAINTENANCE_JOBS].sort());
+      expect(await retiredJobs()).toHaveLength(RETIRED_MAINTENANCE_JOBS.length);
+
+      const started = await startMaintenance({ ...options, connection: connect() });
+      closers.push(started.close);
+      expect((await queue.getJobSchedulers()).map((s) => s.key).sort()).toEqual(["idempotency-purge", "retention"]);
+      expect(await retiredJobs()).toEqual([]);
+      // What runs is retention and the purge, nothing else.
       await waitUntil(
-        async () => completed.filter((id) => /queue-vacuum/.test(id)).length,
-        (n) => n >= 1,
+        async () => ran.filter((id) => /retention|idempotency-purge/.test(id)).length,
+        (n) => n >= 2,
         10_000,
       );
-      await waitUntil(lastVacuum, (at) => at > before, 10_000);
-      await on.close();
-      closers.pop();
-      const off = await startMaintenance({ ...options, queueVacuumEveryMs: 0, connection: connect() });
-      closers.push(off.close);
-      expect((await queue.getJobSchedulers()).map((s) => s.key).sort()).toEqual(["idempotency-purge", "retention", "sweep"]);
+      expect(ran.filter((id) => !/retention|idempotency-purge/.test(id))).toEqual([]);
     } finally {
       await end();
     }

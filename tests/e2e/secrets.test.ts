@@ -32,7 +32,7 @@ describe("webhook secrets at rest", () => {
       "SELECT format('%I.%I', table_schema, table_name) AS name FROM information_schema.tables WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1",
     );
     expect(tables.map((t) => t.name)).toEqual(
-      expect.arrayContaining(["public.webhooks", "public.audit_entries", "public.outbox", "public.dashboard_sessions"]),
+      expect.arrayContaining(["public.webhooks", "public.audit_entries", "public.work_items", "public.dashboard_sessions"]),
     );
     const found: string[] = [];
     for (const { name } of tables) {

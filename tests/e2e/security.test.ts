@@ -11,6 +11,7 @@ import request from "supertest";
 import { pathOf, signIn, signInWith } from "../dashboard/support.js";
 import { databaseUrlVia } from "../chaos/support/processes.js";
 import { startTcpProxy } from "../chaos/support/tcp-proxy.js";
+import { claimIntoQueue } from "../chaos/support/claimed-jobs.js";
 
 /**
  * Security hardening (issue 4, items 1, 2, 4 and 5): SSRF protection with
@@ -520,29 +521,29 @@ describe("without ADMIN_USERNAME/ADMIN_PASSWORD, and with no dispatcher (work st
       (await acct.api("POST", `/v1/events/${event.body.event_id}/replay`, { target_url: `https://localhost:9/override-${marker}` })).status,
     ).toBe(202);
 
-    const queue = new Queue("deliveries", { connection: redis, prefix: stack.prefix });
-    let ours = new Set<string>();
+    const ours = new Set([
+      ...(await stack.prisma.testDelivery.findMany({ where: { accountId: acct.accountId }, select: { id: true } })).map((t) => t.id),
+      ...(await stack.prisma.destination.findMany({ where: { accountId: acct.accountId }, select: { id: true } })).map((d) => d.id),
+      ...(await stack.prisma.replay.findMany({ where: { accountId: acct.accountId }, select: { id: true } })).map((r) => r.id),
+    ]);
+    // test event, two destinations (JSON event and raw message), two replays
+    expect(ours.size).toBe(5);
+    // A relay claims the accepted work (this stack's, every test's) into Redis; no worker takes it.
+    const waiting = (await stack.pool.query("SELECT count(*)::int AS n FROM work_items WHERE queue_prefix = $1", [stack.prefix])).rows[0].n;
+    await claimIntoQueue(stack, { count: waiting, visibilityTimeoutMs: 60_000, redisUrl: testRedisUrl() });
+    const queue = new Queue("deliveries", { connection: redis, prefix: stack.keyPrefix });
     try {
-      ours = new Set([
-        ...(await stack.prisma.testDelivery.findMany({ where: { accountId: acct.accountId }, select: { id: true } })).map((t) => t.id),
-        ...(await stack.prisma.destination.findMany({ where: { accountId: acct.accountId }, select: { id: true } })).map((d) => d.id),
-        ...(await stack.prisma.replay.findMany({ where: { accountId: acct.accountId }, select: { id: true } })).map((r) => r.id),
-      ]);
       const states = ["wait", "active", "delayed", "completed", "failed", "prioritized", "waiting-children"] as const;
-      // The relay moves the accepted work from the outbox into Redis; no worker takes it.
-      const all = await waitUntil(
-        () => queue.getJobs([...states]),
-        (jobs) => jobs.filter((j) => Object.values(j.data as Record<string, string>).some((v) => ours.has(v))).length >= 5,
-      );
-      const jobs = all.filter((j) => Object.values(j.data as Record<string, string>).some((v) => ours.has(v)));
-      // test event, two destinations (JSON event and raw message), two replays
+      const all = await queue.getJobs([...states]);
+      const jobs = all.filter((j) => ours.has((j.data as { workId: string }).workId));
       expect(jobs.map((j) => j.name).sort()).toEqual(["delivery", "delivery", "replay", "replay", "test-delivery"]);
-      // Every job of the queue, this test's or not, carries ids only (its work's, and the
-      // webhook's and account's the scheduler shares capacity by).
+      // Every job of the queue, this test's or not, carries its unit of work's id and the claim's
+      // lease number, nothing else.
+      expect(all.length).toBeGreaterThanOrEqual(5);
       for (const job of all) {
-        for (const value of Object.values(job.data as Record<string, unknown>)) {
-          expect(value).toMatch(/^(tst|dst|rpl|wh|acct)_[0-9a-f]{32}$/);
-        }
+        expect(Object.keys(job.data as object).sort()).toEqual(["lease", "workId"]);
+        expect(job.data.workId).toMatch(/^(tst|dst|rpl)_[0-9a-f]{32}$/);
+        expect(Number.isInteger(job.data.lease)).toBe(true);
       }
     } finally {
       await queue.close();

@@ -73,13 +73,6 @@ describe("bad values throw a ConfigError naming the variable", () => {
     expect(error.message).toContain(name);
   });
 
-  it("DISPATCHER_WEBHOOK_JOB_LIMIT is 16 by default and at most 1,250 (a fast webhook's 64 times it: 80,000 jobs in Redis)", () => {
-    expect(loadConfig(dispatcherConfigSchema, {}).DISPATCHER_WEBHOOK_JOB_LIMIT).toBe(16);
-    expect(loadConfig(dispatcherConfigSchema, { DISPATCHER_WEBHOOK_JOB_LIMIT: "1250" }).DISPATCHER_WEBHOOK_JOB_LIMIT).toBe(1250);
-    const error = configErrorOf(() => loadConfig(dispatcherConfigSchema, { DISPATCHER_WEBHOOK_JOB_LIMIT: "1251" }));
-    expect(error.message).toContain("DISPATCHER_WEBHOOK_JOB_LIMIT");
-  });
-
   it("names every bad variable at once, and no good one", () => {
     const error = configErrorOf(() =>
       loadConfig(dispatcherConfigSchema, { DELIVERY_TIMEOUT_MS: "abc", METRICS_PORT: "x", QUEUE_PREFIX: "ok" }),
@@ -161,24 +154,14 @@ describe("ADMIN_PORT", () => {
   });
 });
 
-describe("RELAY_PUSH_TIMEOUT_MS and RELAY_LOCK_TIMEOUT_MS", () => {
-  it("default to 10 s and 15 s; the lock timeout must exceed the push timeout", () => {
-    expect(loadConfig(dispatcherConfigSchema, {})).toMatchObject({ RELAY_PUSH_TIMEOUT_MS: 10_000, RELAY_LOCK_TIMEOUT_MS: 15_000 });
-    expect(loadConfig(dispatcherConfigSchema, { RELAY_PUSH_TIMEOUT_MS: "1000", RELAY_LOCK_TIMEOUT_MS: "2000" })).toMatchObject({
-      RELAY_PUSH_TIMEOUT_MS: 1000,
-      RELAY_LOCK_TIMEOUT_MS: 2000,
-    });
-    const error = configErrorOf(() => loadConfig(dispatcherConfigSchema, { RELAY_PUSH_TIMEOUT_MS: "5000", RELAY_LOCK_TIMEOUT_MS: "5000" }));
-    expect(error.message).toContain("RELAY_LOCK_TIMEOUT_MS: must exceed RELAY_PUSH_TIMEOUT_MS");
-  });
-});
-
-describe("OUTBOX_VACUUM_INTERVAL_MS", () => {
-  it("defaults to 5 s; 0 turns the VACUUM off; anything else is at least 1 s", () => {
-    expect(loadConfig(dispatcherConfigSchema, {})).toMatchObject({ OUTBOX_VACUUM_INTERVAL_MS: 5_000 });
-    expect(loadConfig(dispatcherConfigSchema, { OUTBOX_VACUUM_INTERVAL_MS: "0" })).toMatchObject({ OUTBOX_VACUUM_INTERVAL_MS: 0 });
-    const error = configErrorOf(() => loadConfig(dispatcherConfigSchema, { OUTBOX_VACUUM_INTERVAL_MS: "500" }));
-    expect(error.message).toContain("OUTBOX_VACUUM_INTERVAL_MS: must be 0 or at least 1000");
+describe("DISPATCHER_VISIBILITY_TIMEOUT_MS", () => {
+  it("defaults to 20 s; at least 300 ms (a heartbeat every third of it); anything less is refused, naming the variable", () => {
+    expect(loadConfig(dispatcherConfigSchema, {}).DISPATCHER_VISIBILITY_TIMEOUT_MS).toBe(20_000);
+    expect(loadConfig(dispatcherConfigSchema, { DISPATCHER_VISIBILITY_TIMEOUT_MS: "300" }).DISPATCHER_VISIBILITY_TIMEOUT_MS).toBe(300);
+    for (const value of ["299", "0", "1.5", "abc"])
+      expect(configErrorOf(() => loadConfig(dispatcherConfigSchema, { DISPATCHER_VISIBILITY_TIMEOUT_MS: value })).message).toContain(
+        "DISPATCHER_VISIBILITY_TIMEOUT_MS",
+      );
   });
 });
 

@@ -7,7 +7,7 @@ import {
   cancelTestDelivery,
   failWithoutAttempt,
   INLINE_PAYLOAD_BYTES,
-  loadDestination,
+  loadDestinations,
   loadPayload,
   PAYLOAD_READ_CHARS,
   loadReplay,
@@ -19,27 +19,30 @@ import {
   replayCancelled,
   testDeliveryRowId,
   type AttemptRecord,
+  type DestinationAttempt,
   type LoadedDestination,
 } from "./attempts.js";
 import { acceptEvents } from "./ingest.js";
-import { releaseLeases } from "./leases.js";
 import { acceptReplays } from "./replays.js";
 import { eventStatus } from "./status.js";
 import { registerWebhook } from "./webhook-registration.js";
 import { changeWebhook, deleteWebhook } from "./webhooks.js";
+import type { LeasedWork } from "./work-queue.js";
 
 /**
  * The owner of delivery state on its own, against the test database (`npm test` migrates it):
- * jobs that run twice write once, a recorded attempt is reported as such, the failing streak
- * counts rows written, cancellations, and the status rules of CONTRACT.md section 5. Every test
- * makes its own account; the outbox rows this file accepts carry a queue prefix of its own, so no
- * relay of another test takes them, and they are removed at the end.
+ * jobs that run twice write once, a job whose lease is not its work's current, live one loads
+ * nothing, the work queue row follows each attempt in the statement that records it, the failing
+ * streak counts rows written, cancellations, and the status rules of CONTRACT.md section 5. Every
+ * test makes its own account; the work this file accepts carries a queue prefix of its own, so no
+ * relay of another test claims it, and its rows are removed at the end. `lease` stands for the
+ * claim (claimWork, whose decision is tested on its own): it leases one unit of work as a claim does.
  */
 const pool: pg.Pool = createPool(process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/webhooks_test", 4);
 const prefix = `test-ds-${randomUUID()}`;
 
 afterAll(async () => {
-  await pool.query("DELETE FROM outbox WHERE queue_prefix = $1", [prefix]);
+  for (const table of ["work_items", "webhook_queues"]) await pool.query(`DELETE FROM ${table} WHERE queue_prefix = $1`, [prefix]);
   await pool.end();
 });
 
@@ -84,15 +87,80 @@ async function newEvent(accountId: string): Promise<{ eventId: string; destinati
   return { eventId: accepted.id, destinations: new Map(rows.map((r) => [r.webhook_id, r.id])) };
 }
 
-/** An account with one webhook and one event to it. */
+/**
+ * Leases the waiting unit of work `workId` as a claim leases it (claim.ts): its next lease, live
+ * for a minute; the data of the job that claim would add.
+ * @throws when the work does not wait (leased, not due, or ended)
+ */
+async function lease(workId: string): Promise<LeasedWork> {
+  const { rows } = await pool.query<{ lease: number }>(
+    `UPDATE work_items SET lease = lease + 1, leased_until = now() + interval '1 minute'
+      WHERE work_id = $1 AND leased_until IS NULL AND due_at <= now() RETURNING lease`,
+    [workId],
+  );
+  if (rows.length === 0) throw new Error(`${workId} does not wait in the work queue`);
+  return { workId, lease: rows[0].lease };
+}
+
+/** What the job of `work` loads (loadDestinations of one). */
+async function load(work: LeasedWork): Promise<LoadedDestination | null> {
+  return (await loadDestinations(pool, [work]))[0];
+}
+
+/** The destination `destinationId` leased and loaded, as the job of its next claim sees it. */
+async function leaseAndLoad(destinationId: string): Promise<LoadedDestination> {
+  const loaded = await load(await lease(destinationId));
+  if (!loaded) throw new Error(`${destinationId} leased but not loaded`);
+  return loaded;
+}
+
+/** Records one attempt of `destination` (recordDestinationAttempt); a retry is due `retryDelayMs` later (0: at once). */
+function record(
+  destination: DestinationAttempt["destination"],
+  attempt: number,
+  result: AttemptRecord,
+  outcome: DestinationAttempt["outcome"],
+  retryDelayMs = 0,
+) {
+  return recordDestinationAttempt(pool, {
+    destination,
+    attempt,
+    result,
+    outcome,
+    retryDelayMs: outcome === "retry" ? retryDelayMs : undefined,
+  });
+}
+
+/** A unit of work's row of the work queue: its attempt, its last lease, whether that is live, and its due time as ms from now. */
+interface WorkRow {
+  attempt: number;
+  lease: number;
+  leased: boolean;
+  due_in_ms: number;
+}
+
+/** The work queue row of `workId` (null once its work ended), with its due time as ms from PostgreSQL's now. */
+async function workRow(workId: string): Promise<WorkRow | null> {
+  const { rows } = await pool.query<WorkRow>(
+    `SELECT attempt, lease, leased_until IS NOT NULL AS leased, (extract(epoch FROM due_at - now()) * 1000)::float8 AS due_in_ms
+       FROM work_items WHERE work_id = $1`,
+    [workId],
+  );
+  return rows[0] ?? null;
+}
+
+/** An account with one webhook and one event to it, the destination leased and loaded for its initial attempt. */
 async function oneDestination() {
   const accountId = await newAccount();
   const hook = await newWebhook(accountId);
   const { eventId, destinations } = await newEvent(accountId);
   const destinationId = destinations.get(hook.id)!;
-  const target = (await loadDestination(pool, destinationId, 0))!;
+  const target = await leaseAndLoad(destinationId);
   return { accountId, hook, eventId, destinationId, target };
 }
+
+const statusOf = async (table: "destinations" | "replays" | "test_deliveries", id: string) =>
+  (await pool.query<{ status: string }>(`SELECT status::text AS status FROM ${table} WHERE id = $1`, [id])).rows[0].status;
 
 async function eventRow(eventId: string) {
   const { rows } = await pool.query<{ status: string; pending_destinations: number; failed_destinations: number }>(
@@ -111,41 +179,51 @@ const deliveryRows = (filter: string, id: string) => count(`SELECT count(*)::int
 const auditRows = (replayId: string) => count("SELECT count(*)::int AS n FROM audit_entries WHERE replay_id = $1", [replayId]);
 
 describe("destination attempts", () => {
-  test("recording the same (destination, attempt) twice, also at once, writes one row and keeps the first", async () => {
+  test("recording the same (destination, attempt) twice, also at once, writes one row, keeps the first and moves the work once", async () => {
     const { destinationId, target } = await oneDestination();
-    await Promise.all([
-      recordDestinationAttempt(pool, target, 0, FAILED, "retry"),
-      recordDestinationAttempt(pool, target, 0, { ...FAILED, responseStatus: 500 }, "retry"),
-    ]);
-    await recordDestinationAttempt(pool, target, 0, FAILED, "retry");
+    await Promise.all([record(target, 0, FAILED, "retry"), record(target, 0, { ...FAILED, responseStatus: 500 }, "retry")]);
+    await record(target, 0, FAILED, "retry");
     const { rows } = await pool.query("SELECT trigger::text AS trigger, attempt FROM deliveries WHERE destination_id = $1", [
       destinationId,
     ]);
     expect(rows).toEqual([{ trigger: "initial", attempt: 0 }]);
+    // The work waits for retry 1, once: the records of attempt 0 after the first found it moved on.
+    expect(await workRow(destinationId)).toMatchObject({ attempt: 1, leased: false });
     // Retry 1 is another attempt: a row of its own.
-    await recordDestinationAttempt(pool, target, 1, FAILED, "retry");
-    await recordDestinationAttempt(pool, target, 1, FAILED, "retry");
+    await leaseAndLoad(destinationId);
+    await record(target, 1, FAILED, "retry");
+    await record(target, 1, FAILED, "retry");
     expect(await deliveryRows("destination_id", destinationId)).toBe(2);
+    expect(await workRow(destinationId)).toMatchObject({ attempt: 2, leased: false });
   });
 
-  test("an attempt a dead dispatcher already recorded is reported as recorded, with its outcome, and recording it again changes nothing", async () => {
+  test("a job whose lease is not its work's current, live one loads nothing: its attempt was recorded, its lease expired or was claimed again", async () => {
     const { destinationId, eventId, target } = await oneDestination();
-    expect(target.recorded).toBeNull();
-    // The dispatcher recorded attempt 0 (failed, retry scheduled), then died before its job ended.
-    await recordDestinationAttempt(pool, target, 0, FAILED, "retry");
-    const again = (await loadDestination(pool, destinationId, 0))!;
-    expect(again.recorded).toEqual({ ok: false });
-    expect(again.status).toBe("pending");
-    // The next attempt number has no row yet: it is sent.
-    expect((await loadDestination(pool, destinationId, 1))!.recorded).toBeNull();
+    const first = { workId: destinationId, lease: (await workRow(destinationId))!.lease };
+    expect(target.attempt).toBe(0);
+    // Attempt 0 failed and was recorded (retry scheduled); its job runs again (its dispatcher died
+    // before the job ended): nothing to load, nothing sent.
+    await record(target, 0, FAILED, "retry");
+    expect(await load(first)).toBeNull();
+    // The next claim leases retry 1.
+    const second = await lease(destinationId);
+    expect(second.lease).toBe(first.lease + 1);
+    expect(await load(second)).toMatchObject({ attempt: 1, status: "pending" });
+    expect(await load(first)).toBeNull();
+    // That lease expires (its dispatcher stopped renewing it): its job loads nothing either.
+    await pool.query("UPDATE work_items SET leased_until = now() - interval '1 second' WHERE work_id = $1", [destinationId]);
+    expect(await load(second)).toBeNull();
+    // Claimed again after the expiry: the same attempt, under a new lease.
+    await pool.query("UPDATE work_items SET leased_until = NULL WHERE work_id = $1", [destinationId]);
+    const third = await lease(destinationId);
+    expect(await load(third)).toMatchObject({ attempt: 1 });
 
-    // Retry 1 succeeded and was recorded; its job runs again and finds it.
-    await recordDestinationAttempt(pool, target, 1, OK, "delivered");
-    const done = (await loadDestination(pool, destinationId, 1))!;
-    expect(done.recorded).toEqual({ ok: true });
-    expect(done.status).toBe("delivered");
-    // What deliverDestination records for a recorded attempt (no new answer): the row stays the first one.
-    await recordDestinationAttempt(pool, target, 1, { ok: true, responseStatus: null, error: null, durationMs: 0 }, "delivered");
+    // Retry 1 succeeded and was recorded: the work ended, and no lease of it loads anything.
+    await record(target, 1, OK, "delivered");
+    expect(await load(third)).toBeNull();
+    expect(await workRow(destinationId)).toBeNull();
+    // The same attempt recorded again (another job of it ran): the row stays the first one.
+    await record(target, 1, { ok: true, responseStatus: 204, error: null, durationMs: 0 }, "delivered");
     const { rows } = await pool.query(
       "SELECT attempt, response_status, response_body FROM deliveries WHERE destination_id = $1 ORDER BY attempt",
       [destinationId],
@@ -157,12 +235,23 @@ describe("destination attempts", () => {
     expect(await eventRow(eventId)).toEqual({ status: "delivered", pending_destinations: 0, failed_destinations: 0 });
   });
 
+  test("loadDestinations answers in the order asked, null for each lease that is not live", async () => {
+    const accountId = await newAccount();
+    const hook = await newWebhook(accountId);
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push((await newEvent(accountId)).destinations.get(hook.id)!);
+    const leases = await Promise.all(ids.map((id) => lease(id)));
+    const stale = { workId: ids[1], lease: leases[1].lease - 1 };
+    const loaded = await loadDestinations(pool, [leases[2], stale, leases[0], { workId: "dst_never_queued", lease: 1 }]);
+    expect(loaded.map((d) => d?.destinationId ?? null)).toEqual([ids[2], null, ids[0], null]);
+  });
+
   test("auto-disable counts rows written: a failed attempt recorded again does not grow the failing streak", async () => {
     const accountId = await newAccount();
     const hook = await newWebhook(accountId);
     const first = await newEvent(accountId);
     const second = await newEvent(accountId);
-    const targetOf = async (e: { destinations: Map<string, string> }) => (await loadDestination(pool, e.destinations.get(hook.id)!, 0))!;
+    const targetOf = (e: { destinations: Map<string, string> }) => leaseAndLoad(e.destinations.get(hook.id)!);
     const streakOf = async () =>
       (
         await pool.query<{ failing_events: number; failing_since: Date | null }>(
@@ -172,68 +261,103 @@ describe("destination attempts", () => {
       ).rows[0];
 
     const a = await targetOf(first);
-    const streak = await recordDestinationAttempt(pool, a, 0, FAILED, "retry");
+    const streak = await record(a, 0, FAILED, "retry");
     expect(streak?.events).toBe(1);
     const since = (await streakOf()).failing_since;
+    expect(streak?.since).toEqual(since);
     // The same job again (its dispatcher died after writing): no row written, nothing counted.
-    expect(await recordDestinationAttempt(pool, a, 0, FAILED, "retry")).toBeNull();
-    expect(
-      (await recordDestinationAttempts(pool, [{ destination: a, attempt: 0, result: FAILED, outcome: "retry" }])).map((r) => r.streak),
-    ).toEqual([null]);
+    expect(await record(a, 0, FAILED, "retry")).toBeNull();
+    expect(await recordDestinationAttempts(pool, [{ destination: a, attempt: 0, result: FAILED, outcome: "retry" }])).toEqual([null]);
     expect(await streakOf()).toEqual({ failing_events: 1, failing_since: since });
-    // In one batch with a new failure of another event: only the new one counts.
+    // In one batch with a new failure of another event: only the new one counts, and each failure
+    // of the batch is answered with the webhook's streak.
     const b = await targetOf(second);
-    await recordDestinationAttempts(pool, [
+    const both = await recordDestinationAttempts(pool, [
       { destination: a, attempt: 0, result: FAILED, outcome: "retry" },
       { destination: b, attempt: 0, result: FAILED, outcome: "retry" },
     ]);
+    expect(both).toEqual([
+      { since, events: 2 },
+      { since, events: 2 },
+    ]);
     expect((await streakOf()).failing_events).toBe(2);
-    // A retry's failure is not a new event; a success clears the streak.
-    await recordDestinationAttempt(pool, a, 1, FAILED, "retry");
+    // A retry's failure is not a new event; a success clears the streak (and is answered null).
+    await record(a, 1, FAILED, "retry");
     expect((await streakOf()).failing_events).toBe(2);
-    await recordDestinationAttempt(pool, b, 1, OK, "delivered");
+    expect(await record(b, 1, OK, "delivered")).toBeNull();
     expect(await streakOf()).toEqual({ failing_events: 0, failing_since: null });
   });
 });
 
-describe("scheduler leases (docs/scheduler.md)", () => {
-  test("an attempt that ends its destination ends its lease in the same statement and says so; a retry keeps it", async () => {
+describe("the work queue follows each attempt, in the statement that records it (docs/scheduler.md)", () => {
+  test("a failure with a retry left gives the work back at the next attempt, due its delay later, its webhook back in the round by then; an attempt that ends the destination ends the work", async () => {
     const { destinationId, hook, target } = await oneDestination();
-    // The relay's lease for this destination's job.
+    // Its webhook in the round as a claim leaves it while its only work runs: not ready.
     await pool.query(
-      "INSERT INTO webhook_leases (work_id, queue_prefix, webhook_id, account_id, job_name) VALUES ($1, $2, $3, $4, 'deliver-destination')",
-      [destinationId, prefix, hook.id, target.accountId],
+      `INSERT INTO webhook_queues (queue_prefix, webhook_id, account_id, ready_at) VALUES ($1, $2, $3, NULL)
+       ON CONFLICT (queue_prefix, webhook_id) DO UPDATE SET ready_at = NULL`,
+      [prefix, hook.id, target.accountId],
     );
-    const leases = () => count("SELECT count(*)::int AS n FROM webhook_leases WHERE work_id = $1", [destinationId]);
-    const retry = await recordDestinationAttempts(pool, [{ destination: target, attempt: 0, result: FAILED, outcome: "retry" }]);
-    expect(retry.map((r) => r.leaseEnded)).toEqual([false]);
-    expect(await leases()).toBe(1);
-    const ended = await recordDestinationAttempts(pool, [{ destination: target, attempt: 1, result: OK, outcome: "delivered" }]);
-    expect(ended).toEqual([{ streak: null, leaseEnded: true }]);
-    expect(await leases()).toBe(0);
+    await record(target, 0, FAILED, "retry", 60_000);
+    const waiting = (await workRow(destinationId))!;
+    expect(waiting).toMatchObject({ attempt: 1, leased: false });
+    // Due 60 s after the record (PostgreSQL's clock), give or take the statement's own time.
+    expect(waiting.due_in_ms).toBeGreaterThan(59_000);
+    expect(waiting.due_in_ms).toBeLessThanOrEqual(60_000);
+    const { rows } = await pool.query<{ same: boolean }>(
+      `SELECT q.ready_at = i.due_at AS same FROM webhook_queues q JOIN work_items i ON i.webhook_id = q.webhook_id
+        WHERE q.queue_prefix = $1 AND q.webhook_id = $2 AND i.work_id = $3`,
+      [prefix, hook.id, destinationId],
+    );
+    expect(rows).toEqual([{ same: true }]);
+    // Not claimable before its time; once due, retry 1 is leased, and its success ends the work.
+    await expect(lease(destinationId)).rejects.toThrow(/does not wait/);
+    await pool.query("UPDATE work_items SET due_at = now() WHERE work_id = $1", [destinationId]); // its delay has passed
+    expect((await leaseAndLoad(destinationId)).attempt).toBe(1);
+    await record(target, 1, OK, "delivered");
+    expect(await workRow(destinationId)).toBeNull();
+
+    // The last failure ends it too.
+    const other = await oneDestination();
+    await record(other.target, 0, FAILED, "failed");
+    expect(await workRow(other.destinationId)).toBeNull();
+    expect(await statusOf("destinations", other.destinationId)).toBe("failed");
   });
 
-  test("an attempt that ends its destination while the relay's claim is not committed finds no lease and says so; releasing it later ends it", async () => {
-    const { destinationId, hook, target } = await oneDestination();
-    const leases = () => count("SELECT count(*)::int AS n FROM webhook_leases WHERE work_id = $1", [destinationId]);
-    // The relay's transaction: the lease written, Redis has the job, the COMMIT not yet sent.
-    const relay = await pool.connect();
-    try {
-      await relay.query("BEGIN");
-      await relay.query(
-        "INSERT INTO webhook_leases (work_id, queue_prefix, webhook_id, account_id, job_name) VALUES ($1, $2, $3, $4, 'deliver-destination')",
-        [destinationId, prefix, hook.id, target.accountId],
-      );
-      const [recorded] = await recordDestinationAttempts(pool, [{ destination: target, attempt: 0, result: OK, outcome: "delivered" }]);
-      expect(recorded).toEqual({ streak: null, leaseEnded: false });
-      await relay.query("COMMIT");
-    } finally {
-      relay.release();
-    }
-    // The lease outlives its work until someone ends it again.
-    expect(await leases()).toBe(1);
-    expect(await releaseLeases(pool, [destinationId, "dst_never_leased"])).toEqual(["dst_never_leased"]);
-    expect(await leases()).toBe(0);
+  test("a record of an attempt the work has moved past leaves the work as it is (a job that ran late after its lease expired)", async () => {
+    const { destinationId, target } = await oneDestination();
+    await record(target, 0, FAILED, "retry");
+    const live = await lease(destinationId);
+    // The late job of attempt 0 records it again: retry 1's lease stays live, its job loads it.
+    await record(target, 0, FAILED, "retry", 60_000);
+    expect(await workRow(destinationId)).toMatchObject({ attempt: 1, lease: live.lease, leased: true });
+    expect(await load(live)).toMatchObject({ attempt: 1 });
+  });
+
+  test("cancelDestination and failWithoutAttempt end the work; a replay's success to the own URL takes a waiting retry out of the queue", async () => {
+    const cancelled = await oneDestination();
+    await cancelDestination(pool, cancelled.destinationId);
+    expect(await workRow(cancelled.destinationId)).toBeNull();
+
+    const failed = await oneDestination();
+    await failWithoutAttempt(pool, "delivery", failed.destinationId);
+    expect(await workRow(failed.destinationId)).toBeNull();
+
+    const { accountId, hook, eventId, destinationId, target } = await oneDestination();
+    await record(target, 0, FAILED, "retry", 60_000);
+    expect(await workRow(destinationId)).toMatchObject({ attempt: 1, leased: false });
+    const [accepted] = await acceptReplays(pool, {
+      accountId,
+      apiKeyId: "key_test",
+      eventId,
+      queuePrefix: prefix,
+      targets: [{ webhookId: hook.id, destinationId, destinationUrl: hook.url, toOwnUrl: true, hasTargetUrl: false }],
+    });
+    const replayLease = await lease(accepted.replayId);
+    await recordReplayAttempt(pool, (await loadReplay(pool, accepted.replayId, replayLease.lease))!, OK);
+    expect(await statusOf("destinations", destinationId)).toBe("delivered");
+    expect(await workRow(destinationId)).toBeNull();
+    expect(await workRow(accepted.replayId)).toBeNull();
   });
 });
 
@@ -260,10 +384,10 @@ describe("replays", () => {
         },
       ],
     });
-    return (await loadReplay(pool, accepted.replayId))!;
+    return (await loadReplay(pool, accepted.replayId, (await lease(accepted.replayId)).lease))!;
   }
 
-  test("a replay job that runs twice, also at once, writes one delivery row and one audit entry; a success to the own URL delivers the destination", async () => {
+  test("a replay job that runs twice, also at once, writes one delivery row and one audit entry and ends the work; a success to the own URL delivers the destination", async () => {
     const { accountId, eventId, destinationId, target } = await oneDestination();
     await recordDestinationAttempts(
       pool,
@@ -282,15 +406,16 @@ describe("replays", () => {
       replay.replayId,
     ]);
     expect(rows).toEqual([{ response_status: 200, error: null, api_key_id: "key_test" }]);
-    expect((await loadReplay(pool, replay.replayId))!.status).toBe("delivered");
-    expect((await loadDestination(pool, destinationId, 0))!.status).toBe("delivered");
+    expect(await statusOf("replays", replay.replayId)).toBe("delivered");
+    expect(await workRow(replay.replayId)).toBeNull();
+    expect(await statusOf("destinations", destinationId)).toBe("delivered");
     expect(await eventRow(eventId)).toEqual({ status: "delivered", pending_destinations: 0, failed_destinations: 0 });
   });
 
   test("a replay to its own URL whose webhook was disabled or deleted after acceptance ends cancelled: no delivery row, one audit entry 'cancelled'", async () => {
     for (const end of ["disable", "delete"] as const) {
       const { accountId, hook, eventId, destinationId, target } = await oneDestination();
-      await recordDestinationAttempt(pool, target, 0, OK, "delivered");
+      await record(target, 0, OK, "delivered");
       const own = await replayOf(target, accountId, eventId);
       const override = await replayOf(target, accountId, eventId, "https://elsewhere.example/replay");
       // A target_url equal to the webhook's own URL is still a replay with a target_url.
@@ -298,16 +423,19 @@ describe("replays", () => {
       if (end === "disable") expect(await changeWebhook(pool, accountId, hook.id, { status: "disabled" })).not.toBeNull();
       else expect(await deleteWebhook(pool, accountId, hook.id)).toBe(true);
 
-      const atAttempt = (await loadReplay(pool, own.replayId))!;
-      expect(atAttempt.webhookEnabled).toBe(false);
-      expect(replayCancelled(atAttempt)).toBe(true);
+      // What each replay's job loads at its attempt (its lease, taken before the change, still live).
+      const atAttempt = async (replay: typeof own) => (await loadReplay(pool, replay.replayId, (await workRow(replay.replayId))!.lease))!;
+      const ownAtAttempt = await atAttempt(own);
+      expect(ownAtAttempt.webhookEnabled).toBe(false);
+      expect(replayCancelled(ownAtAttempt)).toBe(true);
       // An override URL is still sent: the disabled webhook's secret signs it.
-      expect(replayCancelled((await loadReplay(pool, override.replayId))!)).toBe(false);
-      expect(replayCancelled((await loadReplay(pool, ownByTargetUrl.replayId))!)).toBe(false);
+      expect(replayCancelled(await atAttempt(override))).toBe(false);
+      expect(replayCancelled(await atAttempt(ownByTargetUrl))).toBe(false);
 
-      await Promise.all([cancelReplay(pool, atAttempt), cancelReplay(pool, atAttempt)]);
-      await cancelReplay(pool, atAttempt);
-      expect((await loadReplay(pool, own.replayId))!.status).toBe("cancelled");
+      await Promise.all([cancelReplay(pool, ownAtAttempt), cancelReplay(pool, ownAtAttempt)]);
+      await cancelReplay(pool, ownAtAttempt);
+      expect(await statusOf("replays", own.replayId)).toBe("cancelled");
+      expect(await workRow(own.replayId)).toBeNull();
       expect(await deliveryRows("replay_id", own.replayId)).toBe(0);
       const { rows } = await pool.query(
         "SELECT destination_url, response_status, error, api_key_id FROM audit_entries WHERE replay_id = $1",
@@ -315,11 +443,11 @@ describe("replays", () => {
       );
       expect(rows).toEqual([{ destination_url: hook.url, response_status: null, error: "cancelled", api_key_id: "key_test" }]);
       // The destination keeps its own status.
-      expect((await loadDestination(pool, destinationId, 0))!.status).toBe("delivered");
+      expect(await statusOf("destinations", destinationId)).toBe("delivered");
       // A replay that ended otherwise is not cancelled afterwards.
       await recordReplayAttempt(pool, override, OK);
       await cancelReplay(pool, override);
-      expect((await loadReplay(pool, override.replayId))!.status).toBe("delivered");
+      expect(await statusOf("replays", override.replayId)).toBe("delivered");
       expect((await pool.query("SELECT error FROM audit_entries WHERE replay_id = $1", [override.replayId])).rows).toEqual([
         { error: null },
       ]);
@@ -332,23 +460,25 @@ describe("test deliveries", () => {
     const accountId = await newAccount();
     const hook = await newWebhook(accountId);
     expect(await changeWebhook(pool, accountId, hook.id, { status: "disabled" })).not.toBeNull();
-    const pending = (await loadTestDelivery(pool, hook.testDeliveryId))!;
+    const pending = (await loadTestDelivery(pool, hook.testDeliveryId, (await lease(hook.testDeliveryId)).lease))!;
     expect(pending).toMatchObject({ status: "pending", webhookEnabled: false });
     await cancelTestDelivery(pool, hook.testDeliveryId);
     await cancelTestDelivery(pool, hook.testDeliveryId);
-    expect((await loadTestDelivery(pool, hook.testDeliveryId))!.status).toBe("cancelled");
+    expect(await statusOf("test_deliveries", hook.testDeliveryId)).toBe("cancelled");
+    expect(await workRow(hook.testDeliveryId)).toBeNull();
     expect(await deliveryRows("test_delivery_id", hook.testDeliveryId)).toBe(0);
     // Recording an attempt afterwards (a job that loaded it before) does not revive it.
     await recordTestAttempt(pool, pending, OK);
-    expect((await loadTestDelivery(pool, hook.testDeliveryId))!.status).toBe("cancelled");
+    expect(await statusOf("test_deliveries", hook.testDeliveryId)).toBe("cancelled");
 
     const other = await newWebhook(accountId, "/other");
-    const sent = (await loadTestDelivery(pool, other.testDeliveryId))!;
+    const sent = (await loadTestDelivery(pool, other.testDeliveryId, (await lease(other.testDeliveryId)).lease))!;
     await recordTestAttempt(pool, sent, OK);
     await recordTestAttempt(pool, sent, OK);
     expect(await deliveryRows("test_delivery_id", other.testDeliveryId)).toBe(1);
     await cancelTestDelivery(pool, other.testDeliveryId);
-    expect((await loadTestDelivery(pool, other.testDeliveryId))!.status).toBe("delivered");
+    expect(await statusOf("test_deliveries", other.testDeliveryId)).toBe("delivered");
+    expect(await workRow(other.testDeliveryId)).toBeNull();
   });
 });
 
@@ -359,7 +489,7 @@ describe("status rules (CONTRACT.md section 5)", () => {
     const hooks = [];
     for (let i = 0; i < n; i++) hooks.push(await newWebhook(accountId, `/h${i}`));
     const { eventId, destinations } = await newEvent(accountId);
-    const targets = await Promise.all(hooks.map(async (h) => (await loadDestination(pool, destinations.get(h.id)!, 0))!));
+    const targets = await Promise.all(hooks.map((h) => leaseAndLoad(destinations.get(h.id)!)));
     return { accountId, hooks, eventId, targets };
   }
 
@@ -375,13 +505,13 @@ describe("status rules (CONTRACT.md section 5)", () => {
   test("pending while any destination is pending, then failed when one failed", async () => {
     const { eventId, targets } = await fanOut(3);
     await expectStatus(eventId, "pending");
-    await recordDestinationAttempt(pool, targets[0], 0, OK, "delivered");
+    await record(targets[0], 0, OK, "delivered");
     await expectStatus(eventId, "pending");
-    await recordDestinationAttempt(pool, targets[1], 0, FAILED, "failed");
+    await record(targets[1], 0, FAILED, "failed");
     await expectStatus(eventId, "pending");
-    await recordDestinationAttempt(pool, targets[2], 0, FAILED, "retry");
+    await record(targets[2], 0, FAILED, "retry");
     await expectStatus(eventId, "pending");
-    await recordDestinationAttempt(pool, targets[2], 1, OK, "delivered");
+    await record(targets[2], 1, OK, "delivered");
     await expectStatus(eventId, "failed");
   });
 
@@ -399,7 +529,7 @@ describe("status rules (CONTRACT.md section 5)", () => {
 
   test("failed when one was cancelled (its webhook disabled, deleted, or found disabled by its job), the others delivered", async () => {
     const { accountId, hooks, eventId, targets } = await fanOut(4);
-    await recordDestinationAttempt(pool, targets[0], 0, OK, "delivered");
+    await record(targets[0], 0, OK, "delivered");
     await changeWebhook(pool, accountId, hooks[1].id, { status: "disabled" });
     await expectStatus(eventId, "pending");
     await deleteWebhook(pool, accountId, hooks[2].id);
@@ -413,20 +543,20 @@ describe("status rules (CONTRACT.md section 5)", () => {
     expect(rows.map((r) => r.status)).toEqual(["delivered", "cancelled", "cancelled", "cancelled"]);
     // A cancelled destination stays as it is when a late attempt (in flight while it was
     // cancelled) fails; one that succeeded wins (issue 17 item 8): see the next test.
-    await recordDestinationAttempt(pool, targets[3], 0, FAILED, "retry");
-    await recordDestinationAttempt(pool, targets[3], 1, FAILED, "failed");
+    await record(targets[3], 0, FAILED, "retry");
+    await record(targets[3], 1, FAILED, "failed");
     await expectStatus(eventId, "failed");
-    expect((await loadDestination(pool, targets[3].destinationId, 0))!.status).toBe("cancelled");
+    expect(await statusOf("destinations", targets[3].destinationId)).toBe("cancelled");
   });
 
   test("a success wins over a concurrent disable or delete: an attempt in flight while its destination was cancelled, answered 2xx, delivers it, and the event follows", async () => {
     const { accountId, hooks, eventId, targets } = await fanOut(3);
-    await recordDestinationAttempt(pool, targets[0], 0, OK, "delivered");
+    await record(targets[0], 0, OK, "delivered");
     // The attempts of targets 1 and 2 are in flight when their webhooks are disabled and deleted.
     await changeWebhook(pool, accountId, hooks[1].id, { status: "disabled" });
     await deleteWebhook(pool, accountId, hooks[2].id);
     await expectStatus(eventId, "failed");
-    await recordDestinationAttempt(pool, targets[1], 0, OK, "delivered");
+    await record(targets[1], 0, OK, "delivered");
     await expectStatus(eventId, "failed");
     // Recorded twice (its job ran again): counted once.
     await recordDestinationAttempts(pool, [{ destination: targets[2], attempt: 0, result: OK, outcome: "delivered" }]);
@@ -438,7 +568,7 @@ describe("status rules (CONTRACT.md section 5)", () => {
 
   test("a successful replay to its own URL delivers a failed or cancelled destination, and the event follows", async () => {
     const { accountId, hooks, eventId, targets } = await fanOut(2);
-    await recordDestinationAttempt(pool, targets[0], 0, FAILED, "failed");
+    await record(targets[0], 0, FAILED, "failed");
     await changeWebhook(pool, accountId, hooks[1].id, { status: "disabled" });
     await expectStatus(eventId, "failed");
     await changeWebhook(pool, accountId, hooks[1].id, { status: "enabled" });
@@ -458,7 +588,7 @@ describe("status rules (CONTRACT.md section 5)", () => {
           },
         ],
       });
-      await recordReplayAttempt(pool, (await loadReplay(pool, accepted.replayId))!, OK);
+      await recordReplayAttempt(pool, (await loadReplay(pool, accepted.replayId, (await lease(accepted.replayId)).lease))!, OK);
     }
     await expectStatus(eventId, "delivered");
   });
@@ -467,7 +597,7 @@ describe("status rules (CONTRACT.md section 5)", () => {
 describe("work that cannot be carried out ends with a row that says why (CONTRACT.md section 8)", () => {
   test("failWithoutAttempt: a destination gets an internal_error row at its next attempt number, a replay its row and audit entry, a test delivery its row; once", async () => {
     const { accountId, hook, eventId, destinationId, target } = await oneDestination();
-    await recordDestinationAttempt(pool, target, 0, FAILED, "retry");
+    await record(target, 0, FAILED, "retry");
     await Promise.all([failWithoutAttempt(pool, "delivery", destinationId), failWithoutAttempt(pool, "delivery", destinationId)]);
     const rows = await pool.query(
       "SELECT trigger::text, attempt, response_status, error FROM deliveries WHERE destination_id = $1 ORDER BY attempt",
@@ -488,7 +618,7 @@ describe("work that cannot be carried out ends with a row that says why (CONTRAC
     });
     await failWithoutAttempt(pool, "replay", accepted.replayId);
     await failWithoutAttempt(pool, "replay", accepted.replayId);
-    expect((await loadReplay(pool, accepted.replayId))!.status).toBe("failed");
+    expect(await statusOf("replays", accepted.replayId)).toBe("failed");
     expect((await pool.query("SELECT trigger::text, url, error FROM deliveries WHERE replay_id = $1", [accepted.replayId])).rows).toEqual([
       { trigger: "replay", url: hook.url, error: "internal_error" },
     ]);
@@ -502,7 +632,9 @@ describe("work that cannot be carried out ends with a row that says why (CONTRAC
 
     await failWithoutAttempt(pool, "test-delivery", hook.testDeliveryId);
     await failWithoutAttempt(pool, "test-delivery", hook.testDeliveryId);
-    expect((await loadTestDelivery(pool, hook.testDeliveryId))!.status).toBe("failed");
+    expect(await statusOf("test_deliveries", hook.testDeliveryId)).toBe("failed");
+    // Each unit of work ended with its row: nothing of it is claimed again.
+    for (const id of [destinationId, accepted.replayId, hook.testDeliveryId]) expect(await workRow(id)).toBeNull();
     expect(
       (await pool.query("SELECT id, trigger::text, event_id, error FROM deliveries WHERE test_delivery_id = $1", [hook.testDeliveryId]))
         .rows,
@@ -520,8 +652,8 @@ describe("one clock: rows are stamped by PostgreSQL when they are written (issue
       queuePrefix: prefix,
       targets: [{ webhookId: hook.id, destinationId, destinationUrl: hook.url, toOwnUrl: true, hasTargetUrl: false }],
     });
-    const replay = (await loadReplay(pool, accepted.replayId))!;
-    const testDelivery = (await loadTestDelivery(pool, hook.testDeliveryId))!;
+    const replay = (await loadReplay(pool, accepted.replayId, (await lease(accepted.replayId)).lease))!;
+    const testDelivery = (await loadTestDelivery(pool, hook.testDeliveryId, (await lease(hook.testDeliveryId)).lease))!;
     const client = await pool.connect();
     try {
       await client.query("BEGIN");
@@ -530,7 +662,7 @@ describe("one clock: rows are stamped by PostgreSQL when they are written (issue
       } = await client.query<{ now: Date }>("SELECT now()::timestamptz(3) AS now");
       // Written well after the transaction began: a stamp from any other clock would differ.
       await new Promise((r) => setTimeout(r, 50));
-      await recordDestinationAttempt(client, target, 0, OK, "delivered");
+      await recordDestinationAttempt(client, { destination: target, attempt: 0, result: OK, outcome: "delivered" });
       await recordReplayAttempt(client, replay, OK);
       await recordTestAttempt(client, testDelivery, OK);
       await client.query("COMMIT");

@@ -3,9 +3,9 @@ import sql from "sql-template-tag";
 import { inTransaction, runGeneric } from "./db.js";
 
 /**
- * inTransaction's settings are the transaction's own (SET LOCAL with its BEGIN): the relay's
- * claim commits without waiting for the WAL to reach the disk (synchronous_commit off, see
- * relayOutbox), and nothing of it is left on the pooled connection.
+ * inTransaction's settings are the transaction's own (SET LOCAL with its BEGIN): the claim's
+ * timeouts (lock_timeout, statement_timeout, idle_in_transaction_session_timeout: claimWork) hold
+ * for its transaction, and nothing of them is left on the pooled connection.
  */
 const databaseUrl = process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/webhooks_test";
 
@@ -18,11 +18,15 @@ describe("inTransaction settings", () => {
 
   test("are set for the transaction alone", async () => {
     const read = (client: Parameters<typeof show>[0]) =>
-      Promise.all([show(client, "synchronous_commit"), show(client, "statement_timeout")]);
+      Promise.all(["lock_timeout", "statement_timeout", "idle_in_transaction_session_timeout"].map((name) => show(client, name)));
     const before = await read(pool);
-    expect(before[0]).toBe("on");
-    const inside = await inTransaction(pool, read, { synchronous_commit: "off", statement_timeout: 1_500 });
-    expect(inside).toEqual(["off", "1500ms"]);
+    const inside = await inTransaction(pool, read, {
+      lock_timeout: 1_500,
+      statement_timeout: 1_500,
+      idle_in_transaction_session_timeout: 1_500,
+    });
+    expect(inside).toEqual(["1500ms", "1500ms", "1500ms"]);
+    expect(before).not.toEqual(inside);
     // The same pooled connection afterwards: as before.
     expect(await read(pool)).toEqual(before);
   });

@@ -7,13 +7,13 @@ import { acceptEvents, createEventAcceptor, type EventInput } from "./ingest.js"
 /**
  * Accepting events against the test database: one clock (PostgreSQL's) for every time ingest
  * writes, and the scope of a webhook (`inbox_ids`, CONTRACT.md section 4). Each test makes its
- * own account; the outbox rows carry a queue prefix of this file's own and are removed at the end.
+ * own account; the work queue rows carry a queue prefix of this file's own and are removed at the end.
  */
 const pool: pg.Pool = createPool(process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/webhooks_test", 4);
 const prefix = `test-ingest-${randomUUID()}`;
 
 afterAll(async () => {
-  await pool.query("DELETE FROM outbox WHERE queue_prefix = $1", [prefix]);
+  await pool.query("DELETE FROM work_items WHERE queue_prefix = $1", [prefix]);
   await pool.end();
 });
 
@@ -125,12 +125,12 @@ describe("inbox_ids: a webhook's scope decides its destinations", () => {
     const [inA, inB] = await acceptor.accept(accountId, [sent("inbox_a"), sent("inbox_b")]);
     expect(await destinationsOf(inA.id)).toEqual([scoped, everyInbox].sort());
     expect(await destinationsOf(inB.id)).toEqual([everyInbox]);
-    // The outbox carries one job per destination.
-    const { rows } = await pool.query<{ webhook_id: string }>(
-      "SELECT o.webhook_id FROM outbox o JOIN destinations d ON d.id = o.job_id WHERE d.event_id = $1",
+    // The work queue holds one unit of work per destination, waiting for its initial attempt.
+    const { rows } = await pool.query<{ webhook_id: string; kind: string; attempt: number; leased_until: Date | null }>(
+      "SELECT q.webhook_id, q.kind, q.attempt, q.leased_until FROM work_items q JOIN destinations d ON d.id = q.work_id WHERE d.event_id = $1",
       [inB.id],
     );
-    expect(rows.map((r) => r.webhook_id)).toEqual([everyInbox]);
+    expect(rows).toEqual([{ webhook_id: everyInbox, kind: "delivery", attempt: 0, leased_until: null }]);
   });
 
   test("an event of an inbox outside every scope has no destination and is delivered at once", async () => {
@@ -139,5 +139,24 @@ describe("inbox_ids: a webhook's scope decides its destinations", () => {
     const [accepted] = await acceptEvents(pool, accountId, prefix, [sent("inbox_b")]);
     expect(accepted.status).toBe("delivered");
     expect(await destinationsOf(accepted.id)).toEqual([]);
+  });
+});
+
+describe("the work queue holds only work a dispatcher can carry out", () => {
+  test("a row of a kind no worker runs is refused when written (work_items_kind_check), so no claim can ever meet one", async () => {
+    const accountId = await newAccount();
+    const webhookId = await newWebhook(accountId, null);
+    const insert = (kind: string) =>
+      pool.query("INSERT INTO work_items (queue_prefix, kind, work_id, webhook_id, account_id) VALUES ($1, $2, $3, $4, $5)", [
+        prefix,
+        kind,
+        `wrk_${randomUUID()}`,
+        webhookId,
+        accountId,
+      ]);
+    await expect(insert("bogus")).rejects.toMatchObject({ code: "23514", constraint: "work_items_kind_check" });
+    await expect(insert("deliver-destination")).rejects.toMatchObject({ code: "23514" });
+    const { rows } = await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM work_items WHERE webhook_id = $1", [webhookId]);
+    expect(rows[0].n).toBe(0);
   });
 });

@@ -14,7 +14,7 @@ const pool: pg.Pool = createPool(process.env.TEST_DATABASE_URL ?? "postgresql://
 const prefix = `test-ds-wh-${randomUUID()}`;
 
 afterAll(async () => {
-  await pool.query("DELETE FROM outbox WHERE queue_prefix = $1", [prefix]);
+  await pool.query("DELETE FROM work_items WHERE queue_prefix = $1", [prefix]);
   await pool.end();
 });
 

@@ -4,8 +4,9 @@ import { testDatabaseUrl } from "../../support/env.js";
 
 /**
  * A database of its own for one test file, next to the test database (`<test db>_<suffix>`),
- * freshly migrated. For tests whose processes scan the whole database (the sweeper), so that
- * other test files running at the same time cannot see or be seen by them.
+ * freshly migrated. For tests whose effects or reads are the whole database's (retention's
+ * partitions, its statistics), so that other test files running at the same time cannot see or be
+ * seen by them.
  */
 export interface ScratchDatabase {
   url: string;
