@@ -28,7 +28,7 @@ describe("a group-commit statement whose answer is lost", () => {
     viaProxy = createPool(databaseUrlVia(proxy.port), 4);
   });
   afterAll(async () => {
-    await direct?.query("DELETE FROM outbox WHERE queue_prefix = $1", [prefix]);
+    await direct?.query("DELETE FROM work_items WHERE queue_prefix = $1", [prefix]);
     await viaProxy?.end();
     await direct?.end();
     await proxy?.close();
@@ -86,8 +86,8 @@ describe("a group-commit statement whose answer is lost", () => {
     const count = async (query: string) => (await direct.query<{ n: number }>(query, [ids])).rows[0].n;
     expect(await count("SELECT count(*)::int AS n FROM event_payloads WHERE event_id = ANY($1)")).toBe(6);
     expect(await count("SELECT count(*)::int AS n FROM destinations WHERE event_id = ANY($1)")).toBe(6);
-    expect(await count("SELECT count(*)::int AS n FROM outbox o JOIN destinations d ON d.id = o.job_id WHERE d.event_id = ANY($1)")).toBe(
-      6,
-    );
+    expect(
+      await count("SELECT count(*)::int AS n FROM work_items o JOIN destinations d ON d.id = o.work_id WHERE d.event_id = ANY($1)"),
+    ).toBe(6);
   });
 });

@@ -348,19 +348,20 @@ describe("accepted while Redis is unreachable (CONTRACT.md section 5: Redis bein
   });
   afterAll(() => stack.close());
 
-  const outboxOf = (jobId: string) => stack.pool.query("SELECT job_name, data FROM outbox WHERE job_id = $1", [jobId]).then((r) => r.rows);
+  const queuedWork = (workId: string) =>
+    stack.pool.query("SELECT kind, leased_until FROM work_items WHERE work_id = $1", [workId]).then((r) => r.rows);
 
-  test("POST /v1/webhooks answers 201 with the secret; its test delivery waits in the outbox", async () => {
+  test("POST /v1/webhooks answers 201 with the secret; its test delivery waits in the work queue", async () => {
     const acct = await stack.newAccount();
     const res = await acct.api("POST", "/v1/webhooks", { url: "https://localhost:9/down", events: ["message.sent"] });
     expect(res.status).toBe(201);
     expect(res.body.secret).toMatch(/^whsec_/);
     const [test] = await stack.prisma.testDelivery.findMany({ where: { webhookId: res.body.id } });
     expect(test.status).toBe("pending");
-    expect(await outboxOf(test.id)).toEqual([{ job_name: "test-delivery", data: { testDeliveryId: test.id } }]);
+    expect(await queuedWork(test.id)).toEqual([{ kind: "test-delivery", leased_until: null }]);
   });
 
-  test("POST /v1/events answers 201 (200 for a repeated key); the destination's job waits in the outbox", async () => {
+  test("POST /v1/events answers 201 (200 for a repeated key); the destination waits in the work queue", async () => {
     const acct = await stack.newAccount();
     const hook = await acct.api("POST", "/v1/webhooks", { url: "https://localhost:9/down", events: ["message.sent"] });
     const body = { event_type: "message.sent", data: sampleData("message.sent") };
@@ -372,7 +373,7 @@ describe("accepted while Redis is unreachable (CONTRACT.md section 5: Redis bein
     expect(again.body.event_id).toBe(res.body.event_id);
     const [destination] = await stack.prisma.destination.findMany({ where: { eventId: res.body.event_id } });
     expect(destination).toMatchObject({ webhookId: hook.body.id, status: "pending", queuePrefix: stack.prefix });
-    expect(await outboxOf(destination.id)).toEqual([{ job_name: "delivery", data: { destinationId: destination.id } }]);
+    expect(await queuedWork(destination.id)).toEqual([{ kind: "delivery", leased_until: null }]);
   });
 
   test("GET /readyz is 200 (PostgreSQL is all accepting needs) and names Redis as unavailable", async () => {

@@ -61,7 +61,9 @@ describe("the delivery core", () => {
         WEBHOOK_AUTO_DISABLE_AFTER_HOURS: "0",
       },
     });
-    hr = await startHookReceiver(stack, (arrival) => (arrival.event !== "webhook.test" && hanging.has(arrival.path) ? { delayMs: 60_000 } : {}));
+    hr = await startHookReceiver(stack, (arrival) =>
+      arrival.event !== "webhook.test" && hanging.has(arrival.path) ? { delayMs: 60_000 } : {},
+    );
   }, 60_000);
   afterAll(async () => {
     await stack?.close();
@@ -82,10 +84,7 @@ describe("the delivery core", () => {
     // The endpoint answers again: new events do not wait behind the 60 retries.
     hanging.delete("/behind-retries");
     const fresh = await sendBatch(stack, "message.sent", 30);
-    await hr.receiver.waitFor(
-      (all) => emailArrivals(all, "/behind-retries").filter((a) => fresh.has(a.messageId!)).length === 30,
-      5_000,
-    );
+    await hr.receiver.waitFor((all) => emailArrivals(all, "/behind-retries").filter((a) => fresh.has(a.messageId!)).length === 30, 5_000);
     await stack.api("DELETE", `/v1/webhooks/${hook.id}`);
   }, 60_000);
 
@@ -160,8 +159,8 @@ describe("the delivery core", () => {
       );
       await waitUntil(
         async () =>
-          (await stack.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM dispatchers WHERE queue_prefix = $1", [stack.prefix])).rows[0]
-            .n,
+          (await stack.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM dispatchers WHERE queue_prefix = $1", [stack.prefix]))
+            .rows[0].n,
         (n) => n === 3,
         30_000,
       );

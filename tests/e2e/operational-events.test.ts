@@ -28,7 +28,9 @@ describe("operational events", () => {
 
   beforeAll(async () => {
     stack = await startStack({ env: { DELIVERY_RETRY_DELAYS_MS: "100,100,100", WEBHOOK_AUTO_DISABLE_AFTER_HOURS: "0" } });
-    hr = await startHookReceiver(stack, (arrival) => (failing.has(arrival.path) && arrival.event?.startsWith("message.") ? { status: 500 } : {}));
+    hr = await startHookReceiver(stack, (arrival) =>
+      failing.has(arrival.path) && arrival.event?.startsWith("message.") ? { status: 500 } : {},
+    );
   }, 60_000);
   afterAll(async () => {
     await stack?.close();
@@ -61,8 +63,21 @@ describe("operational events", () => {
     expect(Object.keys(failed[0].data)).toEqual(["eventId", "eventType", "webhookId", "url", "attempts", "lastStatus", "lastError"]);
     const failingNotice = operational(arrivals, "/observer", "webhook.failing");
     expect(failingNotice).toHaveLength(1);
-    expect(failingNotice[0].data).toMatchObject({ webhookId: hook.id, url: hook.url, consecutiveFailures: 5, lastStatus: 500, lastError: null });
-    expect(Object.keys(failingNotice[0].data)).toEqual(["webhookId", "url", "failingSince", "consecutiveFailures", "lastStatus", "lastError"]);
+    expect(failingNotice[0].data).toMatchObject({
+      webhookId: hook.id,
+      url: hook.url,
+      consecutiveFailures: 5,
+      lastStatus: 500,
+      lastError: null,
+    });
+    expect(Object.keys(failingNotice[0].data)).toEqual([
+      "webhookId",
+      "url",
+      "failingSince",
+      "consecutiveFailures",
+      "lastStatus",
+      "lastError",
+    ]);
 
     // It answers again: one webhook.recovered at its first 2xx.
     failing.delete("/failing");
@@ -117,9 +132,15 @@ describe("operational events with two dispatchers, one killed mid-streak", () =>
   let hr: HookReceiver;
   beforeAll(async () => {
     stack = await startStack({
-      env: { DELIVERY_RETRY_DELAYS_MS: "300,300,300", WEBHOOK_AUTO_DISABLE_AFTER_HOURS: "0.0005", DISPATCHER_VISIBILITY_TIMEOUT_MS: "2000" },
+      env: {
+        DELIVERY_RETRY_DELAYS_MS: "300,300,300",
+        WEBHOOK_AUTO_DISABLE_AFTER_HOURS: "0.0005",
+        DISPATCHER_VISIBILITY_TIMEOUT_MS: "2000",
+      },
     });
-    hr = await startHookReceiver(stack, (arrival) => (arrival.path === "/streak" && arrival.event?.startsWith("message.") ? { status: 503 } : {}));
+    hr = await startHookReceiver(stack, (arrival) =>
+      arrival.path === "/streak" && arrival.event?.startsWith("message.") ? { status: 503 } : {},
+    );
   }, 60_000);
   afterAll(async () => {
     await killAll();
@@ -136,18 +157,25 @@ describe("operational events with two dispatchers, one killed mid-streak", () =>
     });
     const hook = await createHook(stack, hr, "/streak", ["message.clicked"]);
     await createHook(stack, hr, "/streak-observer", OPERATIONAL);
-    for (let i = 0; i < 12; i++) await stack.api("POST", "/v1/events", { event_type: "message.clicked", data: sampleData("message.clicked") });
+    for (let i = 0; i < 12; i++)
+      await stack.api("POST", "/v1/events", { event_type: "message.clicked", data: sampleData("message.clicked") });
     await waitUntil(
-      async () => (await stack.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM deliveries WHERE webhook_id = $1", [hook.id])).rows[0].n,
+      async () =>
+        (await stack.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM deliveries WHERE webhook_id = $1", [hook.id])).rows[0].n,
       (n) => n >= 6,
       30_000,
     );
     other.child.kill("SIGKILL");
     await other.exited;
     // 20 events over 1.8 s of failures: auto-disable.
-    for (let i = 0; i < 12; i++) await stack.api("POST", "/v1/events", { event_type: "message.clicked", data: sampleData("message.clicked") });
+    for (let i = 0; i < 12; i++)
+      await stack.api("POST", "/v1/events", { event_type: "message.clicked", data: sampleData("message.clicked") });
     const arrivals = await hr.receiver.waitFor((all) => operational(all, "/streak-observer", "webhook.disabled").length === 1, 60_000);
-    expect(operational(arrivals, "/streak-observer", "webhook.disabled")[0].data).toEqual({ webhookId: hook.id, url: hook.url, reason: "failing" });
+    expect(operational(arrivals, "/streak-observer", "webhook.disabled")[0].data).toEqual({
+      webhookId: hook.id,
+      url: hook.url,
+      reason: "failing",
+    });
     expect(operational(hr.receiver.arrivals, "/streak-observer", "webhook.failing")).toHaveLength(1);
   }, 120_000);
 });

@@ -53,7 +53,11 @@ describe("a paused webhook", () => {
 
     expect((await stack.api("PATCH", `/v1/webhooks/${hook.id}`, { status: "enabled" })).status).toBe(200);
     await hr.receiver.waitFor((all) => emailArrivals(all, "/paused").length === 5, 10_000);
-    for (const id of [firstEvent.body.event_id as string, ...later]) await waitUntil(() => eventStatus(id), (s) => s === "delivered");
+    for (const id of [firstEvent.body.event_id as string, ...later])
+      await waitUntil(
+        () => eventStatus(id),
+        (s) => s === "delivered",
+      );
     const rows = await deliveryRows(stack, { event_id: firstEvent.body.event_id as string });
     expect(rows.map((r) => [r.trigger, r.attempt])).toEqual([
       ["initial", 0],
@@ -74,6 +78,9 @@ describe("a paused webhook", () => {
     const disabled = await stack.api("PATCH", `/v1/webhooks/${hook.id}`, { status: "disabled" });
     expect(disabled.body).toMatchObject({ status: "disabled", disabled_reason: "manual" });
     // Disabling cancels what waited.
-    await waitUntil(async () => (await stack.api("GET", `/v1/events/${sent.body.event_id}`)).body.status, (s) => s === "failed");
+    await waitUntil(
+      async () => (await stack.api("GET", `/v1/events/${sent.body.event_id}`)).body.status,
+      (s) => s === "failed",
+    );
   }, 60_000);
 });

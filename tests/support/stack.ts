@@ -19,7 +19,7 @@ import { testDatabaseUrl, testRedisUrl } from "./env.js";
 
 /**
  * A whole service for one test file, in-process: the API on an ephemeral port, a dispatcher
- * (its outbox relay and its worker), a fresh queue prefix and a fresh account, against the real
+ * (its relay and its worker), a fresh queue prefix and a fresh account, against the real
  * PostgreSQL and Redis.
  * Retry delays and the receiver deadline are shortened through the same environment variables
  * an operator would set, parsed by the processes' own config schemas.
@@ -216,14 +216,6 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
 }
 
 /** Polls `read` until `accept` holds (for state that no receiver sees, e.g. a status in the API). */
-/**
- * A job state that means "queued, waiting for a worker": BullMQ's wait list, or its prioritized
- * set (the fair scheduler gives a webhook's later jobs a priority by their turn).
- */
-export function queued(state: string): boolean {
-  return state === "waiting" || state === "prioritized";
-}
-
 export async function waitUntil<T>(read: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 20_000, everyMs = 50): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

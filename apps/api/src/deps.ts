@@ -9,7 +9,7 @@ import type { Keyring } from "@mailhooks/secrets";
 
 /**
  * What the API's routes and services use; built once in main.ts (or by a test). The API never
- * writes to the queue: what it accepts goes to PostgreSQL with an outbox row (@mailhooks/
+ * writes to the queue: what it accepts goes to PostgreSQL with its row of the work queue (@mailhooks/
  * delivery-state). Redis serves the rate limits, and `queue` is only read (metrics, board).
  */
 export interface ApiDeps {

@@ -61,7 +61,11 @@ export function createDispatcherMetrics(queue?: Queue): DispatcherMetrics {
       help: "Retries scheduled after a failed attempt",
       registers: [registry],
     }),
-    claimed: new Counter({ name: "webhook_work_claimed_total", help: "Units of work claimed and handed to the queue", registers: [registry] }),
+    claimed: new Counter({
+      name: "webhook_work_claimed_total",
+      help: "Units of work claimed and handed to the queue",
+      registers: [registry],
+    }),
     postponed: new Counter({
       name: "webhook_jobs_postponed_total",
       help: "Jobs whose attempt was not made (PostgreSQL unreachable, an unreadable secret); their work is claimed again",

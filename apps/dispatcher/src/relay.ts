@@ -77,6 +77,8 @@ export function startRelay(options: RelayOptions): Relay {
   let rediscover = true;
   /** Notices (operational events to make) were written: make their events before the next claim. */
   let notices = true;
+  /** The last push failed: claim nothing more until Redis answers again (others claim meanwhile). */
+  let redisFailed = false;
   let stopped = false;
   let wanted = true;
   let wakeUp: (() => void) | null = null;
@@ -105,7 +107,7 @@ export function startRelay(options: RelayOptions): Relay {
     if (notices) {
       notices = false;
       try {
-        for (let more = true; more; ) {
+        for (let more = true; more;) {
           const published = await publishNotices(options.pool, options.queuePrefix);
           for (const [kind, count] of Object.entries(published.made)) options.metrics.operationalEvents.inc({ kind }, count);
           more = published.more;
@@ -119,6 +121,10 @@ export function startRelay(options: RelayOptions): Relay {
     notified.clear();
     const again = rediscover;
     rediscover = false;
+    if (redisFailed) {
+      await options.queue.ping();
+      redisFailed = false;
+    }
     let claimed: ClaimPass;
     try {
       claimed = await claimWork(options.pool, {
@@ -137,6 +143,7 @@ export function startRelay(options: RelayOptions): Relay {
       try {
         await options.queue.add(claimed.claimed);
       } catch (error) {
+        redisFailed = true;
         await releaseWork(options.pool, claimed.claimed).catch((release: Error) =>
           options.logger.warn("could not give claimed work back; its leases expire", { error: release.message }),
         );

@@ -106,7 +106,8 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
  */
 export function createConfiguredDeliveryWorker(
   config: DispatcherConfig,
-  wiring: Pick<DeliveryContext, "pool" | "client" | "logger" | "metrics"> & Pick<DeliveryWorkerOptions, "connection" | "prefix" | "onEnded">,
+  wiring: Pick<DeliveryContext, "pool" | "client" | "logger" | "metrics"> &
+    Pick<DeliveryWorkerOptions, "connection" | "prefix" | "onEnded">,
 ): DeliveryWorker {
   return createDeliveryWorker(
     {

@@ -420,7 +420,7 @@ describe("replays", () => {
       const override = await replayOf(target, accountId, eventId, "https://elsewhere.example/replay");
       // A target_url equal to the webhook's own URL is still a replay with a target_url.
       const ownByTargetUrl = await replayOf(target, accountId, eventId, target.url, true);
-      if (end === "disable") expect(await changeWebhook(pool, accountId, hook.id, { status: "disabled" })).not.toBeNull();
+      if (end === "disable") expect(await changeWebhook(pool, accountId, hook.id, { status: "disabled" }, prefix)).not.toBeNull();
       else expect(await deleteWebhook(pool, accountId, hook.id)).toBe(true);
 
       // What each replay's job loads at its attempt (its lease, taken before the change, still live).
@@ -459,7 +459,7 @@ describe("test deliveries", () => {
   test("cancelTestDelivery ends a pending test delivery cancelled, once, and leaves one that ended alone", async () => {
     const accountId = await newAccount();
     const hook = await newWebhook(accountId);
-    expect(await changeWebhook(pool, accountId, hook.id, { status: "disabled" })).not.toBeNull();
+    expect(await changeWebhook(pool, accountId, hook.id, { status: "disabled" }, prefix)).not.toBeNull();
     const pending = (await loadTestDelivery(pool, hook.testDeliveryId, (await lease(hook.testDeliveryId)).lease))!;
     expect(pending).toMatchObject({ status: "pending", webhookEnabled: false });
     await cancelTestDelivery(pool, hook.testDeliveryId);
@@ -530,7 +530,7 @@ describe("status rules (CONTRACT.md section 5)", () => {
   test("failed when one was cancelled (its webhook disabled, deleted, or found disabled by its job), the others delivered", async () => {
     const { accountId, hooks, eventId, targets } = await fanOut(4);
     await record(targets[0], 0, OK, "delivered");
-    await changeWebhook(pool, accountId, hooks[1].id, { status: "disabled" });
+    await changeWebhook(pool, accountId, hooks[1].id, { status: "disabled" }, prefix);
     await expectStatus(eventId, "pending");
     await deleteWebhook(pool, accountId, hooks[2].id);
     await cancelDestination(pool, targets[3].destinationId);
@@ -553,7 +553,7 @@ describe("status rules (CONTRACT.md section 5)", () => {
     const { accountId, hooks, eventId, targets } = await fanOut(3);
     await record(targets[0], 0, OK, "delivered");
     // The attempts of targets 1 and 2 are in flight when their webhooks are disabled and deleted.
-    await changeWebhook(pool, accountId, hooks[1].id, { status: "disabled" });
+    await changeWebhook(pool, accountId, hooks[1].id, { status: "disabled" }, prefix);
     await deleteWebhook(pool, accountId, hooks[2].id);
     await expectStatus(eventId, "failed");
     await record(targets[1], 0, OK, "delivered");
@@ -569,9 +569,9 @@ describe("status rules (CONTRACT.md section 5)", () => {
   test("a successful replay to its own URL delivers a failed or cancelled destination, and the event follows", async () => {
     const { accountId, hooks, eventId, targets } = await fanOut(2);
     await record(targets[0], 0, FAILED, "failed");
-    await changeWebhook(pool, accountId, hooks[1].id, { status: "disabled" });
+    await changeWebhook(pool, accountId, hooks[1].id, { status: "disabled" }, prefix);
     await expectStatus(eventId, "failed");
-    await changeWebhook(pool, accountId, hooks[1].id, { status: "enabled" });
+    await changeWebhook(pool, accountId, hooks[1].id, { status: "enabled" }, prefix);
     for (const target of targets) {
       const [accepted] = await acceptReplays(pool, {
         accountId,

@@ -94,7 +94,9 @@ describe("the claim", () => {
   });
 
   test(`with ${WEBHOOKS} webhooks of ${ROWS_EACH} waiting rows: taking 500 locks 500 rows and reads a bounded number of pages`, async () => {
-    const grants: Grant[] = webhookIds.slice(0, 500).map((webhookId) => ({ webhookId, count: 1, reserved: 0, bypassOnly: false, turnAt: null }));
+    const grants: Grant[] = webhookIds
+      .slice(0, 500)
+      .map((webhookId) => ({ webhookId, count: 1, reserved: 0, bypassOnly: false, turnAt: null }));
     const plan = await explain(pool, takeStatement(prefix, { grants, parked: [] }, 60_000));
     const locks = nodes(plan).filter((n) => n["Node Type"] === "LockRows");
     const locked = locks.reduce((sum, n) => sum + n["Actual Rows"] * n["Actual Loops"], 0);
@@ -147,7 +149,8 @@ describe("the claim", () => {
     expect(second.claimed).toEqual([{ kind: "delivery", workId, lease: 2 }]);
     const { rows } = await run<{ expirations: number }>(pool, sql`SELECT expirations FROM work_items WHERE work_id = ${workId}`);
     expect(rows[0].expirations).toBe(1);
-    for (const table of ["work_items", "webhook_queues", "dispatchers"]) await pool.query(`DELETE FROM ${table} WHERE queue_prefix = $1`, [own]);
+    for (const table of ["work_items", "webhook_queues", "dispatchers"])
+      await pool.query(`DELETE FROM ${table} WHERE queue_prefix = $1`, [own]);
   });
 
   test("a row of a kind no dispatcher runs cannot be written", async () => {

@@ -63,7 +63,11 @@ export async function claimWork(pool: pg.Pool, options: ClaimOptions): Promise<C
     pool,
     async (client) => {
       if (options.rediscover) await rediscover(client, options.queuePrefix);
-      const { rows } = await run<{ state: ClaimState }>(client, prepareStatement(options.queuePrefix, options.notified), "delivery_state_claim_prepare");
+      const { rows } = await run<{ state: ClaimState }>(
+        client,
+        prepareStatement(options.queuePrefix, options.notified),
+        "delivery_state_claim_prepare",
+      );
       const state = rows[0].state;
       const decision = decide({
         now: state.now_ms,
@@ -86,7 +90,9 @@ export async function claimWork(pool: pg.Pool, options: ClaimOptions): Promise<C
         takeStatement(options.queuePrefix, decision, options.visibilityTimeoutMs),
         "delivery_state_claim_take",
       );
-      const claimed = taken.rows[0].claimed.flatMap((r) => (isWorkJobName(r.kind) ? [{ kind: r.kind, workId: r.work_id, lease: r.lease }] : []));
+      const claimed = taken.rows[0].claimed.flatMap((r) =>
+        isWorkJobName(r.kind) ? [{ kind: r.kind, workId: r.work_id, lease: r.lease }] : [],
+      );
       const granted = decision.grants.reduce((sum, g) => sum + g.count, 0);
       const next = taken.rows[0].next_in_ms;
       return {

@@ -39,13 +39,8 @@ export async function runGeneric<R extends pg.QueryResultRow = pg.QueryResultRow
 /** SQLSTATEs after which the whole transaction can simply run again: deadlock, serialization. */
 const RETRYABLE = new Set(["40P01", "40001"]);
 
-/**
- * Settings of one transaction (`SET LOCAL`), by name: whole numbers (ms for timeouts), and
- * `synchronous_commit: "off"` for a transaction whose loss in a PostgreSQL crash is harmless
- * (its COMMIT then returns before the WAL is on disk; a later synchronous commit flushes it too).
- */
+/** Settings of one transaction (`SET LOCAL`), by name: whole numbers (ms for timeouts). */
 export type TransactionSettings = Partial<Record<"idle_in_transaction_session_timeout" | "statement_timeout" | "lock_timeout", number>> & {
-  synchronous_commit?: "off";
   /**
    * `force_generic_plan`: statements prepared under a name (`run`) use their one cached generic
    * plan, never a plan made for the values of one call (see loadDestinations).
@@ -60,7 +55,7 @@ export type TransactionSettings = Partial<Record<"idle_in_transaction_session_ti
 };
 
 /** The words a setting may take (written into the BEGIN as they are; anything else is a number). */
-const SETTING_WORDS = new Set(["off", "force_generic_plan"]);
+const SETTING_WORDS = new Set(["force_generic_plan"]);
 
 /**
  * Runs `fn` in a transaction on one pooled connection: COMMIT when it resolves, ROLLBACK when it

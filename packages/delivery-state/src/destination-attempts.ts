@@ -137,7 +137,10 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
       ON CONFLICT (destination_id, attempt) WHERE trigger IN ('initial', 'retry') DO NOTHING
       RETURNING id
     ), prev AS (
-      SELECT d.id, d.event_id, i.outcome, d.status::text AS was FROM destinations d JOIN input i ON i.destination_id = d.id
+      -- Only an attempt whose row is written now moves its destination: one recorded already (made
+      -- twice) moved it then, and a late record of a number the work moved past must not.
+      SELECT d.id, d.event_id, i.outcome, d.status::text AS was
+        FROM destinations d JOIN input i ON i.destination_id = d.id JOIN inserted USING (id)
        WHERE (i.outcome IN ('delivered', 'failed') AND d.status = 'pending') OR (i.outcome = 'delivered' AND d.status = 'cancelled')
        ORDER BY d.id
        FOR UPDATE OF d

@@ -49,7 +49,9 @@ export function enqueueCte(queuePrefix: string, entries: Sql): Sql {
 export async function enqueue(db: Queryable, queuePrefix: string, entries: WorkEntry[]): Promise<void> {
   if (entries.length === 0) return;
   const rows = join(
-    entries.map((e) => sql`(${e.kind}::text, ${e.workId}::text, ${e.webhookId}::text, ${e.accountId}::text, ${e.bypassPause ?? false}::boolean)`),
+    entries.map(
+      (e) => sql`(${e.kind}::text, ${e.workId}::text, ${e.webhookId}::text, ${e.accountId}::text, ${e.bypassPause ?? false}::boolean)`,
+    ),
   );
   await run(db, sql`WITH ${enqueueCte(queuePrefix, sql`VALUES ${rows}`)} SELECT count(*) FROM queued`);
 }
@@ -65,8 +67,8 @@ export function endWorkCte(workIds: Sql): Sql {
 /**
  * Gives leased work back to the queue without an attempt: the leases of `work` (a job that did not
  * reach Redis, a webhook paused between the claim and the attempt) end, each row waits again, due
- * at its due time or `delayMs` from now if later, and its webhook goes back into the round by then.
- * A lease that is no longer the row's current one is left alone.
+ * at its due time or `delayMs` from now if later, and its webhook goes back into the round by then,
+ * the relays being woken. A lease that is no longer the row's current one is left alone.
  */
 export async function releaseWork(db: Queryable, work: LeasedWork[], delayMs = 0): Promise<void> {
   if (work.length === 0) return;
@@ -79,9 +81,13 @@ export async function releaseWork(db: Queryable, work: LeasedWork[], delayMs = 0
            WHERE i.work_id = r.work_id AND i.lease = r.lease AND i.leased_until IS NOT NULL
           RETURNING i.queue_prefix, i.webhook_id, i.due_at
         )
-        UPDATE webhook_queues q SET ready_at = least(coalesce(q.ready_at, 'infinity'), r.due_at)
-          FROM (SELECT queue_prefix, webhook_id, min(due_at) AS due_at FROM released GROUP BY queue_prefix, webhook_id) r
-         WHERE q.queue_prefix = r.queue_prefix AND q.webhook_id = r.webhook_id`,
+        , placed AS (
+          UPDATE webhook_queues q SET ready_at = least(coalesce(q.ready_at, 'infinity'), r.due_at)
+            FROM (SELECT queue_prefix, webhook_id, min(due_at) AS due_at FROM released GROUP BY queue_prefix, webhook_id) r
+           WHERE q.queue_prefix = r.queue_prefix AND q.webhook_id = r.webhook_id
+          RETURNING q.queue_prefix, q.webhook_id
+        )
+        SELECT pg_notify(${WORK_CHANNEL}, queue_prefix || ' ' || webhook_id) FROM placed`,
   );
 }
 

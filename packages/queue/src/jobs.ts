@@ -42,7 +42,11 @@ export interface ClaimedWork extends WorkJobData {
  * claim of the work once its delay has passed).
  */
 export function workJob(work: ClaimedWork): { name: WorkJobName; data: WorkJobData; opts: JobsOptions } {
-  return { name: work.kind, data: { workId: work.workId, lease: work.lease }, opts: { jobId: `${work.workId}-${work.lease}`, attempts: 1 } };
+  return {
+    name: work.kind,
+    data: { workId: work.workId, lease: work.lease },
+    opts: { jobId: `${work.workId}-${work.lease}`, attempts: 1 },
+  };
 }
 
 /** The worker's handler of each kind of work, given the job's data as workJobSchema parsed it. */

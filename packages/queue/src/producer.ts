@@ -11,7 +11,10 @@ import { QUEUE_NAMES } from "./names.js";
 export class DeliveryQueue {
   readonly queue: Queue;
 
-  constructor(connection: RedisClient, prefix: string) {
+  constructor(
+    private readonly connection: RedisClient,
+    prefix: string,
+  ) {
     this.queue = new Queue(QUEUE_NAMES.deliveries, {
       connection,
       prefix,
@@ -22,6 +25,11 @@ export class DeliveryQueue {
   /** Adds the jobs of `work` in one round trip (BullMQ addBulk, all or none). */
   async add(work: readonly ClaimedWork[]): Promise<void> {
     if (work.length > 0) await this.queue.addBulk(work.map(workJob));
+  }
+
+  /** Resolves once Redis answers a PING on this queue's connection; throws what the connection throws. */
+  async ping(): Promise<void> {
+    await this.connection.ping();
   }
 
   async close(): Promise<void> {

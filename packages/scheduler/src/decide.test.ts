@@ -3,7 +3,17 @@ import { CATCH_UP_MS, decide, rateIntervalMs, type Candidate, type DecisionInput
 const NOW = 1_000_000;
 
 function candidate(webhookId: string, accountId = "acc_a", more: Partial<Candidate> = {}): Candidate {
-  return { webhookId, accountId, status: "enabled", mode: "push", rateLimit: null, turnAt: null, bypassWaiting: false, failing: false, ...more };
+  return {
+    webhookId,
+    accountId,
+    status: "enabled",
+    mode: "push",
+    rateLimit: null,
+    turnAt: null,
+    bypassWaiting: false,
+    failing: false,
+    ...more,
+  };
 }
 
 function held(webhookId: string, leases: number, accountId = "acc_a", reserved = 0): LeaseCount {
@@ -41,15 +51,16 @@ describe("the one decision", () => {
   });
 
   test("slots full: a webhook holding nothing takes a reserve slot at once; one holding something does not", () => {
-    const decision = decide(
-      input({ leases: [held("wh_hang", 8)], candidates: [candidate("wh_hang"), candidate("wh_new", "acc_b")] }),
-    );
+    const decision = decide(input({ leases: [held("wh_hang", 8)], candidates: [candidate("wh_hang"), candidate("wh_new", "acc_b")] }));
     expect(decision.grants).toEqual([{ webhookId: "wh_new", count: 1, reserved: 1, bypassOnly: false, turnAt: null }]);
   });
 
   test("a failing webhook holding nothing gets no reserve slot, and a healthy one wins a free slot from it", () => {
     const full = decide(
-      input({ leases: [held("wh_hang", 8)], candidates: [candidate("wh_failing", "acc_a", { failing: true }), candidate("wh_new", "acc_a")] }),
+      input({
+        leases: [held("wh_hang", 8)],
+        candidates: [candidate("wh_failing", "acc_a", { failing: true }), candidate("wh_new", "acc_a")],
+      }),
     );
     expect(granted(full)).toEqual({ wh_new: 1 });
     const oneFree = decide(

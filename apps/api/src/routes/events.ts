@@ -1,6 +1,13 @@
 import { Router } from "express";
 import { z } from "zod";
-import { ENVELOPE_MAX_BYTES, envelopeByteLength, EVENT_TYPES, eventDataSchemas, SUBSCRIBABLE_EVENT_TYPES, type EventType } from "@mailhooks/events";
+import {
+  ENVELOPE_MAX_BYTES,
+  envelopeByteLength,
+  EVENT_TYPES,
+  eventDataSchemas,
+  SUBSCRIBABLE_EVENT_TYPES,
+  type EventType,
+} from "@mailhooks/events";
 import type { ApiDeps } from "../deps.js";
 import { AppError, invalidInput, isAppError } from "../errors.js";
 import { principalOf } from "../http/auth.js";

@@ -12,7 +12,7 @@ export const webhookSchema = z
     url: z.string().meta({ description: "the https:// endpoint, as registered", example: "https://example.com/hooks/email" }),
     events: z
       .array(z.enum(SUBSCRIBABLE_EVENT_TYPES))
-      .meta({ description: "the event kinds delivered to it: email kinds and operational kinds (docs/api.md, \"Operational events\")" }),
+      .meta({ description: 'the event kinds delivered to it: email kinds and operational kinds (docs/api.md, "Operational events")' }),
     status: z
       .enum(["enabled", "paused", "disabled"])
       .meta({ description: "paused: events still become its destinations and wait; disabled: no new deliveries" }),

@@ -8,7 +8,7 @@ import type { DestinationView, EventDetail, EventListItem, EventSummary } from "
 
 /**
  * Event ingest and reads (CONTRACT.md section 5). Accepting is @mailhooks/delivery-state's
- * `acceptEvents`: the event with its exact envelope bytes, its destinations and their outbox rows
+ * `acceptEvents`: the event with its exact envelope bytes, its destinations and their work queue rows
  * in one PostgreSQL statement; the answer follows that commit, whatever Redis is doing.
  */
 

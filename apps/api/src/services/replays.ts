@@ -30,7 +30,7 @@ interface DestinationRow {
 
 /**
  * Plans the replays of one event (CONTRACT.md section 7) and accepts them: the replay rows and
- * their outbox rows are committed together, then the answer (202) follows.
+ * their work queue rows are committed together, then the answer (202) follows.
  * Without `target_url`: one replay per destination (or only `webhook_id`'s) whose webhook is
  * still enabled, to its current URL. With `target_url`: one replay there, signed with the secret
  * of `webhook_id` or of the only destination, even if that webhook is disabled.

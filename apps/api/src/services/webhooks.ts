@@ -163,7 +163,7 @@ export interface WebhookIdempotency {
 
 /**
  * Registers a webhook with its test event: both committed in one transaction (with the test
- * delivery's outbox row), so the answer that shows the secret follows a webhook that will get
+ * delivery's work queue row), so the answer that shows the secret follows a webhook that will get
  * its test event, whatever Redis is doing. With an Idempotency-Key used within 24 h with the same
  * body, answers the first webhook (its current secret included) and sends no test event
  * (`created: false`). Extra headers are stored encrypted (webhook-options.ts).
@@ -242,14 +242,20 @@ export async function listWebhooks(deps: ApiDeps, accountId: string, page: PageR
  */
 export async function updateWebhook(deps: ApiDeps, accountId: string, webhookId: string, input: UpdateWebhookInput): Promise<WebhookView> {
   if (input.url !== undefined) assertDeliverableUrl(deps, input.url, "url");
-  const row = await changeWebhook(deps.pool, accountId, webhookId, {
-    url: input.url,
-    events: input.events,
-    status: input.status,
-    rateLimit: input.rate_limit,
-    inboxIds: input.inbox_ids,
-    headers: input.headers === undefined ? undefined : encryptHeaders(deps.keyring, input.headers),
-  }, deps.config.QUEUE_PREFIX);
+  const row = await changeWebhook(
+    deps.pool,
+    accountId,
+    webhookId,
+    {
+      url: input.url,
+      events: input.events,
+      status: input.status,
+      rateLimit: input.rate_limit,
+      inboxIds: input.inbox_ids,
+      headers: input.headers === undefined ? undefined : encryptHeaders(deps.keyring, input.headers),
+    },
+    deps.config.QUEUE_PREFIX,
+  );
   if (!row) throw notFound("webhook");
   return rowView(row, deps.keyring);
 }
