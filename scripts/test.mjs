@@ -32,7 +32,9 @@ Needs:
                 the end); a database it names is dropped and recreated on every run
   Redis         REDIS_URL (default: redis://127.0.0.1:6379)
   python3       on the PATH (the Python receivers' tests)
-  chromium      /usr/bin/chromium (the dashboard's browser tests)
+  Chromium      the browser tests' browser: CHROMIUM_PATH, else chromium (or
+                chromium-browser, google-chrome) on the PATH or where packages put it;
+                installed with apt-get when missing and run as root on Debian
   redis-server  on the PATH, optional: without it the bare-laptop demo's test is skipped
   go            on the PATH, optional: without it the README's Go example is not run
 `;
@@ -43,7 +45,9 @@ const args = jestArguments(USAGE);
 // a helper's, or CI's) must never drop each other's data.
 const ownDatabase = process.env.TEST_DATABASE_URL === undefined;
 const databaseUrl = process.env.TEST_DATABASE_URL ?? `postgresql://postgres@127.0.0.1:5432/webhooks_test_${process.pid}`;
-const made = prepare([certDir], { TEST_DATABASE_URL: databaseUrl });
+// The browser tests need a Chromium: the whole suite stops before its first test without one
+// (scripts/chromium.ts); a subset only warns.
+const made = prepare([certDir, `--browser=${wholeSuite(args) ? "required" : "optional"}`], { TEST_DATABASE_URL: databaseUrl });
 if (made !== 0) process.exit(made);
 
 const status = wholeSuite(args) ? runWholeSuite(args, databaseUrl) : runJest(args, { TEST_DATABASE_URL: databaseUrl });

@@ -10,7 +10,7 @@ import { launchChromium } from "../support/browser.js";
 import { dashboardLink } from "./support.js";
 
 /**
- * The dashboard in a real browser (Debian's Chromium at /usr/bin/chromium, driven by
+ * The dashboard in a real browser (the machine's Chromium: tests/support/browser.ts, driven by
  * playwright-core; never a downloaded browser), end to end against the real API, dispatcher,
  * PostgreSQL, Redis and an HTTPS receiver: sign in with a link; add a webhook with `URL` +
  * `message.sent` + `Save`; see the test event delivered; publish an event that fails at its
