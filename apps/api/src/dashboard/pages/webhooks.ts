@@ -10,6 +10,7 @@ import {
   latestTestDelivery,
   requestTestDelivery,
   testDeliveryRequestSchema,
+  exampleKindOf,
   webhookHealth,
   webhookWaitingWork,
 } from "../../services/webhook-health.js";
@@ -222,7 +223,7 @@ export function webhookPages(deps: ApiDeps): Router {
   router.post("/webhooks/:id/test", async (req, res) => {
     const kind = field(req.body, "event_type");
     const { event_type } = parseOrThrow(testDeliveryRequestSchema, kind === "" ? {} : { event_type: kind });
-    await requestTestDelivery(deps, accountOf(req), idOf(req), event_type);
+    await requestTestDelivery(deps, accountOf(req), idOf(req), exampleKindOf(event_type));
     res.redirect(303, `/dashboard/webhooks/${encodeURIComponent(idOf(req))}?done=tested#test-event`);
   });
 
