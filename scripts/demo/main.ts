@@ -19,7 +19,7 @@ import { createCommand } from "@mailhooks/command-line";
 import { apiConfigSchema, loadConfig } from "@mailhooks/config";
 import { EVENT_TYPES } from "@mailhooks/events";
 import { createApiClient, dataOf, listAll, postRawMessage, type ApiClient, type Schemas } from "@mailhooks/api-client";
-import { dashboardLink, keepLines, notKeptLines } from "./keep.js";
+import { keepLines, NOT_KEPT_LINE } from "./keep.js";
 import { freePort, startNode, waitForHttp, type StartedProcess } from "@mailhooks/processes";
 import { ROOT } from "./root.js";
 import { printReport, type DemoFacts } from "./report.js";
@@ -278,8 +278,9 @@ try {
   reportDone = true;
 
   const context = { baseUrl, apiKey: issued.key, accountId: issued.account_id, databaseUrl, redisUrl, started };
-  // The sign-in link is the last line printed; without --keep everything stops right after it.
-  if (!keep) for (const line of notKeptLines(await dashboardLink(context))) console.log(line);
+  // Without --keep everything stops right after the report: a sign-in link would not work, so
+  // the last line says how to get one. With --keep the link is the last line printed.
+  if (!keep) console.log(NOT_KEPT_LINE);
   if (keep) {
     for (const line of await keepLines(context)) console.log(line);
     // Kept running means kept watched: a process that dies ends the demo instead of leaving half of it.
