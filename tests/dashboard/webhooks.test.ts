@@ -79,7 +79,7 @@ describe("dashboard: Settings > Webhooks", () => {
     // The secret is not on any later page without the confirmation.
     const list = await session.get("/dashboard/webhooks");
     expect(list.text).not.toContain(secret);
-    expect(list.text).toContain(receiver.url(path));
+    expect(list.text.replaceAll("<wbr>", "")).toContain(receiver.url(path)); // it may break after its separators
     expect(list.text).toContain("message.sent, message.opened");
     expect(list.text).toContain('badge-enabled">enabled');
     expect(list.text).toContain("200, delivered");
