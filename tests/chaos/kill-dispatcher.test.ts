@@ -2,7 +2,7 @@ import { Queue } from "bullmq";
 import { createRedisConnection, QUEUE_NAMES, type RedisClient } from "@mailhooks/queue";
 import { verify } from "@mailhooks/verify";
 import { testRedisUrl } from "../support/env.js";
-import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
+import { sampleData, startStack, TIMED_OUT, waitUntil, type Stack } from "../support/stack.js";
 import { createHook, deliveryRows, emailArrivals, startHookReceiver } from "../support/hooks.js";
 import { endChaosFile, startDispatcher, waitForExit } from "./support/processes.js";
 
@@ -132,7 +132,9 @@ describe("a dispatcher killed mid-delivery", () => {
     expect(b.running()).toBe(true);
 
     // Nothing more comes: B's stalled checks keep running and find nothing to take over.
-    await expect(hr.receiver.waitFor((all) => emailArrivals(all, "/crash").length > 2, LOCK_MS + 2 * STALLED_MS)).rejects.toThrow();
+    await expect(hr.receiver.waitFor((all) => emailArrivals(all, "/crash").length > 2, LOCK_MS + 2 * STALLED_MS)).rejects.toThrow(
+      TIMED_OUT,
+    );
     expect(await deliveryRows(acct, { event_id: eventId })).toHaveLength(1);
   });
 });

@@ -3,7 +3,7 @@ import { acceptEvents, attemptBudgetOf } from "@mailhooks/delivery-state";
 import { createRedisConnection, DeliveryQueue, QUEUE_NAMES, type RedisClient } from "@mailhooks/queue";
 import { verify } from "@mailhooks/verify";
 import { sweepLostWork } from "../../apps/dispatcher/src/jobs/sweep-lost-work.js";
-import { sampleData, startStack, waitUntil, type Stack, queued } from "../support/stack.js";
+import { sampleData, startStack, TIMED_OUT, waitUntil, type Stack, queued } from "../support/stack.js";
 import { createHook, deliveryRows, emailArrivals, eventOf, startHookReceiver } from "../support/hooks.js";
 import { testRedisUrl } from "../support/env.js";
 import { endChaosFile, startDispatcher } from "./support/processes.js";
@@ -87,7 +87,7 @@ describe("work whose job Redis lost", () => {
     ]);
     expect((await stack.api("GET", `/v1/audit-log?event_id=${eventId}`)).body.data).toHaveLength(1);
     // Nothing more comes: every unit of work ended, so later sweeps find nothing.
-    await expect(hr.receiver.waitFor((all) => all.filter((a) => a.path === "/lost").length > 3, 3_000)).rejects.toThrow();
+    await expect(hr.receiver.waitFor((all) => all.filter((a) => a.path === "/lost").length > 3, 3_000)).rejects.toThrow(TIMED_OUT);
     expect(dispatcher.running()).toBe(true);
   });
 

@@ -1,5 +1,5 @@
 import { verify } from "@mailhooks/verify";
-import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
+import { sampleData, startStack, TIMED_OUT, waitUntil, type Stack } from "../support/stack.js";
 import { Queue } from "bullmq";
 import { createRedisConnection, QUEUE_NAMES } from "@mailhooks/queue";
 import { apiAs, createHook, deliveryRows, eventOf, startHookReceiver, type HookReceiver } from "../support/hooks.js";
@@ -92,7 +92,7 @@ describe("accepted while Redis is down, delivered once it is back", () => {
     if (dispatcher.output().includes("work whose job was lost queued again"))
       console.warn(`the sweeper queued lost work again:\n${await diagnosis(stack, redisServer, dispatcher, hr, hook.id, eventIds, back)}`);
     // Bounded absence check: nothing arrives twice.
-    await new Promise((r) => setTimeout(r, 1_500));
+    await expect(hr.receiver.waitFor((all) => all.length > 6, 1_500)).rejects.toThrow(TIMED_OUT);
     const arrivals = hr.receiver.arrivals;
     expect(arrivals).toHaveLength(6);
     expect(arrivals.map(eventOf).sort()).toEqual([

@@ -2,7 +2,7 @@ import { Queue } from "bullmq";
 import { createRedisConnection, JOB_NAMES, QUEUE_NAMES, type RedisClient } from "@mailhooks/queue";
 import { verify } from "@mailhooks/verify";
 import type { Arrival } from "@mailhooks/receiver";
-import { sampleData, startStack, waitUntil, type Stack, queued } from "../support/stack.js";
+import { sampleData, startStack, TIMED_OUT, waitUntil, type Stack, queued } from "../support/stack.js";
 import { createHook, deliveryRows, emailArrivals, startHookReceiver } from "../support/hooks.js";
 import { killAll, startDispatcher } from "./support/processes.js";
 import { startRedisServer, type RedisServer } from "@mailhooks/processes";
@@ -205,7 +205,7 @@ describe("Redis flushed while a dispatcher runs", () => {
         (all) => emailArrivals(all, "/retry").length + emailArrivals(all, "/slow").length > 9,
         2 * Number(SWEEP.SWEEP_INTERVAL_MS) + 1_000,
       ),
-    ).rejects.toThrow();
+    ).rejects.toThrow(TIMED_OUT);
     expect(dispatcher.running()).toBe(true);
   }, 120_000);
 });

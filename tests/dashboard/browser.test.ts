@@ -411,9 +411,10 @@ describe("dashboard in a browser", () => {
 });
 
 async function expectCount(locator: ReturnType<Page["locator"]>, count: number): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    if ((await locator.count()) === count) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  expect(await locator.count()).toBe(count);
+  await waitUntil(
+    () => locator.count(),
+    (n) => n === count,
+    10_000,
+    100,
+  );
 }

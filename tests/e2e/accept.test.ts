@@ -3,7 +3,7 @@ import { captureLogs } from "@mailhooks/logger";
 import { createRedisConnection, QUEUE_NAMES, type RedisClient } from "@mailhooks/queue";
 import { startDeliveryWorker } from "../support/delivery-worker.js";
 import { testRedisUrl } from "../support/env.js";
-import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
+import { sampleData, startStack, TIMED_OUT, waitUntil, type Stack } from "../support/stack.js";
 import { createHook, deliveryRows, emailArrivals, expectError, expectValidation, startHookReceiver } from "../support/hooks.js";
 
 /**
@@ -186,7 +186,7 @@ describe("a poison job: a deterministic failure after the request was sent", () 
     expect(lines[0].error).toMatch(/injected failure while recording/);
     expect(await jobsFailedMetric("delivery", "error")).toBe(1);
     // Bounded absence check: a postponed job would come back within 1 s, a retry within 0.2 s.
-    await new Promise((r) => setTimeout(r, 2_000));
+    await expect(hr.receiver.waitFor((all) => emailArrivals(all, `/${marker}`).length > 1, 2_000)).rejects.toThrow(TIMED_OUT);
     expect(emailArrivals(hr.receiver.arrivals, `/${marker}`)).toHaveLength(1);
     expect(await deliveryRows(acct, { event_id: eventId })).toEqual([]);
   });

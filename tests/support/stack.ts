@@ -216,7 +216,6 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   };
 }
 
-/** Polls `read` until `accept` holds (for state that no receiver sees, e.g. a status in the API). */
 /**
  * A job state that means "queued, waiting for a worker": BullMQ's wait list, or its prioritized
  * set (the fair scheduler gives a webhook's later jobs a priority by their turn).
@@ -225,15 +224,8 @@ export function queued(state: string): boolean {
   return state === "waiting" || state === "prioritized";
 }
 
-export async function waitUntil<T>(read: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 20_000, everyMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (accept(value)) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
+/** The tests' one wait on a condition (for state that no receiver sees, e.g. a status in the API): tests/support/wait.ts. */
+export { TIMED_OUT, waitUntil, WaitTimeout } from "./wait.js";
 
 /** Valid `data` for each event kind, for tests that need any valid event. */
 export function sampleData(eventType: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {

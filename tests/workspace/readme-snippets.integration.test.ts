@@ -7,6 +7,7 @@ import { format } from "node:util";
 import getPort from "get-port";
 import { findOnPath, runProcess, startProcess, type StartedProcess } from "@mailhooks/processes";
 import { testCertDir } from "../support/env.js";
+import { waitUntil } from "../support/wait.js";
 import { bodyOf, loadVectors, VECTORS_PATH, type TestVector } from "../../packages/verify/scripts/vectors.js";
 
 /**
@@ -189,17 +190,20 @@ describe("README, Verifying a signature", () => {
 async function sendVectors(child: StartedProcess, port: number, group: TestVector[]): Promise<Map<string, unknown>> {
   const url = `https://localhost:${port}/webhooks`;
   // tsx compiles the example at start: several at once on a busy machine take a while.
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    if (!child.running()) throw new Error(`the example exited with ${(await child.exited).code}: ${child.output()}`);
-    const up = await fetch(url, { method: "GET" }).then(
-      () => true,
-      () => false,
-    );
-    if (up) break;
-    if (Date.now() > deadline) throw new Error(`the example did not listen on ${port}: ${child.output()}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  await waitUntil(
+    async () => {
+      if (!child.running()) throw new Error(`the example exited with ${(await child.exited).code}: ${child.output()}`);
+      return fetch(url, { method: "GET" }).then(
+        () => true,
+        () => false,
+      );
+    },
+    Boolean,
+    120_000,
+    100,
+  ).catch((error: Error) => {
+    throw new Error(`the example did not listen on ${port}: ${error.message}; output: ${child.output()}`);
+  });
 
   const answers = new Map<string, { status: number; logged?: string; code?: string }>();
   // The vectors that passed with an event id not seen before: the ones the example logs.
@@ -223,8 +227,12 @@ async function sendVectors(child: StartedProcess, port: number, group: TestVecto
     );
   }
   // Each request that passed logged one line before its answer; the pipe may still hold the last ones.
-  for (let i = 0; i < 100 && child.stdout().split("\n").length <= passed.length; i++)
-    await new Promise((resolve) => setTimeout(resolve, 20));
+  await waitUntil(
+    () => child.stdout().split("\n").filter(Boolean).length,
+    (n) => n >= passed.length,
+    2_000,
+    20,
+  );
   const lines = child.stdout().split("\n").filter(Boolean);
   expect(lines).toHaveLength(passed.length);
   passed.forEach((name, i) => (answers.get(name)!.logged = lines[i]));
