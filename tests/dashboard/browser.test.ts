@@ -18,7 +18,7 @@ import { dashboardLink } from "./support.js";
  * URL; see its audit entry under `Audit log`; bulk replay (Cancel, expired payloads, a service
  * that asks to slow down); at 375 px, the webhook's pages included; by keyboard; without
  * JavaScript. No page logs a Content-Security-Policy violation or a script error. Each screen's
- * screenshot goes to .tmp/screenshots; with UPDATE_DOC_SCREENSHOTS=1 the four that README.md
+ * screenshot goes to .tmp/screenshots; with UPDATE_DOC_SCREENSHOTS=1 the four that docs/dashboard.md
  * shows are refreshed under docs/screenshots too (committed files: not on every run).
  */
 
@@ -93,7 +93,7 @@ describe("dashboard in a browser", () => {
   const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
 
   /**
-   * A screenshot for README.md (docs/screenshots/`file`.png), `width` px wide, from the top down to
+   * A screenshot for docs/dashboard.md (docs/screenshots/`file`.png), `width` px wide, from the top down to
    * the bottom of `until` (plus a margin) or of the page; only with UPDATE_DOC_SCREENSHOTS=1.
    */
   async function docShot(page: Page, file: string, width: number, until?: string): Promise<void> {
