@@ -1,6 +1,6 @@
 /**
  * `npm run demo [-- --mail-dir DIR] [--keep]`: the main job, end to end, on this machine
- * (CONTRACT.md section 9). Starts an embedded PostgreSQL and a redis-server when nothing answers
+ * (README.md, "The two commands"). Starts an embedded PostgreSQL and a redis-server when nothing answers
  * at DATABASE_URL or REDIS_URL; applies the migrations, starts the API and a dispatcher as
  * separate processes, and an HTTPS reference receiver that verifies every signature; registers
  * webhooks (one of them scoped to one inbox); feeds real RFC 5322 messages to two inboxes through
@@ -173,7 +173,7 @@ try {
   const allKinds: Schemas["Webhook"]["events"] = [...EVENT_TYPES];
   const inboxHook = await register(receiver.url("/hooks/inbox"), allKinds);
   const archiveHook = await register(receiver.url("/hooks/archive"), ["message.clicked"]);
-  // CONTRACT.md section 4: an event becomes a destination of this one only when its inbox_id is INBOX.
+  // docs/api.md, "Webhooks": an event becomes a destination of this one only when its inbox_id is INBOX.
   const scopedHook = await register(receiver.url("/hooks/support"), allKinds, [INBOX]);
   resolvers.get("/hooks/inbox")!(inboxHook.secret);
   resolvers.get("/hooks/archive")!(archiveHook.secret);

@@ -7,7 +7,7 @@ import { killAll, removeMaintenanceQueue, startDispatcher, waitForOutput, type S
 import { startRedisServer, type RedisServer } from "@mailhooks/processes";
 
 /**
- * CONTRACT.md section 5, "Accepted means delivered": with Redis down, every accept path answers
+ * docs/api.md, "Accepted means delivered": with Redis down, every accept path answers
  * 201/202 (a webhook with its test event, an event, a raw message, a batch, a replay), because
  * acceptance is one PostgreSQL transaction with outbox rows; once Redis is back, the dispatcher's
  * relay (which kept retrying) queues the work, and each piece arrives once, signed.
@@ -61,7 +61,7 @@ describe("accepted while Redis is down, delivered once it is back", () => {
     expect(batch.status).toBe(201);
     // To the webhook's URL with a query added: the same receiver path and secret, but not the
     // webhook's own URL. A successful replay to the own URL makes the destination `delivered`
-    // (CONTRACT.md section 5); queued beside the event's initial attempt, it sometimes ended first
+    // (docs/api.md, "Events"); queued beside the event's initial attempt, it sometimes ended first
     // (3 runs in about 80, the replay's row before every initial one), and the initial attempt
     // then found the destination delivered and sent nothing, so the event's arrival count
     // depended on the order. A replay elsewhere leaves the destination to its initial attempt.

@@ -48,7 +48,7 @@ describe("an invalid outbox row", () => {
     );
     expect(destination.status).toBe("failed");
     expect((await stack.api("GET", `/v1/events/${eventId}`)).body.status).toBe("failed");
-    // Ended with a row that says why (CONTRACT.md section 8), and nothing sent.
+    // Ended with a row that says why (docs/api.md, "Deliveries log"), and nothing sent.
     expect((await deliveryRows(stack, { event_id: eventId })).map((r) => [r.trigger, r.attempt, r.response_status, r.error])).toEqual([
       ["initial", 0, null, "internal_error"],
     ]);

@@ -12,7 +12,7 @@ import { endChaosFile } from "./support/processes.js";
 /**
  * A job that kept killing the dispatchers that ran it (taken over more than MAX_STALLED_COUNT
  * times) is failed by BullMQ itself, without being run; its work then ends `failed` with an
- * `internal_error` row (CONTRACT.md section 8). The worker knows such a job by its stall count,
+ * `internal_error` row (docs/api.md, "Deliveries log"). The worker knows such a job by its stall count,
  * not by the wording of BullMQ's failure: here that wording is not BullMQ's, and the work ends
  * all the same. A hundred real takeovers would take minutes, so the job is marked as BullMQ's
  * stalled-job check marks it past the limit: its stall count (`stc`) and the deferred failure

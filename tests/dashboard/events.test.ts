@@ -6,8 +6,8 @@ import { sampleData, startStack, waitUntil, type Account, type Stack } from "../
 import { expectNoInlineCode, signIn, waitForPage, type Session } from "./support.js";
 
 /**
- * Events, an event's page and Replay, Deliveries and the Audit log at the HTML level (CONTRACT.md
- * sections 5, 7, 8 and 4a): filters and cursor pages, the envelope as sent, the attempts'
+ * Events, an event's page and Replay, Deliveries and the Audit log at the HTML level (docs/api.md,
+ * "Events", "Replay", "Deliveries log" and "Audit log"; docs/dashboard.md): filters and cursor pages, the envelope as sent, the attempts'
  * timeline with the next retry, replays made as the session's key, hostile values rendered
  * inert, and another account's ids answering 404.
  */

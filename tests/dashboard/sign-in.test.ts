@@ -7,7 +7,7 @@ import { csrfOf, dashboardLink, expectNoInlineCode, pathOf, sessionCookieOf, ses
 import { runCli } from "../support/cli.js";
 
 /**
- * CONTRACT.md section 4a, sign-in and sessions, at the HTML level: one-time links (API and
+ * docs/dashboard.md, sign-in and sessions, at the HTML level: one-time links (API and
  * CLI), expiry and reuse, the session cookie's attributes, storage as hashes, sign-out, idle
  * expiry, revocation, CSRF refusals and the dashboard's Content-Security-Policy.
  */

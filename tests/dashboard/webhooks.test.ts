@@ -3,8 +3,8 @@ import type { Receiver } from "@mailhooks/receiver";
 import { expectNoInlineCode, signIn, waitForPage, type Session } from "./support.js";
 
 /**
- * Settings > Webhooks at the HTML level (spec: "enter the URL, select events, save"; CONTRACT.md
- * sections 4 and 4a): the form's labels, the secret shown once, the test event's outcome as it
+ * Settings > Webhooks at the HTML level (spec: "enter the URL, select events, save"; docs/api.md,
+ * "Webhooks"; docs/dashboard.md): the form's labels, the secret shown once, the test event's outcome as it
  * arrives, the list's health columns, edit, disable and enable, the test event again, the
  * secret after a confirmation, delete after a confirmation, and refusals in words.
  */

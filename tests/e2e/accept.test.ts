@@ -7,7 +7,7 @@ import { sampleData, startStack, TIMED_OUT, waitUntil, type Stack } from "../sup
 import { createHook, deliveryRows, emailArrivals, expectError, expectValidation, startHookReceiver } from "../support/hooks.js";
 
 /**
- * CONTRACT.md section 5, "Accepted means delivered": what an answer acknowledges exists and is
+ * docs/api.md, "Accepted means delivered": what an answer acknowledges exists and is
  * delivered; the idempotency race; the batch; and a poison job (a deterministic failure after
  * the request was sent) that must end after one request instead of re-sending forever.
  */
@@ -53,7 +53,7 @@ describe("accepting events", () => {
     expect(res.body.data.map((e: any) => [e.event_type, e.status])).toEqual([
       ["message.sent", "pending"],
       ["message.opened", "pending"],
-      // No webhook of the account takes clicks: delivered at once (CONTRACT.md section 5).
+      // No webhook of the account takes clicks: delivered at once (docs/api.md, "Events").
       ["message.clicked", "delivered"],
     ]);
     expect(res.body.data[1].occurred_at).toBe("2026-11-20T10:00:00.000Z");

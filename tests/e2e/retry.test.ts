@@ -14,7 +14,7 @@ import {
 } from "../support/hooks.js";
 
 /**
- * Retries, failures and the test event (CONTRACT.md section 6; spec "States and transitions").
+ * Retries, failures and the test event (docs/api.md, "Retries"; spec "States and transitions").
  * The retry schedule and the receiver's deadline are shortened through the environment only.
  */
 const DELAYS = [300, 600, 900];

@@ -3,7 +3,7 @@ import type { Arrival, Receiver, Reply } from "@mailhooks/receiver";
 import { sampleData, startStack, TIMED_OUT, waitUntil, type Account, type Stack } from "../support/stack.js";
 
 /**
- * Webhook management (CONTRACT.md section 4): PATCH with the create validation, secret kept and
+ * Webhook management (docs/api.md, "Webhooks"): PATCH with the create validation, secret kept and
  * no test event; disabled webhooks get no new deliveries (scheduled retries included) and
  * resume when enabled again; DELETE and the history that stays readable; account isolation.
  */
@@ -245,7 +245,7 @@ describe("webhooks", () => {
     // The retry must not have been due yet, else this test proves nothing.
     expect(Date.now() - retry1.receivedAt).toBeLessThan(DELAYS[1] - 500);
 
-    // CONTRACT.md section 5: cancelled (the webhook was disabled before delivery), and the event
+    // docs/api.md, "Events": cancelled (the webhook was disabled before delivery), and the event
     // failed, as soon as the PATCH answered.
     const detail = await acct.api("GET", `/v1/events/${eventId}`);
     expect(detail.body.status).toBe("failed");

@@ -24,7 +24,7 @@ export const RELAY_ROOM_WAKE_MS = 20;
 export const RELAY_CLASSES_MAX_AGE_MS = 50;
 
 /**
- * The outbox relay (STYLE.md habit 11): moves what requests committed into BullMQ. It wakes at
+ * The outbox relay (CONTRIBUTING.md, Habits 10): moves what requests committed into BullMQ. It wakes at
  * once on the outbox trigger's NOTIFY for its own QUEUE_PREFIX (a dedicated LISTEN connection,
  * opened again when it drops) and also polls every `pollIntervalMs`, so nothing waits long for a
  * notification that was missed. Batches are claimed with FOR UPDATE SKIP LOCKED: any number of

@@ -99,8 +99,8 @@ function workOf(job: Job): { kind: WorkKind; id: string } | null {
  *   most `maxPostpones` times (then the job fails with POSTPONED_MARK and the sweeper queues the
  *   still-pending work again later);
  * - anything else is a poison job: logged with its id, counted, its work ended `failed` with a
- *   delivery row (a replay: and its audit entry) whose `error` is `internal_error` (CONTRACT.md
- *   section 8), and the job failed for good: it never sends again. So does a job taken over more
+ *   delivery row (a replay: and its audit entry) whose `error` is `internal_error` (docs/api.md,
+ *   "Deliveries log"), and the job failed for good: it never sends again. So does a job taken over more
  *   than MAX_STALLED_COUNT times.
  */
 export function createDeliveryWorker(context: DeliveryContext, options: DeliveryWorkerOptions): Worker {

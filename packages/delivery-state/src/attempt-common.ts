@@ -5,13 +5,13 @@ import { run, type Queryable } from "./db.js";
  * What the dispatcher's reads and writes of attempts share (destination-attempts.ts,
  * replay-attempts.ts, test-attempts.ts): a webhook's stored secrets and headers, the payload
  * join, and the shape of an attempt's outcome. Every row an attempt writes is stamped by
- * PostgreSQL (`now()` in the statement that writes it, CONTRACT.md section 8), never by a
+ * PostgreSQL (`now()` in the statement that writes it, docs/api.md, "Deliveries log"), never by a
  * dispatcher's clock nor at the attempt's start, so that the logs have one clock.
  */
 
 /**
  * A webhook's stored (encrypted) secrets: `secret` signs from `activatesAt` on (always, when
- * null); before that, `previous` signs (CONTRACT.md section 4, rotation).
+ * null); before that, `previous` signs (docs/receivers.md, "Secret rotation").
  */
 export interface StoredSecrets {
   secret: string;
@@ -51,7 +51,7 @@ export const PAYLOAD_COLUMNS = sql`octet_length(p.payload) AS "payloadBytes",
 /** What an attempt of any kind of work reads of its webhook. */
 export interface AttemptWebhook {
   secrets: StoredSecrets;
-  /** The webhook's extra request headers, encrypted (CONTRACT.md section 4); null: none. */
+  /** The webhook's extra request headers, encrypted (docs/api.md, "Webhooks"); null: none. */
   storedHeaders: string | null;
   /** The webhook is enabled and not deleted, read at attempt time. */
   webhookEnabled: boolean;
@@ -121,7 +121,7 @@ export interface AttemptRecord {
 }
 
 /**
- * The `error` of work the service itself could not carry out (CONTRACT.md section 8): a job that
+ * The `error` of work the service itself could not carry out (docs/api.md, "Deliveries log"): a job that
  * failed for a reason that is neither a delivery failure nor an outage, or that kept killing the
  * dispatchers that ran it.
  */

@@ -31,7 +31,7 @@ import { changeWebhook, deleteWebhook } from "./webhooks.js";
 /**
  * The owner of delivery state on its own, against the test database (`npm test` migrates it):
  * jobs that run twice write once, a recorded attempt is reported as such, the failing streak
- * counts rows written, cancellations, and the status rules of CONTRACT.md section 5. Every test
+ * counts rows written, cancellations, and the status rules of docs/api.md, "Statuses". Every test
  * makes its own account; the outbox rows this file accepts carry a queue prefix of its own, so no
  * relay of another test takes them, and they are removed at the end.
  */
@@ -352,7 +352,7 @@ describe("test deliveries", () => {
   });
 });
 
-describe("status rules (CONTRACT.md section 5)", () => {
+describe("status rules (docs/api.md, 'Statuses')", () => {
   /** An account with `n` webhooks and one event to all of them: the event id and its destination targets. */
   async function fanOut(n: number) {
     const accountId = await newAccount();
@@ -464,7 +464,7 @@ describe("status rules (CONTRACT.md section 5)", () => {
   });
 });
 
-describe("work that cannot be carried out ends with a row that says why (CONTRACT.md section 8)", () => {
+describe("work that cannot be carried out ends with a row that says why (docs/api.md, 'Deliveries log')", () => {
   test("failWithoutAttempt: a destination gets an internal_error row at its next attempt number, a replay its row and audit entry, a test delivery its row; once", async () => {
     const { accountId, hook, eventId, destinationId, target } = await oneDestination();
     await recordDestinationAttempt(pool, target, 0, FAILED, "retry");

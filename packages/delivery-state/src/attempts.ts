@@ -26,7 +26,7 @@ export type WorkKind = WorkJobName;
 /**
  * Ends pending work that provably cannot be carried out (its job failed for a reason that is not
  * a delivery failure nor an outage: a bug, a constraint, corrupt stored data, or it kept killing
- * the dispatchers that ran it), and says why (CONTRACT.md section 8: nothing ends without a row
+ * the dispatchers that ran it), and says why (docs/api.md, "Deliveries log": nothing ends without a row
  * or audit entry that says why): `failed`, with a delivery row whose `error` is `error`
  * (INTERNAL_ERROR by default) and no response. A destination's row takes its next attempt number;
  * a replay also gets its audit entry. One statement each; work no longer pending is left alone.

@@ -97,7 +97,7 @@ export interface DestinationAttempt {
  * are (the dispatcher batches the attempts that end at the same time): one delivery row each (a
  * row that exists already is kept: the attempt ran twice; `created_at` is PostgreSQL's now()),
  * the destinations that end move from `pending` with their events' counters and status
- * (CONTRACT.md section 5), and each webhook's auto-disable counters move without reading the
+ * (docs/api.md, "Events"), and each webhook's auto-disable counters move without reading the
  * deliveries table: a success clears them (a write only when there is something to clear, so a
  * healthy webhook's row is never locked), a failure starts or extends the failing streak. The
  * counters move only for the rows actually written, so an attempt recorded again (its job ran

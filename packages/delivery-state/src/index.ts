@@ -1,7 +1,7 @@
 /**
- * The one owner of delivery state (STYLE.md habit 10): every write of the statuses and counters
+ * The one owner of delivery state (CONTRIBUTING.md, Habits 9): every write of the statuses and counters
  * of destinations, events, replays and test deliveries, and of the outbox that carries accepted
- * work to the queue, with the rules of CONTRACT.md section 5. The API and the dispatcher call
+ * work to the queue, with the rules of docs/api.md, "Events". The API and the dispatcher call
  * these functions; neither writes those tables itself.
  */
 export * from "./db.js";

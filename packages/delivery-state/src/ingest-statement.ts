@@ -6,7 +6,7 @@ import { enqueueCte } from "./outbox.js";
 import { eventStatusSql, type EventStatus } from "./status.js";
 
 /**
- * The statement that stores accepted events (ingest.ts; CONTRACT.md section 5): what one event
+ * The statement that stores accepted events (ingest.ts; docs/api.md, "Events"): what one event
  * brings to it, and what it answers.
  */
 

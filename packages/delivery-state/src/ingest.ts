@@ -10,9 +10,9 @@ import { ensurePayloadPartitions, isMissingPartition } from "./retention.js";
 import type { EventStatus } from "./status.js";
 
 /**
- * Accepting events (CONTRACT.md section 5, "Accepted means delivered"): each event is stored with
+ * Accepting events (docs/api.md, "Accepted means delivered"): each event is stored with
  * its exact envelope bytes, one destination per enabled webhook of the account subscribed to its
- * kind and, when the webhook is scoped (`inbox_ids`, section 4), to its inbox, and one outbox row
+ * kind and, when the webhook is scoped (`inbox_ids`, docs/api.md, "Webhooks"), to its inbox, and one outbox row
  * per destination, in one statement (one transaction when idempotency keys must be checked).
  * Every time written (created_at of events, payloads, destinations, idempotency keys) is
  * PostgreSQL's `now()`: one clock, whatever the API replicas' clocks say. An event's id is given
@@ -50,7 +50,7 @@ export class IdempotencyConflictError extends Error {
   }
 }
 
-/** How long an idempotency key is honoured, in hours (CONTRACT.md section 5). */
+/** How long an idempotency key is honoured, in hours (docs/api.md, "Events"). */
 export const IDEMPOTENCY_WINDOW_HOURS = 24;
 
 /** The events of one request with their ids, given once before the first try. */

@@ -5,7 +5,7 @@ import { failWithoutAttempt } from "./attempts.js";
 import { inTransaction, run } from "./db.js";
 
 /**
- * The transactional outbox (STYLE.md habit 11). Whatever a request accepts is committed with one
+ * The transactional outbox (CONTRIBUTING.md, Habits 10). Whatever a request accepts is committed with one
  * outbox row per job, in the same transaction; a relay in the dispatchers moves the rows into
  * BullMQ and deletes them. Rows belong to one deployment (`queue_prefix`): a relay only takes
  * its own. A trigger on the table notifies OUTBOX_CHANNEL, which wakes the relays at once; they
@@ -106,7 +106,7 @@ export function webhookJobLimitSql(webhookId: Sql, jobLimit: number, classes: We
 }
 
 /**
- * The fair claim (CONTRACT.md section 6; docs/scheduler.md). The webhooks with rows waiting are
+ * The fair claim (docs/scheduler.md). The webhooks with rows waiting are
  * found by a loose index scan (one probe per webhook, however many rows wait); each may have up
  * to its job limit (`jobLimit`, 64 times it when fast) minus the
  * jobs it holds already (its leases); of those, rows are taken in turns

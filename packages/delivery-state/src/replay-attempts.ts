@@ -6,7 +6,7 @@ import { ATTEMPT_WEBHOOK_COLUMNS, clearStreakCte, PAYLOAD_COLUMNS, PAYLOAD_JOIN,
 import type { AttemptRecord, AttemptWebhook, PayloadRef } from "./attempt-common.js";
 
 /**
- * The one attempt of a replay (CONTRACT.md section 7): read what it needs, and write its
+ * The one attempt of a replay (docs/api.md, "Replay"): read what it needs, and write its
  * delivery row, its audit entry and its status in one statement, stamped with PostgreSQL's now()
  * when the statement runs (not when the attempt started: one clock for every log).
  */
@@ -26,7 +26,7 @@ export interface LoadedReplay extends PayloadRef, AttemptWebhook {
 }
 
 /**
- * Whether a replay must end `cancelled` without an attempt (CONTRACT.md sections 4 and 7): it
+ * Whether a replay must end `cancelled` without an attempt (docs/api.md, "Webhooks"; docs/api.md, "Replay"): it
  * was asked for without a target_url (so it goes to its webhook's own URL), and that webhook was
  * disabled or deleted after the replay was accepted. A replay with a target_url is sent whatever
  * its webhook's status, even to the webhook's own URL: the disabled webhook's secret still signs.
@@ -53,7 +53,7 @@ export async function loadReplay(db: Queryable, replayId: string): Promise<Loade
 /**
  * Records a replay's one attempt: its delivery row, its audit entry and its status in one
  * statement; a success to the webhook's own URL also makes the destination `delivered`, from any
- * state (CONTRACT.md section 5). A second run writes nothing more.
+ * state (docs/api.md, "Events"). A second run writes nothing more.
  */
 export async function recordReplayAttempt(db: Queryable, replay: LoadedReplay, result: AttemptRecord): Promise<void> {
   const own = result.ok && replay.toOwnUrl;

@@ -6,7 +6,7 @@ import { run } from "./db.js";
 import { enqueueCte } from "./outbox.js";
 
 /**
- * Accepting replays (CONTRACT.md section 7): the replay rows and their outbox rows in one
+ * Accepting replays (docs/api.md, "Replay"): the replay rows and their outbox rows in one
  * statement. Which destinations to replay to is decided by the caller (the API's replay rules);
  * each replay is then one attempt, recorded by `recordReplayAttempt`.
  */

@@ -3,8 +3,8 @@ import sql, { raw } from "sql-template-tag";
 import { run, type Queryable } from "./db.js";
 
 /**
- * Payload retention (spec "Event record": the body is retained for 90 days; CONTRACT.md
- * section 5). Payloads live in `event_payloads`, partitioned by the UTC day of the event's
+ * Payload retention (spec "Event record": the body is retained for 90 days; docs/api.md,
+ * "Retention"). Payloads live in `event_payloads`, partitioned by the UTC day of the event's
  * `created_at`: expiry drops whole partitions, which costs the same for a thousand payloads as
  * for a million, and touches no event, delivery or audit row. `retention_state` keeps the horizon
  * below which every payload is gone; reads decide `payload_retained` from it.

@@ -1,5 +1,5 @@
 /**
- * The retry policy (spec "Limits"; CONTRACT.md section 6; STYLE.md habit 14): what follows an
+ * The retry policy (spec "Limits"; docs/api.md, "Retries"; CONTRIBUTING.md, Habits 13): what follows an
  * attempt of a destination is decided here, once, and every other place asks: the dispatcher's
  * attempt and backoff, the relay's attempt budget, the sweeper's resumption and the dashboard's
  * next retry. One counting convention, the deliveries log's: attempt 0 is the initial attempt,

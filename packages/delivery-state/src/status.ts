@@ -1,7 +1,7 @@
 import sql, { join, raw, type Sql } from "sql-template-tag";
 
 /**
- * The status rules of CONTRACT.md section 5. A destination goes `pending` -> `delivered` |
+ * The status rules of docs/api.md, "Statuses". A destination goes `pending` -> `delivered` |
  * `failed` | `cancelled`; a successful replay to its own URL makes it `delivered` from any state.
  * An event is `pending` while any destination is pending, else `failed` if any failed or was
  * cancelled, else `delivered` (also with no destination). Events keep two counters,

@@ -3,7 +3,7 @@ import { run, runStatement, type Queryable } from "./db.js";
 import { ATTEMPT_WEBHOOK_COLUMNS, clearStreakCte, secretsOf, type AttemptRecord, type AttemptWebhook } from "./attempt-common.js";
 
 /**
- * The one attempt of a test delivery (CONTRACT.md sections 4 and 6): `webhook.test`, or an
+ * The one attempt of a test delivery (docs/api.md, "Test events"): `webhook.test`, or an
  * example envelope of one of the six kinds (`eventType`). Its delivery row's id is known before
  * the request is sent (testDeliveryRowId): the request carries it as X-Service-Event-Id, and the
  * API can answer it as `delivery_id` when the test is asked for.

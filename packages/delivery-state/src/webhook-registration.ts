@@ -9,7 +9,7 @@ import { testDeliveryRowId } from "./test-attempts.js";
 import { WEBHOOK_COLUMNS, type WebhookRow } from "./webhooks.js";
 
 /**
- * Registering a webhook (CONTRACT.md section 4): the webhook with its test delivery in one
+ * Registering a webhook (docs/api.md, "Test events"): the webhook with its test delivery in one
  * transaction, idempotent under an Idempotency-Key, and test deliveries asked for again later.
  */
 
@@ -27,7 +27,7 @@ export interface RegisterWebhookInput {
   inboxIds?: string[] | null;
   /** Its extra request headers, already encrypted (stored form); null or absent: none. */
   headers?: string | null;
-  /** The request's Idempotency-Key and the hash of its body (CONTRACT.md section 4). */
+  /** The request's Idempotency-Key and the hash of its body (docs/api.md, "Webhooks"). */
   idempotency?: { key: string; requestHash: string };
 }
 

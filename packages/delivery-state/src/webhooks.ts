@@ -4,7 +4,7 @@ import { inTransaction, run } from "./db.js";
 import { cancelPendingOfWebhook } from "./status.js";
 
 /**
- * Webhooks' delivery state (CONTRACT.md section 4): their changes, secret rotation and
+ * Webhooks' delivery state (docs/api.md, "Webhooks"): their changes, secret rotation and
  * re-encryption, and the status changes that end pending destinations (`cancelled`) when a
  * webhook is disabled or deleted. Registration and test deliveries: webhook-registration.ts.
  */
@@ -20,7 +20,7 @@ export interface WebhookRow {
   disabled_reason: "manual" | "failing" | null;
   /** When the newest secret starts signing (after a rotation); null when no rotation is pending or done. */
   secret_activates_at: Date | null;
-  /** Requests per second at most (CONTRACT.md section 4); null: no limit. */
+  /** Requests per second at most (docs/api.md, "Webhooks"); null: no limit. */
   rate_limit: number | null;
   /** The inboxes whose events it receives; null: every inbox of the account. */
   inbox_ids: string[] | null;
@@ -48,7 +48,7 @@ export interface WebhookChange {
 
 /**
  * Changes a live webhook (PATCH). Disabling (`disabled_reason: "manual"`) cancels its pending
- * destinations in the same transaction: they get no further attempt (CONTRACT.md section 5).
+ * destinations in the same transaction: they get no further attempt (docs/api.md, "Events").
  * Enabling clears the reason and the auto-disable counters, also after an auto-disable. The
  * secret is kept.
  * @returns the changed webhook, or null when there is no such live webhook
@@ -89,7 +89,7 @@ export async function changeWebhook(
 }
 
 /**
- * Rotates a live webhook's secret (CONTRACT.md section 4): `newSecret` (stored form) signs from
+ * Rotates a live webhook's secret (docs/api.md, "Webhooks"): `newSecret` (stored form) signs from
  * `graceSeconds` from now on; until then the secret that signs now goes on signing. A rotation
  * during the grace period of another replaces the pending secret and keeps the one that signs.
  * @returns when the new secret starts signing, or null when there is no such live webhook
@@ -115,7 +115,7 @@ export async function rotateSecret(
 }
 
 /**
- * Auto-disable (CONTRACT.md section 4): disables an enabled webhook with `disabled_reason:
+ * Auto-disable (docs/api.md, "Webhooks"): disables an enabled webhook with `disabled_reason:
  * "failing"` and cancels its pending destinations, in one transaction.
  * @returns false when it was not enabled any more (disabled, deleted, or done by another dispatcher)
  */

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { DELIVERY_BACKOFF_TYPE, JOB_NAMES } from "./names.js";
 
 /**
- * The job registry (STYLE.md habits 2 and 13): one definition per job of the deliveries queue,
+ * The job registry (CONTRIBUTING.md, Habits 2): one definition per job of the deliveries queue,
  * each the job's name, the zod schema of its data, the field of that data naming its unit of work
  * (a destination, a replay, a test delivery: its id is also the job's id) and the BullMQ options
  * its data asks for (the attempt budget from the retry schedule). Job data carries ids only,
@@ -93,7 +93,7 @@ export const testDeliveryJob = defineWorkJob({
   options: oneAttempt,
 });
 
-/** One replay of a stored event (CONTRACT.md section 7): one attempt, no retry. */
+/** One replay of a stored event (docs/api.md, "Replay"): one attempt, no retry. */
 export const replayJob = defineWorkJob({
   name: JOB_NAMES.replay,
   schema: z.object({ replayId: id, ...owner }),

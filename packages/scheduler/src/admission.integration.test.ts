@@ -4,7 +4,7 @@ import { createAdmissionControl, rateIntervalMs, type AdmissionControl } from ".
 import { FAST_WAIT_MS } from "./holds.js";
 
 /**
- * The admission rule, with a real Redis for what is shared (STYLE.md habit 16): one dispatcher of
+ * The admission rule, with a real Redis for what is shared (CONTRIBUTING.md, Habits 9): one dispatcher of
  * 8 slots, so C = 8 and the reserve R = 1 on top of them. Each test has a key prefix of its own.
  */
 const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";

@@ -5,7 +5,7 @@ import { createSlotWaits, createStartPacer, createWakePacer, FAST_WAIT_MS, holdD
 import { createShareLedger, reserveSlots, workerSlots as workerSlotsOf } from "./shares.js";
 
 /**
- * Admission of delivery attempts (CONTRACT.md section 6, fairness; section 4, `rate_limit`;
+ * Admission of delivery attempts (docs/scheduler.md; docs/api.md, "Webhooks", `rate_limit`;
  * docs/scheduler.md): before a job's attempt starts, the worker asks here whether its webhook may
  * take one of this dispatcher's slots now. Shares are counted by each dispatcher over its own
  * slots, in memory (no round trip per attempt, and nothing to clean up after a crash: the counts

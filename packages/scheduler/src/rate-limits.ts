@@ -4,7 +4,7 @@ import { createBatcher, run } from "@mailhooks/delivery-state";
 import { setNewest } from "@mailhooks/bounded-map";
 
 /**
- * Webhooks' `rate_limit` (CONTRACT.md section 4) as the dispatchers apply it: read from
+ * Webhooks' `rate_limit` (docs/api.md, "Webhooks") as the dispatchers apply it: read from
  * PostgreSQL at most once per `ttlMs` per webhook (the lookups of one moment share one query), so
  * that a PATCH takes effect on every dispatcher within `ttlMs` and a busy webhook costs one small
  * query a second. While PostgreSQL is away the last value known goes on (or none).

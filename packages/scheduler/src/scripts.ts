@@ -1,6 +1,6 @@
 /**
  * The scheduler's Lua scripts for what must be shared by every dispatcher of a deployment: the
- * `rate_limit` turns (CONTRACT.md section 4; packages/scheduler/src/admission.ts runs them,
+ * `rate_limit` turns (docs/api.md, "Webhooks"; packages/scheduler/src/admission.ts runs them,
  * docs/scheduler.md explains the rule). Each runs atomically in Redis, so that two dispatchers
  * never take the same turn. Every key lives under the deployment's prefix (one hash slot on a
  * Redis Cluster). Shares of the slots are not here: each dispatcher counts its own, in memory.

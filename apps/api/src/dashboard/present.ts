@@ -27,7 +27,7 @@ function relative(ms: number): string {
   return future ? `in ${value} ${unit}` : `${value} ${unit} ago`;
 }
 
-/** What a delivery `error` code means, in words (CONTRACT.md section 8). */
+/** What a delivery `error` code means, in words (docs/api.md, "Deliveries log"). */
 export const ERROR_WORDS: Record<string, string> = {
   timeout: "no answer within the deadline",
   connection_error: "could not connect",

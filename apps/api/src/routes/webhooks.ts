@@ -22,7 +22,7 @@ export const resourceId = z.string().max(100).refine(hasNoNul, NO_NUL_MESSAGE);
 
 export const listQuery = z.strictObject(paginationShape);
 
-/** /v1/webhooks (CONTRACT.md section 4). */
+/** /v1/webhooks (docs/api.md, "Webhooks"). */
 export function webhooksRouter(deps: ApiDeps): Router {
   const router = Router();
 

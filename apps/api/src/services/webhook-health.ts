@@ -7,7 +7,7 @@ import { findWebhook } from "./webhooks.js";
 
 /**
  * What the dashboard shows about a webhook beyond its registration: its last attempt, its
- * success rate over the last 24 hours, its latest test request (CONTRACT.md sections 4 and 6),
+ * success rate over the last 24 hours, its latest test request (docs/api.md, "Test events"),
  * and its work waiting in the scheduler (docs/scheduler.md).
  * Reads only; asking for a test request again goes through @mailhooks/delivery-state.
  */

@@ -19,7 +19,7 @@ import { createPublicOnlyLookup } from "@mailhooks/url-policy";
  *   (HPE_HEADER_OVERFLOW), never buffered. The status line came before them, though: the first
  *   STATUS_LINE_PEEK_BYTES of the socket's answer are kept aside, and an overflow after a
  *   readable status line is that status, with no body (see postForAnswer).
- * - Success is decided on the status line (CONTRACT.md sections 6 and 8). The body is then read
+ * - Success is decided on the status line (docs/receivers.md; docs/api.md, "Deliveries log"). The body is then read
  *   for at most BODY_WAIT_MS, never past the deadline, and only its first
  *   RESPONSE_BODY_LIMIT_BYTES are kept (see readAnswer).
  */
@@ -30,7 +30,7 @@ export interface HttpClientOptions {
   allowPrivateTargets: boolean;
 }
 
-/** How much of a receiver's body is kept for the deliveries log (CONTRACT.md section 8), in bytes. */
+/** How much of a receiver's body is kept for the deliveries log (docs/api.md, "Deliveries log"), in bytes. */
 export const RESPONSE_BODY_LIMIT_BYTES = 4096;
 
 /**

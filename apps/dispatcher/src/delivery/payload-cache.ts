@@ -4,7 +4,7 @@ import type { PayloadRef } from "@mailhooks/delivery-state";
 /**
  * Bytes in flight are bounded in the dispatcher (issue 17 item 2). Payloads up to
  * INLINE_PAYLOAD_BYTES come with their attempt's batched read; a larger one (up to 10 MiB,
- * CONTRACT.md section 5) is read once per event and shared by every attempt of that event (its
+ * docs/api.md, "Events") is read once per event and shared by every attempt of that event (its
  * webhooks, its retries, its replays) as one Buffer, which is what is signed and written to each
  * receiver's socket without a copy. The shared payloads held or kept together stay within
  * `budgetBytes`: an attempt whose payload is not held waits for room before reading it (first

@@ -5,11 +5,11 @@ import { BLOCKED_CODE, checkDestinationUrl } from "@mailhooks/url-policy";
 import { postForAnswer } from "./http-client.js";
 
 /**
- * One signed POST of an envelope body to a receiver (CONTRACT.md section 6). Never throws:
+ * One signed POST of an envelope body to a receiver (docs/receivers.md). Never throws:
  * every outcome becomes an `AttemptResult` for the deliveries log.
  */
 
-/** Short error codes of the deliveries log (CONTRACT.md section 8). */
+/** Short error codes of the deliveries log (docs/api.md, "Deliveries log"). */
 export type AttemptError =
   | "timeout"
   | "connection_error"

@@ -1,7 +1,7 @@
 import type { Keyring } from "@mailhooks/secrets";
 
 /**
- * A webhook's own request headers (CONTRACT.md section 4), stored as
+ * A webhook's own request headers (docs/api.md, "Webhooks"), stored as
  * `keyring.encrypt(JSON.stringify({"<Name>": "<value>", ...}))`. Their values are secrets: they
  * go into the request and nowhere else (no log, no job data, no error message).
  */

@@ -85,7 +85,7 @@ export function sendToWebhook(ctx: DeliveryContext, request: SigningInput, body:
 /**
  * Sends the stored envelope of `work` (a destination's attempt, a replay) once to `url`:
  * its payload held from the cache for the send, signed with whichever of the webhook's secrets
- * signs now (CONTRACT.md section 4). A payload purged meanwhile sends nothing: `sent` is false
+ * signs now (docs/api.md, "Webhooks"). A payload purged meanwhile sends nothing: `sent` is false
  * and the result `payload_expired`.
  * @throws SecretDecryptionError, StoredHeadersError (see sendToWebhook)
  */
@@ -128,7 +128,7 @@ export function createAttemptStore(pool: pg.Pool, maxBatch = 64): AttemptStore {
   return { load: (destinationId, attempt) => loads.submit({ destinationId, attempt }), record: (attempt) => records.submit(attempt) };
 }
 
-/** Events a failing streak must span before auto-disable (CONTRACT.md section 4). */
+/** Events a failing streak must span before auto-disable (docs/api.md, "Webhooks"). */
 export const AUTO_DISABLE_MIN_EVENTS = 20;
 
 /**
@@ -178,7 +178,7 @@ function outcomeOf(result: AttemptRecord): AttemptOutcome {
 }
 
 /**
- * Auto-disable (CONTRACT.md section 4): a webhook whose every attempt has failed for
+ * Auto-disable (docs/api.md, "Webhooks"): a webhook whose every attempt has failed for
  * WEBHOOK_AUTO_DISABLE_AFTER_HOURS across at least AUTO_DISABLE_MIN_EVENTS events is disabled
  * with `disabled_reason: "failing"`, and its pending destinations are cancelled.
  */

@@ -4,7 +4,7 @@ import { observeAttempt } from "../metrics.js";
 import { sendToWebhook, type DeliveryContext } from "./deliver-destination.js";
 
 /**
- * A test request (CONTRACT.md sections 4 and 6), one attempt, no retry, one delivery row with
+ * A test request (docs/api.md, "Test events"; docs/api.md, "Retries"), one attempt, no retry, one delivery row with
  * `trigger: "test"` and no event: the `webhook.test` envelope `data: {webhookId, url}`, or, for a
  * test of one of the six kinds, that kind's example envelope with a fresh messageId. Its
  * X-Service-Event-Id is its delivery row's id (testDeliveryRowId), known before it is sent. A

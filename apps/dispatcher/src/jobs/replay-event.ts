@@ -9,7 +9,7 @@ import { observeAttempt } from "../metrics.js";
  * delivery row and one audit entry record it, however many times the job runs, stamped by
  * PostgreSQL when they are written. A replay to the webhook's own URL whose webhook was disabled
  * or deleted since it was accepted is not sent: it ends `cancelled`, with an audit entry and no
- * delivery row (CONTRACT.md section 4: disabled and deleted webhooks get no new deliveries).
+ * delivery row (docs/api.md, "Webhooks": disabled and deleted webhooks get no new deliveries).
  */
 export async function replayEvent(ctx: WorkerContext, replayId: string): Promise<void> {
   const replay = await loadReplay(ctx.pool, replayId);
@@ -19,7 +19,7 @@ export async function replayEvent(ctx: WorkerContext, replayId: string): Promise
     return;
   }
   // A payload purged between the request and the attempt sends nothing (payload_expired). Whichever secret signs at this
-  // moment signs, also for an override URL (CONTRACT.md section 4).
+  // moment signs, also for an override URL (docs/api.md, "Webhooks").
   const { result } = await sendStoredEnvelope(ctx, replay, replay.destinationUrl);
   await recordReplayAttempt(ctx.pool, replay, result);
   observeAttempt(ctx.metrics, "replay", result.ok, result.durationMs);

@@ -32,7 +32,7 @@ import { render } from "../render.js";
 import { dashboardPrincipal } from "../session.js";
 
 /**
- * Settings > Webhooks (spec: "enter the URL, select events, save"; CONTRACT.md sections 4 and
+ * Settings > Webhooks (spec: "enter the URL, select events, save"; docs/api.md, "Webhooks" and
  * 4a): the list with each webhook's health, "Add webhook", and a webhook's page (edit,
  * enable/disable, delete, send a test event of a chosen kind; its secret: webhook-secret.ts).
  * Each handler parses, calls the service the JSON routes call, and renders. Header values are
