@@ -1,9 +1,8 @@
 import { existsSync, readFileSync } from "node:fs";
-import { execFileSync } from "node:child_process";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import ts from "typescript";
 import { ALONE_FILES, INTEGRATION_SUFFIX, STACK_FOLDERS } from "../../jest.config.js";
+import { repositoryFiles, ROOT as root } from "../support/repo-files.js";
 
 /**
  * The run-alone rule (CONTRIBUTING.md, "Tests in two tiers"): a test file that asserts a time or
@@ -12,7 +11,6 @@ import { ALONE_FILES, INTEGRATION_SUFFIX, STACK_FOLDERS } from "../../jest.confi
  * longer exists (a file renamed) would let its tests run beside others unnoticed; a file that
  * asserts a duration and is not there fails beside a busy neighbour.
  */
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
 test("every file that must run alone exists and is a test file of one of the tiers", () => {
   expect(ALONE_FILES.length).toBeGreaterThan(0);
@@ -92,7 +90,7 @@ test("the check finds time and memory bounds, and not orders of times", () => {
 });
 
 test("every test file that asserts a time or memory bound runs alone (ALONE_FILES)", () => {
-  const files = execFileSync("git", ["ls-files", "*.test.ts"], { cwd: root, encoding: "utf8" }).trim().split("\n");
+  const files = repositoryFiles().filter((file) => file.endsWith(".test.ts"));
   const alone = new Set(ALONE_FILES);
   const missing = files
     .filter((file) => !alone.has(file) && existsSync(path.join(root, file)))
