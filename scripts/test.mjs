@@ -35,7 +35,7 @@ Needs:
                 chromium-browser, google-chrome) on the PATH or where packages put it;
                 installed with apt-get when missing and run as root on Debian
   redis-server  on the PATH, optional: without it the bare-laptop demo's test is skipped
-  go            on the PATH, optional: without it the README's Go example is not run
+  go            on the PATH, optional: without it docs/receivers.md's Go example is not run
 `;
 
 const args = jestArguments(USAGE);
