@@ -131,7 +131,7 @@ describe("dashboard layout", () => {
       for (const ident of idents) {
         expect(ident.visible).toBe(true);
         expect(ident.title).toBe(ident.copies);
-        if (ident.shown !== null && /^[a-z]+_[0-9a-f]{32}$/.test(ident.title!))
+        if (ident.shown !== null && /^[a-z]+_[0-9a-f]{32}$/.test(ident.title ?? ""))
           expect(ident.shown).toMatch(/^[a-z]+_[0-9a-f]{6}…[0-9a-f]{4}$/);
       }
     }
