@@ -3,7 +3,8 @@ import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { runProcess } from "@mailhooks/processes";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { colourFor } from "./index.js";
 
 /**
@@ -28,10 +29,11 @@ test("pretty logs piped to another program (or a file) carry no colour codes, on
         "",
       ].join("\n"),
     );
-    const { code, stdout, stderr } = await runProcess(process.execPath, [require.resolve("tsx/cli"), program], {
-      env: { NODE_OPTIONS: "", NO_COLOR: undefined, FORCE_COLOR: undefined },
-    });
-    expect(code).toBe(0);
+    const env = { ...process.env, NODE_OPTIONS: "" };
+    delete env.NO_COLOR;
+    delete env.FORCE_COLOR;
+    // Its stdout and stderr are pipes to this process, as a file or another program would be.
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [require.resolve("tsx/cli"), program], { env });
     expect(stdout).toMatch(/ info \[demo\] to stdout\n$/);
     expect(stderr).toMatch(/ warn \[demo\] to stderr\n$/);
     expect(stdout + stderr).not.toContain(ESCAPE);
