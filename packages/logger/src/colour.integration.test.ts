@@ -29,7 +29,7 @@ test("pretty logs piped to another program (or a file) carry no colour codes, on
         "",
       ].join("\n"),
     );
-    const env = { ...process.env, NODE_OPTIONS: "" };
+    const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: "" };
     delete env.NO_COLOR;
     delete env.FORCE_COLOR;
     // Its stdout and stderr are pipes to this process, as a file or another program would be.
