@@ -49,7 +49,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
   const options = createCommand({
     name: "npm run bench --",
     description:
-      "The benchmark (CONTRACT.md section 10), one run: the bare Express route (calibration), ingest, batch ingest, the floor of the stack with got and undici, burst end to end, fan-out, paced latency, retry timing, peak memory, each phase repeated (3 times, quick 1), then once healthy webhooks paced beside hanging ones that hold a backlog (the neighbour phase, on processes and a redis-server of its own), with the load generator in its own process. Builds the workspaces first (tsc -b), runs the built API and dispatcher, prints a table and writes bench/results/latest.json. --grown runs the same on a seeded database of 5 million events, EXPLAINs the list queries and times the retention purge. bench/README.md explains every figure.",
+      "The benchmark (bench/README.md), one run: the bare Express route (calibration), ingest, batch ingest, the floor of the stack with got and undici, burst end to end, fan-out, paced latency, retry timing, peak memory, each phase repeated (3 times, quick 1), then once healthy webhooks paced beside hanging ones that hold a backlog (the neighbour phase, on processes and a redis-server of its own), with the load generator in its own process. Builds the workspaces first (tsc -b), runs the built API and dispatcher, prints a table and writes bench/results/latest.json. --grown runs the same on a seeded database of 5 million events, EXPLAINs the list queries and times the retention purge. bench/README.md explains every figure.",
     examples: [
       "npm run bench",
       "npm run bench -- --quick",

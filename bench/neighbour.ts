@@ -1,5 +1,5 @@
 /**
- * The neighbour phase (issue 18 "No endpoint waits for another"; CONTRACT.md section 10): 20
+ * The neighbour phase (issue 18 "No endpoint waits for another"; bench/README.md): 20
  * healthy webhooks paced while hanging webhooks hold a backlog of deliveries.
  *
  * It runs on processes of its own, so that its deadline, retries and Redis are its own: an API

@@ -1,5 +1,5 @@
 /**
- * The results of a run: bench/results/latest.json (CONTRACT.md section 10: the headline keys are
+ * The results of a run: bench/results/latest.json (bench/README.md: the headline keys are
  * top-level numbers, medians) and the table on stdout, with the targets of the issues "Fast and
  * flat" and "No endpoint waits for another" met or missed, and, for --grown, each figure beside
  * the empty database's.

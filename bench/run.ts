@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick | --grown | --help]` (CONTRACT.md section 10): the whole pipeline
+ * `npm run bench [-- --quick | --grown | --help]` (bench/README.md): the whole pipeline
  * measured beside the floor of its own stack, in one run, on this machine. Builds, prepares the
  * database (empty, or the seeded grown one), starts the built API and one dispatcher as real
  * processes, the bare Express route, the receiver (this process) and the load generator (its own

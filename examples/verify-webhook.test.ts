@@ -5,7 +5,7 @@ import { signPayload } from "@mailhooks/signing";
 import type { WebhookEvent } from "@mailhooks/verify";
 import { createReceiver } from "./verify-webhook.js";
 
-// The README's receiver example, listening for real, fed envelopes built and signed by the
+// The receiver of the README's quick start (docs/receivers.md names it too), listening for real, fed envelopes built and signed by the
 // service's own code (@mailhooks/events and @mailhooks/signing), as the dispatcher sends them.
 const OLD = "whsec_example_old";
 const NEW = "whsec_example_new";

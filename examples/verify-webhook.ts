@@ -5,7 +5,11 @@
 //
 //   WEBHOOK_SECRET=whsec_... npx tsx examples/verify-webhook.ts     (PORT defaults to 8080)
 //
-// During a secret rotation, give both secrets: WEBHOOK_SECRET=whsec_old,whsec_new.
+// During a secret rotation, give both secrets: WEBHOOK_SECRET=whsec_old,whsec_new. With
+// TLS_CERT_FILE and TLS_KEY_FILE (PEM files) it serves HTTPS itself, as the README's quick start
+// runs it; without them plain HTTP, for a TLS-terminating proxy in front of it.
+import { readFileSync } from "node:fs";
+import https from "node:https";
 import express from "express";
 import { pathToFileURL } from "node:url";
 import { verifyWebhook, type VerifiedRequest } from "@mailhooks/verify/express";
@@ -39,8 +43,12 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const secrets = (process.env.WEBHOOK_SECRET ?? "").split(",").filter(Boolean);
   if (secrets.length === 0) throw new Error("set WEBHOOK_SECRET (comma-separated during a rotation)");
   const port = Number(process.env.PORT ?? 8080);
-  // Plain HTTP, for a TLS-terminating proxy in front of it: the service delivers to https:// URLs only.
-  createReceiver(secrets, (webhook) => console.log(webhook.id, webhook.event, webhook.data.messageId ?? "")).listen(port, () =>
-    console.log(`listening on http://localhost:${port}/webhooks`),
-  );
+  const app = createReceiver(secrets, (webhook) => console.log(webhook.id, webhook.event, webhook.data.messageId ?? ""));
+  const { TLS_CERT_FILE, TLS_KEY_FILE } = process.env;
+  // The service delivers to https:// URLs only: HTTPS here, or plain HTTP behind a proxy that terminates TLS.
+  if (TLS_CERT_FILE && TLS_KEY_FILE)
+    https
+      .createServer({ cert: readFileSync(TLS_CERT_FILE), key: readFileSync(TLS_KEY_FILE) }, app)
+      .listen(port, () => console.log(`listening on https://localhost:${port}/webhooks`));
+  else app.listen(port, () => console.log(`listening on http://localhost:${port}/webhooks`));
 }

@@ -2,7 +2,7 @@
 // (scripts/generate-api-client.mjs), then compiles every workspace with `tsc -b`, and
 // @mailhooks/verify a second time as CommonJS (its package.json exports both builds, so that
 // `npm install <clone>/packages/verify` works in CommonJS and ESM projects alike). Its own
-// command line answers --help and refuses anything else (CONTRACT.md section 1), so that
+// command line answers --help and refuses anything else (docs/operations.md, "Commands"), so that
 // `npm run build -- --help` no longer prints tsc's help.
 import { spawnSync } from "node:child_process";
 import { createRequire } from "node:module";

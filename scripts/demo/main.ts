@@ -1,6 +1,6 @@
 /**
  * `npm run demo [-- --mail-dir DIR] [--keep]`: the main job, end to end, on this machine
- * (CONTRACT.md section 9). Starts an embedded PostgreSQL and a redis-server when nothing answers
+ * (README.md, "The two commands"). Starts an embedded PostgreSQL and a redis-server when nothing answers
  * at DATABASE_URL or REDIS_URL; applies the migrations, starts the API and a dispatcher as
  * separate processes, and an HTTPS reference receiver that verifies every signature; registers
  * webhooks (one of them scoped to one inbox); feeds real RFC 5322 messages to two inboxes through
@@ -19,7 +19,7 @@ import { createCommand } from "@mailhooks/command-line";
 import { apiConfigSchema, loadConfig } from "@mailhooks/config";
 import { EVENT_TYPES } from "@mailhooks/events";
 import { createApiClient, dataOf, listAll, postRawMessage, type ApiClient, type Schemas } from "@mailhooks/api-client";
-import { dashboardLink, keepLines, notKeptLines } from "./keep.js";
+import { keepLines, NOT_KEPT_LINE } from "./keep.js";
 import { freePort, startNode, waitForHttp, type StartedProcess } from "@mailhooks/processes";
 import { ROOT } from "./root.js";
 import { printReport, type DemoFacts } from "./report.js";
@@ -173,7 +173,7 @@ try {
   const allKinds: Schemas["Webhook"]["events"] = [...EVENT_TYPES];
   const inboxHook = await register(receiver.url("/hooks/inbox"), allKinds);
   const archiveHook = await register(receiver.url("/hooks/archive"), ["message.clicked"]);
-  // CONTRACT.md section 4: an event becomes a destination of this one only when its inbox_id is INBOX.
+  // docs/api.md, "Webhooks": an event becomes a destination of this one only when its inbox_id is INBOX.
   const scopedHook = await register(receiver.url("/hooks/support"), allKinds, [INBOX]);
   resolvers.get("/hooks/inbox")!(inboxHook.secret);
   resolvers.get("/hooks/archive")!(archiveHook.secret);
@@ -278,8 +278,9 @@ try {
   reportDone = true;
 
   const context = { baseUrl, apiKey: issued.key, accountId: issued.account_id, databaseUrl, redisUrl, started };
-  // The sign-in link is the last line printed; without --keep everything stops right after it.
-  if (!keep) for (const line of notKeptLines(await dashboardLink(context))) console.log(line);
+  // Without --keep everything stops right after the report: a sign-in link would not work, so
+  // the last line says how to get one. With --keep the link is the last line printed.
+  if (!keep) console.log(NOT_KEPT_LINE);
   if (keep) {
     for (const line of await keepLines(context)) console.log(line);
     // Kept running means kept watched: a process that dies ends the demo instead of leaving half of it.

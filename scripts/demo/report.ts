@@ -14,7 +14,7 @@ export interface DemoFacts {
   arrivals: Arrival[];
   /** How many webhooks the demo registered (each gets a test event). */
   webhooks: number;
-  /** The webhook scoped to one inbox (CONTRACT.md section 4, `inbox_ids: [inboxId]`). */
+  /** The webhook scoped to one inbox (docs/api.md, "Webhooks", `inbox_ids: [inboxId]`). */
   scoped: {
     webhookId: string;
     inboxId: string;

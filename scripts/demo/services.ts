@@ -5,7 +5,7 @@ import { answers, hostAndPort } from "./probe.js";
 /**
  * PostgreSQL and Redis for the demo: the ones at DATABASE_URL and REDIS_URL when they answer,
  * otherwise ones the demo starts and stops itself, so that it runs on a bare laptop
- * (CONTRACT.md section 9).
+ * (README.md, "The two commands").
  */
 
 /** The demo cannot run here, for a reason that fits on one line (printed as is). */

@@ -2,7 +2,7 @@ import { Queue } from "bullmq";
 import { createRedisConnection, QUEUE_NAMES, type RedisClient } from "@mailhooks/queue";
 import { verify } from "@mailhooks/verify";
 import { testRedisUrl } from "../support/env.js";
-import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
+import { sampleData, startStack, TIMED_OUT, waitUntil, type Stack } from "../support/stack.js";
 import { createHook, deliveryRows, emailArrivals, startHookReceiver } from "../support/hooks.js";
 import { endChaosFile, startDispatcher, waitForExit } from "./support/processes.js";
 
@@ -154,7 +154,7 @@ describe("a dispatcher killed mid-delivery", () => {
 
     // Nothing more comes: the work ended with its row, and B's claims find nothing to take over.
     expect(await leaseOf()).toBeUndefined();
-    await expect(hr.receiver.waitFor((all) => emailArrivals(all, "/crash").length > 2, 2 * VISIBILITY_MS)).rejects.toThrow();
+    await expect(hr.receiver.waitFor((all) => emailArrivals(all, "/crash").length > 2, 2 * VISIBILITY_MS)).rejects.toThrow(TIMED_OUT);
     expect(await deliveryRows(acct, { event_id: eventId })).toHaveLength(1);
   });
 });

@@ -17,7 +17,7 @@ import {
  * Issue 17 item 1: one raw message must not end the API. The API runs as production runs it (its
  * build, with the Node flags of package.json's `start:api`: a 192 MB heap). A message whose body
  * is control bytes grows six-fold in JSON (`\u0001`), so its envelope would pass the 10 MiB
- * bound: 413 and nothing stored (CONTRACT.md section 5). Several 9 MiB messages at once are each
+ * bound: 413 and nothing stored (docs/api.md, "Limits"). Several 9 MiB messages at once are each
  * accepted (201), refused as too large (413) or told to come back (429/503 with Retry-After),
  * and the process lives on.
  */

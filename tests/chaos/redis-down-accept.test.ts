@@ -1,5 +1,5 @@
 import { verify } from "@mailhooks/verify";
-import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
+import { sampleData, startStack, TIMED_OUT, waitUntil, type Stack } from "../support/stack.js";
 import { Queue } from "bullmq";
 import { createRedisConnection, QUEUE_NAMES } from "@mailhooks/queue";
 import { apiAs, createHook, deliveryRows, eventOf, startHookReceiver, type HookReceiver } from "../support/hooks.js";
@@ -7,7 +7,7 @@ import { killAll, removeMaintenanceQueue, startDispatcher, waitForOutput, type S
 import { startRedisServer, type RedisServer } from "@mailhooks/processes";
 
 /**
- * CONTRACT.md section 5, "Accepted means delivered": with Redis down, every accept path answers
+ * docs/api.md, "Accepted means delivered": with Redis down, every accept path answers
  * 201/202 (a webhook with its test event, an event, a raw message, a batch, a replay), because
  * acceptance is one PostgreSQL transaction with its work_items rows; while Redis is down the
  * dispatcher's relay gives back what it claims (its push fails) and keeps trying; once Redis is
@@ -58,7 +58,7 @@ describe("accepted while Redis is down, delivered once it is back", () => {
     expect(batch.status).toBe(201);
     // To the webhook's URL with a query added: the same receiver path and secret, but not the
     // webhook's own URL. A successful replay to the own URL makes the destination `delivered`
-    // (CONTRACT.md section 5); queued beside the event's initial attempt, it sometimes ended first
+    // (docs/api.md, "Events"); queued beside the event's initial attempt, it sometimes ended first
     // (3 runs in about 80, the replay's row before every initial one), and the initial attempt
     // then found the destination delivered and sent nothing, so the event's arrival count
     // depended on the order. A replay elsewhere leaves the destination to its initial attempt.
@@ -87,7 +87,7 @@ describe("accepted while Redis is down, delivered once it is back", () => {
     });
     // Nothing is left to claim: nothing can arrive twice. (Bounded absence check besides.)
     expect((await stack.pool.query("SELECT count(*)::int AS n FROM work_items WHERE queue_prefix = $1", [stack.prefix])).rows[0].n).toBe(0);
-    await new Promise((r) => setTimeout(r, 1_500));
+    await expect(hr.receiver.waitFor((all) => all.length > 6, 1_500)).rejects.toThrow(TIMED_OUT);
     const arrivals = hr.receiver.arrivals;
     expect(arrivals).toHaveLength(6);
     expect(arrivals.map(eventOf).sort()).toEqual([

@@ -3,7 +3,7 @@ import { createRedisConnection, JOB_NAMES, QUEUE_NAMES, type RedisClient } from 
 import { verify } from "@mailhooks/verify";
 import type { Arrival } from "@mailhooks/receiver";
 import { CHECK_EVERY_MS } from "../../apps/dispatcher/src/maintenance.js";
-import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
+import { sampleData, startStack, TIMED_OUT, waitUntil, type Stack } from "../support/stack.js";
 import { createHook, deliveryRows, emailArrivals, startHookReceiver } from "../support/hooks.js";
 import { killAll, startDispatcher } from "./support/processes.js";
 import { startRedisServer, type RedisServer } from "@mailhooks/processes";
@@ -205,7 +205,7 @@ describe("Redis flushed while a dispatcher runs", () => {
         (all) => emailArrivals(all, "/retry").length + emailArrivals(all, "/slow").length + emailArrivals(all, "/slow-reserve").length > 10,
         VISIBILITY_MS + 1_000,
       ),
-    ).rejects.toThrow();
+    ).rejects.toThrow(TIMED_OUT);
     expect(dispatcher.running()).toBe(true);
 
     // The maintenance schedulers are back, made again by the running dispatcher's periodic check.

@@ -7,7 +7,7 @@ import { endChaosFile } from "./support/processes.js";
 /**
  * Work that keeps killing the dispatchers that run it (its lease expired MAX_EXPIRATIONS times)
  * is never claimed again: the claim that finds its last lease expired ends it `failed` with an
- * `internal_error` row (docs/scheduler.md; CONTRACT.md section 8), logs it and counts it
+ * `internal_error` row (docs/scheduler.md; docs/api.md, "Deliveries log"), logs it and counts it
  * (webhook_jobs_failed_total{reason="expired"}), and nothing is sent. Twenty real crashes would
  * take minutes, so the work is set up as the nineteenth one left it: `expirations` at
  * MAX_EXPIRATIONS - 1 and a lease that has just expired, directly in work_items. The same

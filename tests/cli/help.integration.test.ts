@@ -1,11 +1,11 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { runProcess, type CompletedProcess } from "@mailhooks/processes";
 
 /**
- * Every command of CONTRACT.md section 1 explains itself: `--help` prints its usage and an
+ * Every command (docs/operations.md, "Commands") explains itself: `--help` prints its usage and an
  * example and exits 0; an unknown option prints the error and the usage and exits 2. Each runs as
  * a real process, the way a user types it: `npm run -s <script> -- ...` for the commands that run
  * from source, and the sources of the built entry points (the API, the dispatcher, `npm start`)
@@ -28,7 +28,7 @@ function run(command: string, args: string[]): Promise<Run> {
   });
 }
 
-/** `node <flags> apps/x/dist/main.js` of a start script, as the source it is built from, under tsx. */
+/** `node <flags> apps/x/dist/main.js` of a start script, as the source it is built from, under tsx (no build needed). */
 function fromSource(script: string): string[] {
   const entry = scripts[script].split(" ").find((part) => part.endsWith(".js") || part.endsWith(".mjs"))!;
   return [
@@ -42,14 +42,14 @@ function fromSource(script: string): string[] {
 const REQUIRED: Record<string, string[]> = { replay: ["--since", "2026-11-01T00:00:00Z", "--until", "2026-11-02T00:00:00Z"] };
 
 const commands: [label: string, invoke: (args: string[]) => Promise<Run>, required: string[]][] = [
-  ...["keys", "replay", "db:migrate", "demo", "bench", "test", "test:unit", "build"].map(
+  ...["keys", "replay", "db:migrate", "demo", "bench", "test", "test:unit", "build", "start", "openapi"].map(
     (script): [string, (args: string[]) => Promise<Run>, string[]] => [
       `npm run -s ${script}`,
       (args) => run(npm, ["run", "-s", script, "--", ...args]),
       REQUIRED[script] ?? [],
     ],
   ),
-  ...["start:api", "start:dispatcher", "start"].map((script): [string, (args: string[]) => Promise<Run>, string[]] => [
+  ...["start:api", "start:dispatcher"].map((script): [string, (args: string[]) => Promise<Run>, string[]] => [
     `npm run ${script}`,
     (args) => run(process.execPath, [...fromSource(script), ...args]),
     [],
@@ -61,7 +61,8 @@ describe("command lines", () => {
     expect(scripts.keys).toContain("apps/cli/src/keys.ts");
     expect(scripts.replay).toContain("apps/cli/src/replay.ts");
     expect(scripts["db:migrate"]).toContain("apps/cli/src/migrate.ts");
-    expect(scripts.start).toContain("scripts/start-all.mjs");
+    expect(scripts.start).toContain("scripts/start-all.ts");
+    expect(scripts.openapi).toContain("scripts/openapi.ts");
     expect(scripts.test).toBe("node scripts/test.mjs");
     expect(scripts.build).toBe("node scripts/build.mjs");
   });
@@ -77,6 +78,28 @@ describe("command lines", () => {
     expect(res.stdout).toContain(`$ ${example}\n`);
     expect(res.stdout).toMatch(/\nNeeds:/);
     expect(res.stdout).toMatch(needs);
+  });
+
+  // `npm start` used to build first (a prestart script) and `npm run openapi` to write
+  // openapi.json whatever its arguments: --help and usage errors come before any work.
+  test("npm start has no prestart step: it answers --help before its own build", () => {
+    expect(scripts.prestart).toBeUndefined();
+  });
+
+  test("npm run openapi -- --help or a bad option writes nothing", async () => {
+    const file = path.join(root, "openapi.json");
+    const before = statSync(file).mtimeMs;
+    const help = await run(npm, ["run", "-s", "openapi", "--", "--help"]);
+    const bogus = await run(npm, ["run", "-s", "openapi", "--", "--bogus"]);
+    expect([help.code, bogus.code]).toEqual([0, 2]);
+    expect(help.stdout).not.toContain("wrote");
+    expect(statSync(file).mtimeMs).toBe(before);
+  });
+
+  test("replay --help says that --since and --until are required", async () => {
+    const res = await run(npm, ["run", "-s", "replay", "--", "--help"]);
+    expect(res.stdout).toMatch(/^Usage: npm run -s replay -- --since <ISO> --until <ISO> \[options\]\n/);
+    expect(res.stdout).toMatch(/--since <ISO> +required: /);
   });
 
   describe.each(commands)("%s", (label, invoke, required) => {

@@ -10,7 +10,7 @@ import { launchChromium } from "../support/browser.js";
 import { dashboardLink } from "./support.js";
 
 /**
- * The dashboard in a real browser (Debian's Chromium at /usr/bin/chromium, driven by
+ * The dashboard in a real browser (the machine's Chromium: tests/support/browser.ts, driven by
  * playwright-core; never a downloaded browser), end to end against the real API, dispatcher,
  * PostgreSQL, Redis and an HTTPS receiver: sign in with a link; add a webhook with `URL` +
  * `message.sent` + `Save`; see the test event delivered; publish an event that fails at its
@@ -18,7 +18,7 @@ import { dashboardLink } from "./support.js";
  * URL; see its audit entry under `Audit log`; bulk replay (Cancel, expired payloads, a service
  * that asks to slow down); at 375 px, the webhook's pages included; by keyboard; without
  * JavaScript. No page logs a Content-Security-Policy violation or a script error. Each screen's
- * screenshot goes to .tmp/screenshots; with UPDATE_DOC_SCREENSHOTS=1 the four that README.md
+ * screenshot goes to .tmp/screenshots; with UPDATE_DOC_SCREENSHOTS=1 the four that docs/dashboard.md
  * shows are refreshed under docs/screenshots too (committed files: not on every run).
  */
 
@@ -93,7 +93,7 @@ describe("dashboard in a browser", () => {
   const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
 
   /**
-   * A screenshot for README.md (docs/screenshots/`file`.png), `width` px wide, from the top down to
+   * A screenshot for docs/dashboard.md (docs/screenshots/`file`.png), `width` px wide, from the top down to
    * the bottom of `until` (plus a margin) or of the page; only with UPDATE_DOC_SCREENSHOTS=1.
    */
   async function docShot(page: Page, file: string, width: number, until?: string): Promise<void> {
@@ -172,7 +172,7 @@ describe("dashboard in a browser", () => {
     await nav(page, "Audit log").click();
     const entry = page.getByRole("row").filter({ hasText: receiver.url("/override") });
     // Who: the key's name and id, in the entry's row.
-    await entry.getByText(account.apiKeyId).waitFor();
+    await entry.getByTitle(account.apiKeyId).waitFor(); // shortened, whole in its title
     await entry.getByText("Ann's laptop").waitFor();
     await entry.getByText("200", { exact: true }).waitFor();
     await shot(page, "09-audit-log");
@@ -411,9 +411,10 @@ describe("dashboard in a browser", () => {
 });
 
 async function expectCount(locator: ReturnType<Page["locator"]>, count: number): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    if ((await locator.count()) === count) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  expect(await locator.count()).toBe(count);
+  await waitUntil(
+    () => locator.count(),
+    (n) => n === count,
+    10_000,
+    100,
+  );
 }

@@ -7,7 +7,7 @@ import { csrfOf, dashboardLink, expectNoInlineCode, pathOf, sessionCookieOf, ses
 import { runCli } from "../support/cli.js";
 
 /**
- * CONTRACT.md section 4a, sign-in and sessions, at the HTML level: one-time links (API and
+ * docs/dashboard.md, sign-in and sessions, at the HTML level: one-time links (API and
  * CLI), expiry and reuse, the session cookie's attributes, storage as hashes, sign-out, idle
  * expiry, revocation, CSRF refusals and the dashboard's Content-Security-Policy.
  */
@@ -21,10 +21,11 @@ describe("dashboard sign-in and sessions", () => {
   test("POST /v1/dashboard-links answers an absolute one-time URL valid for 15 minutes; only the POST of its page redeems it", async () => {
     const before = Date.now();
     const link = await dashboardLink(stack);
+    const after = Date.now();
     expect(link.url).toMatch(new RegExp(`^${stack.baseUrl}/dashboard/sign-in/[A-Za-z0-9_-]{43}$`));
-    const ttl = Date.parse(link.expires_at) - before;
-    expect(ttl).toBeGreaterThan(14.9 * 60_000);
-    expect(ttl).toBeLessThanOrEqual(15 * 60_000 + 5_000);
+    // Valid 15 minutes from its making, which happened between the request and its answer (to the ms).
+    expect(Date.parse(link.expires_at)).toBeGreaterThanOrEqual(before + 15 * 60_000 - 1);
+    expect(Date.parse(link.expires_at)).toBeLessThanOrEqual(after + 15 * 60_000 + 1);
 
     // Opening the link (a person, or a mail scanner fetching it) does not use it up.
     for (let i = 0; i < 2; i++) {
@@ -142,10 +143,11 @@ describe("dashboard sign-in and sessions", () => {
       sha256(used.cookie),
     ]);
     expect((await idle.get("/dashboard/events")).status).toBe(401);
+    const usedAt = Date.now();
     expect((await used.get("/dashboard/events")).status).toBe(200);
     // Using it restarted its clock, and the cookie's lifetime with it.
     const row = await stack.prisma.dashboardSession.findUniqueOrThrow({ where: { tokenHash: sha256(used.cookie) } });
-    expect(Date.now() - row.lastSeenAt.getTime()).toBeLessThan(60_000);
+    expect(row.lastSeenAt.getTime()).toBeGreaterThanOrEqual(usedAt - 1);
     expect(([] as string[]).concat((await used.get("/dashboard/events")).headers["set-cookie"])).toEqual([
       expect.stringMatching(/^mailhooks_dashboard=[^;]+; Max-Age=43200; Path=\/dashboard; HttpOnly; SameSite=Strict$/),
     ]);

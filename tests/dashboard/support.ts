@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import request from "supertest";
 import type { Account, Stack } from "../support/stack.js";
+import { waitUntil } from "../support/wait.js";
 
 /**
  * Dashboard test helpers: sign in through a real one-time link (POST /v1/dashboard-links, then
@@ -102,11 +103,5 @@ export async function waitForPage(
   accept: (text: string) => boolean,
   timeoutMs = 20_000,
 ): Promise<request.Response> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await read();
-    if (accept(res.text)) return res;
-    if (Date.now() > deadline) throw new Error(`page condition not met within ${timeoutMs} ms; last page:\n${res.text.slice(0, 2000)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  return waitUntil(read, (res) => accept(res.text), timeoutMs, 100);
 }

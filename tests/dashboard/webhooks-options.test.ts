@@ -3,7 +3,7 @@ import { startStack, type Stack } from "../support/stack.js";
 import { expectNoInlineCode, signIn, type Session } from "./support.js";
 
 /**
- * Settings > Webhooks and the webhook options (CONTRACT.md sections 4 and 4a): the rate limit,
+ * Settings > Webhooks and the webhook options (docs/api.md, "Webhooks"; docs/dashboard.md): the rate limit,
  * the inboxes and the request headers are set on the Add webhook form and on a webhook's
  * page; header values are typed once and shown as `***` afterwards, never rendered back (not
  * even on a refused form); "Send test event" lets one choose the kind.

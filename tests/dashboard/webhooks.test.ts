@@ -3,8 +3,8 @@ import type { Receiver } from "@mailhooks/receiver";
 import { expectNoInlineCode, signIn, waitForPage, type Session } from "./support.js";
 
 /**
- * Settings > Webhooks at the HTML level (spec: "enter the URL, select events, save"; CONTRACT.md
- * sections 4 and 4a): the form's labels, the secret shown once, the test event's outcome as it
+ * Settings > Webhooks at the HTML level (spec: "enter the URL, select events, save"; docs/api.md,
+ * "Webhooks"; docs/dashboard.md): the form's labels, the secret shown once, the test event's outcome as it
  * arrives, the list's health columns, edit, disable and enable, the test event again, the
  * secret after a confirmation, delete after a confirmation, and refusals in words.
  */
@@ -79,7 +79,7 @@ describe("dashboard: Settings > Webhooks", () => {
     // The secret is not on any later page without the confirmation.
     const list = await session.get("/dashboard/webhooks");
     expect(list.text).not.toContain(secret);
-    expect(list.text).toContain(receiver.url(path));
+    expect(list.text.replaceAll("<wbr>", "")).toContain(receiver.url(path)); // it may break after its separators
     expect(list.text).toContain("message.sent, message.opened");
     expect(list.text).toContain('badge-enabled">enabled');
     expect(list.text).toContain("200, delivered");
@@ -202,9 +202,10 @@ describe("dashboard: Settings > Webhooks", () => {
     expect(rotated).toMatch(/^whsec_/);
     expect(rotated).not.toBe(secret);
     expect((await api("GET", `/v1/webhooks/${id}/secret`)).body.secret).toBe(rotated);
+    const asked = Date.now();
     const later = await session.post(`/dashboard/webhooks/${id}/rotate`, { grace_seconds: "3600" });
     const activatesAt = (await api("GET", `/v1/webhooks/${id}`)).body.secret_activates_at;
-    expect(Date.parse(activatesAt) - Date.now()).toBeGreaterThan(3_500_000);
+    expect(Date.parse(activatesAt)).toBeGreaterThanOrEqual(asked + 3_600_000 - 1);
     expect(later.text).toContain(`<time datetime="${activatesAt}"`);
     expect((await session.get(`/dashboard/webhooks/${id}`)).text).toContain("A rotated secret starts signing");
     const badGrace = await session.post(`/dashboard/webhooks/${id}/rotate`, { grace_seconds: "999999999" });

@@ -1,5 +1,6 @@
 import request from "supertest";
 import { testDatabaseUrl, testRedisUrl } from "../support/env.js";
+import { waitUntil } from "../support/wait.js";
 import { SIGN_IN_LINE, startDemo } from "./run-demo.js";
 
 /**
@@ -12,15 +13,18 @@ import { SIGN_IN_LINE, startDemo } from "./run-demo.js";
 test("with --keep the last line is a sign-in link that opens the dashboard on the demo's events; Ctrl-C ends it", async () => {
   const demo = startDemo(["--keep"], { DATABASE_URL: testDatabaseUrl(), REDIS_URL: testRedisUrl() });
   try {
-    const deadline = Date.now() + 240_000;
-    let link: string | undefined;
-    while (!link) {
-      if (demo.child.exitCode !== null)
-        throw new Error(`the demo ended (${demo.child.exitCode}) before its link; output:\n${demo.output()}`);
-      if (Date.now() > deadline) throw new Error(`no sign-in link within 240 s; output:\n${demo.output()}`);
-      await new Promise((r) => setTimeout(r, 250));
-      link = SIGN_IN_LINE.exec(demo.stdoutLines().at(-1) ?? "")?.[1];
-    }
+    const link = (await waitUntil(
+      () => {
+        if (demo.child.exitCode !== null)
+          throw new Error(`the demo ended (${demo.child.exitCode}) before its link; output:\n${demo.output()}`);
+        return SIGN_IN_LINE.exec(demo.stdoutLines().at(-1) ?? "")?.[1];
+      },
+      (found) => found !== undefined,
+      240_000,
+      250,
+    ).catch((error: Error) => {
+      throw new Error(`no sign-in link: ${error.message}; output:\n${demo.output()}`);
+    }))!;
     expect(demo.output()).toContain("demo: OK");
     // Still the last line a moment later: nothing is printed after it.
     await new Promise((r) => setTimeout(r, 500));

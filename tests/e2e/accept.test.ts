@@ -1,10 +1,10 @@
 import { captureLogs } from "@mailhooks/logger";
 import { startDispatcherOn } from "../support/delivery-worker.js";
-import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
+import { sampleData, startStack, TIMED_OUT, waitUntil, type Stack } from "../support/stack.js";
 import { createHook, deliveryRows, emailArrivals, expectError, expectValidation, startHookReceiver } from "../support/hooks.js";
 
 /**
- * CONTRACT.md section 5, "Accepted means delivered": what an answer acknowledges exists and is
+ * docs/api.md, "Accepted means delivered": what an answer acknowledges exists and is
  * delivered; the idempotency race; the batch; and a poison job (a deterministic failure after
  * the request was sent) that must end after one request instead of re-sending forever.
  */
@@ -50,7 +50,7 @@ describe("accepting events", () => {
     expect(res.body.data.map((e: any) => [e.event_type, e.status])).toEqual([
       ["message.sent", "pending"],
       ["message.opened", "pending"],
-      // No webhook of the account takes clicks: delivered at once (CONTRACT.md section 5).
+      // No webhook of the account takes clicks: delivered at once (docs/api.md, "Events").
       ["message.clicked", "delivered"],
     ]);
     expect(res.body.data[1].occurred_at).toBe("2026-11-20T10:00:00.000Z");
@@ -188,7 +188,7 @@ describe("a poison job: a deterministic failure after the request was sent", () 
     // lease given back would be claimed within a pass, a retry within 0.2 s.
     const { rows } = await stack.pool.query("SELECT count(*)::int AS n FROM work_items WHERE work_id = $1", [destinationId]);
     expect(rows[0].n).toBe(0);
-    await new Promise((r) => setTimeout(r, 2_000));
+    await expect(hr.receiver.waitFor((all) => emailArrivals(all, `/${marker}`).length > 1, 2_000)).rejects.toThrow(TIMED_OUT);
     expect(emailArrivals(hr.receiver.arrivals, `/${marker}`)).toHaveLength(1);
     expect(await deliveryRows(acct, { event_id: eventId })).toHaveLength(1);
   });

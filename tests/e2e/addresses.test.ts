@@ -3,7 +3,7 @@ import { createHook, emailArrivals, envelopeOf, expectValidation, startHookRecei
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 
 /**
- * CONTRACT.md section 5: `from` and each `to` of POST /v1/events hold RFC 5322 addresses, with
+ * docs/api.md, "Events": `from` and each `to` of POST /v1/events hold RFC 5322 addresses, with
  * or without a display name, and travel byte for byte: what the receiver gets, what the API
  * stores and what it shows are the strings the platform sent.
  */

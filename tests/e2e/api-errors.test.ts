@@ -4,8 +4,8 @@ import { sampleData, startStack, waitUntil, type Account, type Stack } from "../
 import { apiAs, at, createHook, deliveryRows, expectError, expectValidation, startHookReceiver } from "../support/hooks.js";
 
 /**
- * The API's error paths (CONTRACT.md section 3), idempotency (section 5), the deliveries list's
- * pagination (section 8) and readiness. Every error is checked for its status, its code and the
+ * The API's error paths (docs/api.md, "Errors"), idempotency (docs/api.md, "Conventions"), the deliveries list's
+ * pagination (docs/api.md, "Conventions") and readiness. Every error is checked for its status, its code and the
  * error shape.
  */
 
@@ -341,7 +341,7 @@ describe("API errors", () => {
   });
 });
 
-describe("accepted while Redis is unreachable (CONTRACT.md section 5: Redis being away never refuses)", () => {
+describe("accepted while Redis is unreachable (docs/api.md, 'Accepted means delivered': Redis being away never refuses)", () => {
   let stack: Stack;
   beforeAll(async () => {
     stack = await startStack({ env: { REDIS_URL: "redis://127.0.0.1:1" }, dispatcher: false });

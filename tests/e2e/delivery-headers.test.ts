@@ -10,7 +10,7 @@ import { deliveryRows, envelopeOf } from "../support/hooks.js";
 import { sampleData, startStack, waitUntil, type Account, type Stack } from "../support/stack.js";
 
 /**
- * Issue 20, delivery side (CONTRACT.md sections 4 and 6): every request carries
+ * Issue 20, delivery side (docs/api.md, "Webhooks"; docs/receivers.md): every request carries
  * X-Service-Event-Id (the event's id on the initial attempt, its retries and its replays; a test
  * request's delivery row id) and the webhook's own headers (stored encrypted with the secrets'
  * keyring: set here in the database, as the API stores them), also on a replay to an override

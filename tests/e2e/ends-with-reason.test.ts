@@ -10,7 +10,7 @@ import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.
  * - work that provably cannot be carried out (here: a webhook whose stored headers are corrupt,
  *   a poison job for the destination, the replay and the test request alike) ends `failed` with
  *   a delivery row whose `error` is `internal_error` (a replay also with its audit entry), and
- *   the headers' text never reaches a log (CONTRACT.md section 8: nothing ends without a reason);
+ *   the headers' text never reaches a log (docs/api.md, "Deliveries log": nothing ends without a reason);
  * - a success wins over a concurrent disable: an attempt in flight while its webhook is disabled,
  *   then answered 200, leaves the destination and the event `delivered`, as its row says.
  */

@@ -7,10 +7,10 @@ import { sampleData, startStack, type Stack } from "../support/stack.js";
  * Reads are bounded (issue 17, item 5): an event with many delivery rows (about 100k replays of
  * one event happen) makes neither its dashboard page, polled every second while pending, nor
  * GET /v1/events/{id} carry them all; and the payload is answered from its stored bytes, never
- * parsed and written again (CONTRACT.md section 5).
+ * parsed and written again (docs/api.md, "Events").
  */
 
-/** Delivery rows of the event, each with a 4 KiB response body (CONTRACT.md section 8's most). */
+/** Delivery rows of the event, each with a 4 KiB response body (the most docs/api.md, "Deliveries log", keeps). */
 const ROWS = 3_000;
 const BODY_BYTES = 4_096;
 
@@ -51,7 +51,7 @@ describe("reads of an event with many delivery rows", () => {
     const detail = await account.api("GET", `/v1/events/${eventId}`);
     expect(detail.status).toBe(200);
     expect(detail.body.destinations).toEqual([expect.objectContaining({ attempts: ROWS })]);
-    // No attempt rows in the answer (CONTRACT.md section 5: counts only): it stays small.
+    // No attempt rows in the answer (docs/api.md, "Events": counts only): it stays small.
     expect(JSON.stringify(detail.body).length).toBeLessThan(16 * 1024);
 
     const session = await signIn(stack, account);

@@ -3,7 +3,7 @@ import { sampleData, startStack, waitUntil, type Account, type Stack } from "../
 import { createHook, emailArrivals, startHookReceiver, type CreatedHook, type HookReceiver } from "../support/hooks.js";
 
 /**
- * No endpoint waits for another (CONTRACT.md section 6, fairness; docs/scheduler.md): webhooks
+ * No endpoint waits for another (docs/scheduler.md): webhooks
  * whose receivers hang until the deadline, or answer in 1 s, with backlogs of thousands of
  * deliveries, do not delay another webhook's events, of another account or of their own. Every
  * latency is the tests' own clock: from the start of the POST that accepted the event to its

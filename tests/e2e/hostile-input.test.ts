@@ -8,15 +8,15 @@ import { sampleData, startStack, type Account, type Stack } from "../support/sta
 /**
  * Hostile input (issue 4, item 10): a fast-check property throws generated methods, paths,
  * path ids, query strings, headers and bodies at every route of the API. Whatever comes in, the
- * answer is never a 5xx (nor a dropped connection), and every 4xx is CONTRACT.md section 3's
- * error shape with a code of its table; 2xx answers are fine (random input is sometimes valid).
+ * answer is never a 5xx (nor a dropped connection), and every 4xx is in the error shape with a
+ * code of docs/api.md, "Errors"; 2xx answers are fine (random input is sometimes valid).
  * Afterwards nothing was stored but what 2xx answers created, and the process still answers.
  *
  * Requests go through node:http rather than fetch, so that paths are sent as generated
  * (`../`, `%00`, malformed percent-encoding) instead of being normalized by the client.
  */
 
-/** CONTRACT.md section 3: code -> status. */
+/** docs/api.md, "Errors": code -> status. */
 const CONTRACT_CODES: Record<string, number> = {
   invalid_json: 400,
   unauthorized: 401,

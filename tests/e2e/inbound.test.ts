@@ -14,7 +14,7 @@ import {
 } from "../support/hooks.js";
 
 /**
- * POST /v1/inboxes/{inbox_id}/messages (CONTRACT.md section 5): the shipped sample messages go
+ * POST /v1/inboxes/{inbox_id}/messages (docs/api.md, "Events"): the shipped sample messages go
  * through to the receiver's envelope; bounces become message.bounced; the route's errors.
  */
 

@@ -4,7 +4,7 @@ import { sampleData, startStack, waitUntil, type Account, type Stack } from "../
 import { createHook, emailArrivals, envelopeOf, startHookReceiver, type CreatedHook, type HookReceiver } from "../support/hooks.js";
 
 /**
- * A webhook's `inbox_ids` (CONTRACT.md section 4): an event becomes a destination of the webhook
+ * A webhook's `inbox_ids` (docs/api.md, "Webhooks"): an event becomes a destination of the webhook
  * only when its `inbox_id` is in the list (null: every inbox), for every way events are accepted
  * (single, batch, raw message); a change applies to events accepted after it.
  *

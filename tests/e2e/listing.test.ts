@@ -3,7 +3,7 @@ import { backdateEvent } from "../support/backdate.js";
 import { sampleData, startStack, waitUntil, type Account, type Stack } from "../support/stack.js";
 
 /**
- * The lists (CONTRACT.md sections 3, 5, 8): GET /v1/events with each filter alone and combined,
+ * The lists (docs/api.md, "Conventions"; docs/api.md, "Events"; docs/api.md, "Deliveries log"): GET /v1/events with each filter alone and combined,
  * exact `since`/`until` bounds on created_at, validation of the query, keyset pagination while
  * events keep arriving, account isolation; GET /v1/audit-log; GET /v1/webhooks.
  */

@@ -5,10 +5,10 @@ import { sampleData, startStack, waitUntil, type Account, type Stack } from "../
  * Issue 17 item 9, one clock: every delivery row's `created_at` and every audit entry's
  * `replayed_at` is PostgreSQL's now() when the row is written (not when its attempt started, up
  * to DELIVERY_TIMEOUT_MS before), so a row becomes visible within the time its write takes. A
- * client that polls the logs the way the README advises (each time from the newest time it has
+ * client that polls the logs the way docs/api.md, "Polling the logs", advises (each time from the newest time it has
  * seen minus an overlap window, dropping the ids it already has) misses no row, even while many
  * concurrent replays, whose receiver answers after 0 to 2.5 s in no particular order, write them.
- * The overlap used here (1 s) is much shorter than the README's (10 s) and than the attempts.
+ * The overlap used here (1 s) is much shorter than the page's (10 s) and than the attempts.
  */
 const OVERLAP_MS = 1_000;
 const REPLAYS = 60;
@@ -18,7 +18,7 @@ interface Row {
   at: string;
 }
 
-/** A poller of one log, as the README describes it. */
+/** A poller of one log, as docs/api.md describes it. */
 function poller(acct: Account, read: (acct: Account, sinceMs: number | null) => Promise<Row[]>) {
   const seen = new Set<string>();
   let newest: number | null = null;

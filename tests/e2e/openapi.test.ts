@@ -5,7 +5,7 @@ import { launchChromium } from "../support/browser.js";
 import { startStack, type Stack } from "../support/stack.js";
 
 /**
- * GET /openapi.json and GET /docs (CONTRACT.md section 11): no key needed, the committed document,
+ * GET /openapi.json and GET /docs (docs/api.md, "A typed client"): no key needed, the committed document,
  * a reference page served from this server only, whose relaxed Content-Security-Policy stays on
  * /docs. These routes are not API operations, so they are fetched directly, not through `api`.
  */

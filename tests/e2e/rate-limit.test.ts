@@ -4,7 +4,7 @@ import { createHook, emailArrivals, startHookReceiver, type HookReceiver } from 
 import { startDispatcherOn, type InProcessDispatcher } from "../support/delivery-worker.js";
 
 /**
- * `rate_limit` (CONTRACT.md section 4): the most requests per second the service sends to a
+ * `rate_limit` (docs/api.md, "Webhooks"): the most requests per second the service sends to a
  * webhook, over every trigger and across all dispatchers. Work held back waits its turn without
  * using an attempt, nothing is lost, and it is never sent in a burst when the limit lifts.
  */

@@ -3,7 +3,7 @@ import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.
 import { at, createHook, deliveryRows, emailArrivals, startHookReceiver } from "../support/hooks.js";
 
 /**
- * CONTRACT.md sections 4 and 7: disabled and deleted webhooks get no new deliveries. A replay to a
+ * docs/api.md, "Webhooks"; docs/api.md, "Replay": disabled and deleted webhooks get no new deliveries. A replay to a
  * webhook's own URL, accepted while the webhook was enabled, whose webhook is disabled or deleted
  * before the dispatcher gets to it, is not sent: it ends `cancelled`, with no delivery row (no
  * attempt was made) and an audit entry with `response_status` null and `error` "cancelled". A

@@ -4,6 +4,23 @@ import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.
 /** `npm run -s replay -- ARGS` as a user runs it, against the stack's API. */
 const replay = (stackUrl: string, apiKey: string, args: string[]) => runCli("replay", args, { API_URL: stackUrl, API_KEY: apiKey });
 
+/**
+ * A run's per-event lines as `<event id> <outcome> <detail>`, sorted, with a dry run's words made
+ * the real run's (`would replay` → `replayed`, `would fail` → `failed`).
+ */
+const linesOf = (stdout: string) =>
+  stdout
+    .split("\n")
+    .filter((line) => line.startsWith("["))
+    .map((line) =>
+      line
+        .replace(/^\[\d+\/\d+\] /, "")
+        .replace(/^would replay/, "replayed")
+        .replace(/^would fail/, "failed")
+        .replace(/^(\S+)\s+(\S+) /, "$2 $1 "),
+    )
+    .sort();
+
 describe("bulk replay CLI", () => {
   let stack: Stack;
   beforeAll(async () => {
@@ -45,19 +62,66 @@ describe("bulk replay CLI", () => {
     await account.api("DELETE", `/v1/webhooks/${other.body.id}`);
     const until = new Date(Date.now() + 1000).toISOString();
 
+    // The dry run predicts the real run, event by event, and exits as it will.
     const dry = await replay(stack.baseUrl, account.apiKey, ["--since", since, "--until", until, "--status", "failed", "--dry-run"]);
-    expect(dry.stdout).toContain("summary: matched 4, would replay 4");
+    expect(dry.stdout).toContain("summary: matched 4, would replay 2, skipped as expired 1, would fail 1");
+    expect(dry.code).toBe(1);
     expect((await account.api("GET", "/v1/audit-log")).body.data).toHaveLength(0);
 
     const run = await replay(stack.baseUrl, account.apiKey, ["--since", since, "--until", until, "--status", "failed", "--pause-ms", "10"]);
     expect(run.stdout).toContain("summary: matched 4, replayed 2, skipped as expired 1, failed 1");
     expect(run.stdout).toMatch(/failed\s+evt_\w+ 409 conflict/);
     expect(run.code).toBe(1);
+    expect(linesOf(dry.stdout)).toEqual(linesOf(run.stdout));
     const audit = await waitUntil(
       () => account.api("GET", "/v1/audit-log"),
       (r) => r.body.data.length === 2,
     );
     expect(audit.body.data.map((e: any) => e.event_id).sort()).toEqual([ids[1], ids[2]].sort());
+  });
+
+  test("with --target-url, events of several webhooks are refused without --webhook-id by the dry run as by the real run", async () => {
+    const account = await stack.newAccount();
+    const secrets = new Map<string, string>();
+    const receiver = await stack.startReceiver({ secretFor: (p) => secrets.get(p) });
+    const hooks = [];
+    for (const p of ["/a", "/b"]) {
+      const hook = await account.api("POST", "/v1/webhooks", { url: receiver.url(p), events: ["message.sent"] });
+      secrets.set(p, hook.body.secret);
+      hooks.push(hook.body.id as string);
+    }
+    secrets.set("/staging", secrets.get("/a")!);
+    const since = new Date(Date.now() - 1000).toISOString();
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++)
+      ids.push((await account.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") })).body.event_id);
+    const until = new Date(Date.now() + 1000).toISOString();
+    const args = ["--since", since, "--until", until, "--target-url", receiver.url("/staging"), "--pause-ms", "0"];
+
+    const dry = await replay(stack.baseUrl, account.apiKey, [...args, "--dry-run"]);
+    expect(dry.code).toBe(1);
+    expect(dry.stdout).toContain("summary: matched 2, would replay 0, skipped as expired 0, would fail 2");
+    expect(dry.stdout).toContain(
+      "409 conflict: the event has several destinations: name the one whose secret signs the replay with webhook_id",
+    );
+    const run = await replay(stack.baseUrl, account.apiKey, args);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain("summary: matched 2, replayed 0, skipped as expired 0, failed 2");
+    expect(linesOf(dry.stdout)).toEqual(linesOf(run.stdout));
+
+    // Naming the webhook whose secret signs: both agree again, and the replays go out.
+    const named = [...args, "--webhook-id", hooks[0]];
+    const dryNamed = await replay(stack.baseUrl, account.apiKey, [...named, "--dry-run"]);
+    expect(dryNamed.stdout).toContain("summary: matched 2, would replay 2, skipped as expired 0, would fail 0");
+    expect(dryNamed.code).toBe(0);
+    const runNamed = await replay(stack.baseUrl, account.apiKey, named);
+    expect(runNamed.stdout).toContain("summary: matched 2, replayed 2, skipped as expired 0, failed 0");
+    expect(runNamed.code).toBe(0);
+    expect(linesOf(dryNamed.stdout)).toEqual(linesOf(runNamed.stdout));
+    await waitUntil(
+      () => account.api("GET", "/v1/audit-log"),
+      (r) => r.body.data.length === 2 && r.body.data.every((e: { response_status: number | null }) => e.response_status === 200),
+    );
   });
 
   test("refuses bad arguments with a message naming them", async () => {

@@ -3,7 +3,7 @@ import type { Arrival } from "@mailhooks/receiver";
 import { backdateEvent } from "../support/backdate.js";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 
-/** CONTRACT.md section 7: replay to the original URL or an override, its delivery row and audit entry. */
+/** docs/api.md, "Replay": replay to the original URL or an override, its delivery row and audit entry. */
 describe("replay", () => {
   let stack: Stack;
   beforeAll(async () => {
@@ -156,7 +156,7 @@ describe("replay", () => {
         now: new Date(replayed.receivedAt),
       }),
     ).toEqual(JSON.parse(replayed.body));
-    // The deliveries log keeps what the receiver answered (CONTRACT.md section 8: response_body).
+    // The deliveries log keeps what the receiver answered (docs/api.md, "Deliveries log": response_body).
     const rows = await waitUntil(
       () => account.api("GET", `/v1/deliveries?event_id=${eventId}`),
       (r) => r.body.data.some((d: any) => d.trigger === "replay"),

@@ -11,7 +11,7 @@ import { scratchDatabase, type ScratchDatabase } from "../chaos/support/database
 import { sampleData, startStack, waitUntil, type Account, type Stack } from "../support/stack.js";
 
 /**
- * Retention (CONTRACT.md section 5, spec "Event record"): payloads live in day partitions and
+ * Retention (docs/api.md, "Events", spec "Event record"): payloads live in day partitions and
  * expire by dropping whole partitions; metadata, deliveries and audit entries stay; the
  * dispatcher's maintenance registers one BullMQ job scheduler however many replicas start, and
  * its job really purges.

@@ -1,6 +1,6 @@
 import { verify } from "@mailhooks/verify";
 import { callApi } from "../support/api-call.js";
-import { sampleData, startStack, waitUntil, type Account, type Stack } from "../support/stack.js";
+import { sampleData, startStack, TIMED_OUT, waitUntil, type Account, type Stack } from "../support/stack.js";
 import {
   at,
   closedPort,
@@ -14,7 +14,7 @@ import {
 } from "../support/hooks.js";
 
 /**
- * Retries, failures and the test event (CONTRACT.md section 6; spec "States and transitions").
+ * Retries, failures and the test event (docs/api.md, "Retries"; spec "States and transitions").
  * The retry schedule and the receiver's deadline are shortened through the environment only.
  */
 const DELAYS = [300, 600, 900];
@@ -75,7 +75,7 @@ describe("retries and failures", () => {
     for (const r of rows) expect(r).toMatchObject({ event_id: eventId, webhook_id: hook.id, url: hook.url });
 
     // No 5th attempt: it would have come at most the last delay + margin after the 4th.
-    await expect(hr.receiver.waitFor((a) => emailArrivals(a, "/always-500").length > 4, 1_200)).rejects.toThrow();
+    await expect(hr.receiver.waitFor((a) => emailArrivals(a, "/always-500").length > 4, 1_200)).rejects.toThrow(TIMED_OUT);
     expect(await rowsOf(eventId)).toHaveLength(4);
   });
 
@@ -99,7 +99,7 @@ describe("retries and failures", () => {
       [2, "retry", 200, null],
     ]);
     // Retry 3 would have come DELAYS[2] after the success.
-    await expect(hr.receiver.waitFor((a) => emailArrivals(a, "/third-time").length > 3, DELAYS[2] + 300)).rejects.toThrow();
+    await expect(hr.receiver.waitFor((a) => emailArrivals(a, "/third-time").length > 3, DELAYS[2] + 300)).rejects.toThrow(TIMED_OUT);
     expect(await rowsOf(eventId)).toHaveLength(3);
   });
 
@@ -273,7 +273,7 @@ describe("retries and failures", () => {
     expect(rows[0]).toMatchObject({ trigger: "test", attempt: 0, event_id: null, response_status: 404, error: null });
     expect(eventOf(at(hr.receiver.arrivals, "/test-fails")[0])).toBe("webhook.test");
     // A retry would have come after the first delay.
-    await expect(hr.receiver.waitFor((a) => at(a, "/test-fails").length > 1, DELAYS[0] + 900)).rejects.toThrow();
+    await expect(hr.receiver.waitFor((a) => at(a, "/test-fails").length > 1, DELAYS[0] + 900)).rejects.toThrow(TIMED_OUT);
     expect(await deliveryRows(acct, { webhook_id: created.body.id })).toHaveLength(1);
   });
 

@@ -3,7 +3,7 @@ import { sampleData, startStack, waitUntil, type Account, type Stack } from "../
 import { createHook, expectError, startHookReceiver, type CreatedHook } from "../support/hooks.js";
 
 /**
- * Tenancy (issue 4, item 3; CONTRACT.md section 3): every webhook, event, delivery and audit
+ * Tenancy (issue 4, item 3; docs/api.md, "Conventions"): every webhook, event, delivery and audit
  * entry belongs to one account, and another account's resource answers 404 as if it did not
  * exist. Account A gets a webhook, a delivered event, a replay (so deliveries and an audit entry
  * exist); account B then walks every route with A's ids and sees only 404s and empty lists, and

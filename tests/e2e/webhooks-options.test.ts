@@ -10,7 +10,7 @@ import { runProcess } from "@mailhooks/processes";
 import { runCli } from "../support/cli.js";
 
 /**
- * A webhook's options (CONTRACT.md section 4): `rate_limit`, `inbox_ids` and `headers` set at
+ * A webhook's options (docs/api.md, "Webhooks"): `rate_limit`, `inbox_ids` and `headers` set at
  * creation and by PATCH, with their bounds; header values stored encrypted and answered as
  * names only; and URLs with invisible characters refused (issue 17). Their enforcement at
  * delivery and at ingest is tested where it happens.

@@ -1,11 +1,12 @@
 import { chromium, type Browser } from "playwright-core";
+import { findChromium } from "../../scripts/chromium.js";
 
 /**
- * Debian's Chromium, driven by playwright-core: never a downloaded browser (`.ci/run` installs
- * the `chromium` package when /usr/bin/chromium is missing). The flags keep it headless, as root,
- * and off the network this machine cannot reach.
+ * A Chromium of the machine, driven by playwright-core: never a downloaded browser. It is the one
+ * scripts/chromium.ts finds (`CHROMIUM_PATH`, else `chromium` and the like on PATH or where
+ * packages put it), which `npm test` installs with apt-get when it can. The flags keep it
+ * headless, as root, and off the network this machine cannot reach.
  */
-export const CHROMIUM = "/usr/bin/chromium";
 const FLAGS = [
   "--headless",
   "--no-sandbox",
@@ -17,7 +18,9 @@ const FLAGS = [
   "--disable-sync",
 ];
 
-/** A headless Chromium; close it when done. */
+/** A headless Chromium; close it when done. @throws Error saying what to install when there is no browser. */
 export function launchChromium(): Promise<Browser> {
-  return chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
+  const found = findChromium();
+  if ("problem" in found) return Promise.reject(new Error(found.problem));
+  return chromium.launch({ executablePath: found.path, args: FLAGS });
 }

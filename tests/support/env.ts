@@ -1,5 +1,5 @@
 /**
- * Where the tests find their services. Defaults are CONTRACT.md's, on a database of its own so
+ * Where the tests find their services. Defaults are the service's (docs/configuration.md), on a database of its own so
  * that tests never touch the demo's data: `npm test` names one per run (`webhooks_test_<pid>`,
  * scripts/test.mjs); `webhooks_test` when a test file runs without it.
  */

@@ -8,7 +8,7 @@ export type ApiClient = Pick<Account, "api">;
 
 /**
  * Helpers shared by the e2e tests: receivers whose secrets are learnt per path once a webhook
- * is created, webhook creation, envelope parsing, and the error shape of CONTRACT.md section 3.
+ * is created, webhook creation, envelope parsing, and the error shape of docs/api.md, "Errors".
  */
 
 export interface HookReceiver {
@@ -113,7 +113,7 @@ export function apiAs(
 }
 
 /**
- * Asserts CONTRACT.md section 3's error shape: exactly `{"error": {"code", "message", "details"?}}`,
+ * Asserts the error shape of docs/api.md, "Errors": exactly `{"error": {"code", "message", "details"?}}`,
  * with `details` items `{path, message}` when present.
  */
 export function expectError(res: { status: number; body: any }, status: number, code: string): void {

@@ -3,7 +3,7 @@ import { createOpenApiDocument } from "../../apps/api/src/openapi/document.js";
 
 /**
  * Holds every answer the end-to-end tests get from the API to the OpenAPI document
- * (GET /openapi.json; CONTRACT.md section 11): the operation is found by method and path, the
+ * (GET /openapi.json; docs/api.md, "A typed client"): the operation is found by method and path, the
  * status must be one it describes, and the body (JSON Schema 2020-12, through ajv) and required
  * headers must match that status's response. A path or method the document does not have must
  * answer as its description says of unknown routes: 404 `NotFound` (under /v1, 401, 429 or 503

@@ -215,16 +215,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   };
 }
 
-/** Polls `read` until `accept` holds (for state that no receiver sees, e.g. a status in the API). */
-export async function waitUntil<T>(read: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 20_000, everyMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (accept(value)) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
+/** The tests' one wait on a condition (for state that no receiver sees, e.g. a status in the API): tests/support/wait.ts. */
+export { TIMED_OUT, waitUntil, WaitTimeout } from "./wait.js";
 
 /** Valid `data` for each event kind, for tests that need any valid event. */
 export function sampleData(eventType: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {

@@ -51,7 +51,7 @@ describe("openapi.json", () => {
     await expect(SwaggerParser.validate(file)).resolves.toMatchObject({ openapi: "3.1.0" });
   });
 
-  test("Delivery.error names every short code of the deliveries log (CONTRACT.md section 8)", () => {
+  test("Delivery.error names every short code of the deliveries log (docs/api.md, 'Deliveries log')", () => {
     const delivery = createOpenApiDocument().components?.schemas?.Delivery as { properties: { error: { description: string } } };
     const codes = [
       "timeout",

@@ -7,7 +7,7 @@ import { testDatabaseUrl } from "../support/env.js";
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
 /**
- * `npm test` makes a database of its own per run (README, "Commands"): a second run on the same
+ * `npm test` makes a database of its own per run (docs/operations.md, "Commands"): a second run on the same
  * machine (a developer's beside CI's, or a helper's) must not drop the database this run is
  * using, and the databases of killed runs must not pile up. It once dropped and recreated one shared `webhooks_test`, which emptied a running
  * suite's tables under it (the browser test lost its replays mid-way).

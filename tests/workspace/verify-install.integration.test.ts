@@ -6,6 +6,7 @@ import getPort from "get-port";
 import { runProcess, startProcess, type RunOptions, type StartedProcess } from "@mailhooks/processes";
 import { signPayload } from "@mailhooks/signing";
 import { testCertDir } from "../support/env.js";
+import { waitUntil } from "../support/wait.js";
 
 /**
  * @mailhooks/verify installed as its README says, into new projects outside the repository: one
@@ -187,19 +188,20 @@ async function startReceiver(dir: string, name: string): Promise<{ url: string; 
   });
   children.push(child);
   const url = `https://localhost:${port}/webhooks`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (!child.running()) throw new Error(`${name} exited with ${(await child.exited).code}: ${child.output()}`);
-    if (
-      await fetch(url).then(
+  await waitUntil(
+    async () => {
+      if (!child.running()) throw new Error(`${name} exited with ${(await child.exited).code}: ${child.output()}`);
+      return fetch(url).then(
         () => true,
         () => false,
-      )
-    )
-      break;
-    if (Date.now() > deadline) throw new Error(`${name} did not listen on ${port}: ${child.output()}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+      );
+    },
+    Boolean,
+    30_000,
+    100,
+  ).catch((error: Error) => {
+    throw new Error(`${name} did not listen on ${port}: ${error.message}; output: ${child.output()}`);
+  });
   return { url, lines: () => child.stdout().split("\n").filter(Boolean) };
 }
 
@@ -262,7 +264,12 @@ describe.each(["commonjs, linked to the clone", "ESM, linked to the clone", "com
         expect(unkeyed.status).toBe(401);
         expect(((await unkeyed.json()) as { error: { code: string } }).error.code).toBe("missing_header");
         // Each processed event printed one line, starting with its id and kind, before its answer.
-        for (let i = 0; i < 100 && lines().length < 2; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+        await waitUntil(
+          () => lines().length,
+          (n) => n >= 2,
+          2_000,
+          20,
+        );
         expect(lines().map((line) => line.split(" ").slice(0, 2).join(" "))).toEqual([
           `${first} message.sent`,
           `${second} message.bounced`,

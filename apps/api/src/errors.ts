@@ -1,10 +1,10 @@
 import { z } from "zod";
 
 /**
- * The API's one error type (STYLE.md habits 4 and 15): a `code`, one per HTTP status of
- * CONTRACT.md section 3, and a machine `reason` that tells apart the refusals sharing a code
+ * The API's one error type (CONTRIBUTING.md, Habits 4): a `code`, one per HTTP status of
+ * docs/api.md, "Errors", and a machine `reason` that tells apart the refusals sharing a code
  * (four kinds of 409 `conflict` for a replay alone). The JSON answer carries the code, the
- * message and the details only: CONTRACT.md section 3 fixes that shape, and the project's
+ * message and the details only: docs/api.md, "Errors" fixes that shape, and the project's
  * black-box tests hold it to exactly those keys (tests/support/hooks.ts `expectError`); the
  * reason is for the code that shares this process (the dashboard's words, the error handlers'
  * logs), and the message is for the people who read the JSON answer.
@@ -94,7 +94,7 @@ export interface ErrorDetail {
 }
 
 export interface AppErrorOptions {
-  /** For validation errors: one item per problem (CONTRACT.md section 3). */
+  /** For validation errors: one item per problem (docs/api.md, "Errors"). */
   details?: ErrorDetail[];
   /** Headers of the answer (`Retry-After`, `WWW-Authenticate`). */
   headers?: Record<string, string>;

@@ -5,7 +5,7 @@ import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client
 import { registerQueueDepthGauge } from "@mailhooks/queue";
 
 /**
- * The API's Prometheus metrics at GET /metrics (no authentication, CONTRACT.md section 8):
+ * The API's Prometheus metrics at GET /metrics (no authentication, docs/api.md, "Service routes"):
  * requests by route and status, their duration in seconds, the deliveries queue by state, and
  * the API key lookups that reached PostgreSQL.
  */

@@ -1,11 +1,12 @@
 /**
- * Bulk replay the way the spec describes it ("There is no single bulk-replay operation. To
- * replay many events, list them and replay each one separately", with the suggested 100 ms
- * pause): lists the matching events through GET /v1/events, then calls
+ * Bulk replay the way the specification describes it (there is no bulk-replay operation: list
+ * the events and replay each one separately, with the suggested 100 ms pause; docs/api.md,
+ * "Bulk replay"): lists the matching events through GET /v1/events, then calls
  * POST /v1/events/{id}/replay once per event, through the typed client (@mailhooks/api-client).
- * A failed replay is reported and the run goes on.
+ * A failed replay is reported and the run goes on. A dry run reads each event and the webhooks
+ * instead and predicts each call's answer by the API's rules (`predictReplay`).
  */
-import { ApiError, createApiClient, listAll, type ApiClient, type ListFilter } from "@mailhooks/api-client";
+import { ApiError, createApiClient, dataOf, listAll, type ApiClient, type ListFilter } from "@mailhooks/api-client";
 
 export interface BulkReplayOptions {
   apiUrl: string;
@@ -22,7 +23,8 @@ export interface BulkReplayOptions {
   dryRun: boolean;
 }
 
-export type Outcome = "replayed" | "expired" | "failed" | "listed";
+/** What became of one event's replay call; a dry run's outcomes are what the call would answer. */
+export type Outcome = "replayed" | "expired" | "failed";
 
 export interface BulkReplayReporter {
   start(total: number): void;
@@ -49,7 +51,80 @@ export async function listMatchingEvents(api: ApiClient, options: BulkReplayOpti
   return events.map((e) => e.event_id);
 }
 
-/** Replays every matching event, one call each, `pauseMs` apart. */
+/** What one replay call would answer: its replays, an expired payload (410), or a refusal (409). */
+export type Prediction = { outcome: "replayed"; replays: number } | { outcome: "expired" } | { outcome: "failed"; message: string };
+
+/**
+ * The answer POST /v1/events/{id}/replay gives (docs/api.md, "Replay"), from what the API shows:
+ * the event's `payload_retained` and destinations, and the account's live webhooks with their
+ * status (a deleted webhook is not among them). In the API's order: 410 once the payload is gone;
+ * 409 when `webhookId` is not a destination, when there is no destination, when a `targetUrl` has
+ * several destinations to choose from and no `webhookId`, and, without a `targetUrl`, when no
+ * destination's webhook is enabled; else one replay per destination left.
+ */
+export function predictReplay(
+  event: { payload_retained: boolean; destinations: { webhook_id: string }[] },
+  webhookStatus: ReadonlyMap<string, string>,
+  options: Pick<BulkReplayOptions, "targetUrl" | "webhookId">,
+): Prediction {
+  if (!event.payload_retained) return { outcome: "expired" };
+  // Worded as the real call's refusal is reported (409 and the API's message).
+  const conflict = (message: string): Prediction => ({
+    outcome: "failed",
+    message: new ApiError(409, { error: { code: "conflict", message } }).message,
+  });
+  let destinations = event.destinations;
+  if (options.webhookId !== undefined) {
+    destinations = destinations.filter((d) => d.webhook_id === options.webhookId);
+    if (destinations.length === 0) return conflict(`webhook ${options.webhookId} is not a destination of this event`);
+  }
+  if (destinations.length === 0) return conflict("the event has no destination to replay to");
+  if (options.targetUrl !== undefined && destinations.length > 1)
+    return conflict("the event has several destinations: name the one whose secret signs the replay with webhook_id");
+  if (options.targetUrl === undefined) {
+    destinations = destinations.filter((d) => webhookStatus.get(d.webhook_id) === "enabled");
+    if (destinations.length === 0) return conflict("the event's webhooks are disabled: enable one, or replay to a target_url");
+  }
+  return { outcome: "replayed", replays: destinations.length };
+}
+
+/**
+ * A dry run: reads the account's webhooks once and each matching event, and reports what each
+ * replay call would answer, replaying nothing.
+ */
+async function predictAll(
+  api: ApiClient,
+  ids: string[],
+  options: BulkReplayOptions,
+  reporter: BulkReplayReporter,
+): Promise<BulkReplaySummary> {
+  const summary: BulkReplaySummary = { matched: ids.length, replayed: 0, skippedExpired: 0, failed: 0 };
+  const webhooks = new Map((await listAll(api, "/v1/webhooks")).map((w) => [w.id, w.status]));
+  reporter.start(ids.length);
+  for (const id of ids) {
+    try {
+      const event = dataOf(await api.GET("/v1/events/{event_id}", { params: { path: { event_id: id } } }));
+      const prediction = predictReplay(event, webhooks, options);
+      if (prediction.outcome === "replayed") {
+        summary.replayed++;
+        reporter.item(id, "replayed", `${prediction.replays} replay(s)`);
+      } else if (prediction.outcome === "expired") {
+        summary.skippedExpired++;
+        reporter.item(id, "expired", "payload past retention");
+      } else {
+        summary.failed++;
+        reporter.item(id, "failed", prediction.message);
+      }
+    } catch (error) {
+      summary.failed++;
+      reporter.item(id, "failed", (error as Error).message);
+    }
+  }
+  reporter.stop();
+  return summary;
+}
+
+/** Replays every matching event, one call each, `pauseMs` apart; a dry run predicts each call instead. */
 export async function bulkReplay(options: BulkReplayOptions, reporter: BulkReplayReporter): Promise<BulkReplaySummary> {
   const api = createApiClient({ baseUrl: options.apiUrl, apiKey: options.apiKey });
   let ids: string[];
@@ -58,6 +133,13 @@ export async function bulkReplay(options: BulkReplayOptions, reporter: BulkRepla
   } catch (error) {
     throw error instanceof ApiError ? new Error(`listing events failed: ${error.message}`) : error;
   }
+  if (options.dryRun) {
+    try {
+      return await predictAll(api, ids, options, reporter);
+    } catch (error) {
+      throw error instanceof ApiError ? new Error(`listing webhooks failed: ${error.message}`) : error;
+    }
+  }
   const summary: BulkReplaySummary = { matched: ids.length, replayed: 0, skippedExpired: 0, failed: 0 };
   reporter.start(ids.length);
   const body =
@@ -65,10 +147,6 @@ export async function bulkReplay(options: BulkReplayOptions, reporter: BulkRepla
       ? { ...(options.targetUrl ? { target_url: options.targetUrl } : {}), ...(options.webhookId ? { webhook_id: options.webhookId } : {}) }
       : undefined;
   for (const [index, id] of ids.entries()) {
-    if (options.dryRun) {
-      reporter.item(id, "listed", "would be replayed");
-      continue;
-    }
     if (index > 0 && options.pauseMs > 0) await new Promise((r) => setTimeout(r, options.pauseMs));
     try {
       const { data, error, response } = await api.POST("/v1/events/{event_id}/replay", {

@@ -1,5 +1,5 @@
 /**
- * `npm run db:migrate` (CONTRACT.md section 1): creates the database named by DATABASE_URL when
+ * `npm run db:migrate` (docs/operations.md, "Commands"): creates the database named by DATABASE_URL when
  * missing and applies prisma/migrations. Works offline (no Prisma engine needed); safe to run
  * while another run or the service is up.
  */

@@ -13,9 +13,9 @@ export interface ReencryptSummary {
 }
 
 /**
- * `keys reencrypt-secrets` (CONTRACT.md section 2, SECRET_ENCRYPTION_KEYS): moves every stored
+ * `keys reencrypt-secrets` (docs/configuration.md, SECRET_ENCRYPTION_KEYS): moves every stored
  * webhook secret (plaintext stored before encryption included) and every webhook's encrypted
- * extra headers (CONTRACT.md section 4) to the first key. A value that no key opens is left as
+ * extra headers (docs/api.md, "Webhooks") to the first key. A value that no key opens is left as
  * it is and counted.
  */
 export async function reencryptAllSecrets(config: Pick<ApiConfig, "DATABASE_URL" | "SECRET_ENCRYPTION_KEYS">): Promise<ReencryptSummary> {

@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { newId, type PrismaClient } from "@mailhooks/db";
 
 /**
- * API keys (CONTRACT.md sections 1 and 3). A key reads `whk_<12 hex>_<43 base64url>`: the part
+ * API keys (docs/operations.md, "Commands"; docs/api.md, "Conventions"). A key reads `whk_<12 hex>_<43 base64url>`: the part
  * before the second underscore is its public prefix, stored in clear to find the row; only the
  * SHA-256 of the whole key is stored, and it is compared in constant time.
  */

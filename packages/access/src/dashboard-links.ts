@@ -3,7 +3,7 @@ import { newId, type PrismaClient } from "@mailhooks/db";
 import { createApiKey, type Principal } from "./api-keys.js";
 
 /**
- * One-time dashboard sign-in links (CONTRACT.md section 4a). A link is
+ * One-time dashboard sign-in links (docs/dashboard.md). A link is
  * `<base>/dashboard/sign-in/<token>`; only the token's SHA-256 is stored, with the account and
  * the API key that made it. It works once, within 15 minutes, and only while that key is live;
  * redeeming it opens a session (sessions.ts) for the same key.

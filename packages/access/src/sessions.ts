@@ -3,7 +3,7 @@ import { hashToken, TOKEN_PATTERN } from "./dashboard-links.js";
 import type { Principal } from "./api-keys.js";
 
 /**
- * Dashboard sessions (CONTRACT.md section 4a), opened by redeeming a link. The cookie carries
+ * Dashboard sessions (docs/dashboard.md), opened by redeeming a link. The cookie carries
  * the token; PostgreSQL holds its SHA-256 and the API key that made the link. A session is live
  * while it is not signed out, has been used within the last 12 hours, and its key is not revoked.
  */

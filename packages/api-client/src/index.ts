@@ -16,7 +16,7 @@ export type { components, operations, paths, webhooks } from "./generated/openap
 /** The document's schemas by name, e.g. `Schemas["Webhook"]`, `Schemas["EventDetail"]`. */
 export type Schemas = components["schemas"];
 export type ApiClient = Client<paths>;
-/** The error body of every failed call (CONTRACT.md section 3). */
+/** The error body of every failed call (docs/api.md, "Errors"). */
 export type ErrorBody = Schemas["Error"];
 
 export interface ApiClientOptions {
@@ -50,7 +50,7 @@ export function dataOf<T>(result: { data?: T; error?: unknown; response: Respons
   return result.data;
 }
 
-/** The paths of the lists (CONTRACT.md section 3: `{data, next_cursor}`, newest first). */
+/** The paths of the lists (docs/api.md, "Conventions": `{data, next_cursor}`, newest first). */
 export type ListPath = "/v1/webhooks" | "/v1/events" | "/v1/deliveries" | "/v1/audit-log";
 type ListOperation<P extends ListPath> = paths[P]["get"];
 /** A list's filters, without the paging (`limit`, `cursor`) that listAll does itself. */

@@ -2,7 +2,7 @@ import { Command, type CommanderError } from "commander";
 import type { z } from "zod";
 
 /**
- * The command lines of the project's commands (CONTRACT.md section 1), parsed by commander:
+ * The command lines of the project's commands (docs/operations.md, "Commands"), parsed by commander:
  * `--help` prints the usage, an example and the environment the command reads, and exits 0; an
  * unknown option, a missing or extra argument prints the error and the usage on stderr and
  * exits 2 (the usual code of a usage error). Used by every entry point: apps/cli (keys, replay,

@@ -41,7 +41,7 @@ export const SERVICES = {
 
 /**
  * Starts service `service` (SERVICES): answers --help and usage errors first, before anything
- * starts (CONTRACT.md section 1); then loads its environment from process.env (invalid: prints
+ * starts (docs/operations.md, "Commands"); then loads its environment from process.env (invalid: prints
  * `<service>: <what is wrong>` and exits 1), configures this process's logging from LOG_LEVEL
  * and LOG_FORMAT, and warns when the webhook secrets are encrypted with the public development key.
  * @returns the configuration, and the logger of module `service`

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { INSECURE_DEVELOPMENT_KEY, parseKeys } from "@mailhooks/secrets";
 
 /**
- * Configuration from the environment (CONTRACT.md section 2), parsed once per process at
+ * Configuration from the environment (docs/configuration.md), parsed once per process at
  * start-up by one zod schema. Nothing else in the code reads `process.env`.
  */
 

@@ -3,7 +3,7 @@ import type pg from "pg";
 import { createPool } from "@mailhooks/db";
 import { purgeIdempotencyKeys } from "./idempotency-keys.js";
 
-/** Purging idempotency keys (CONTRACT.md section 5: honoured for 24 h), against the test database. */
+/** Purging idempotency keys (docs/api.md, "Events": honoured for 24 h), against the test database. */
 describe("purgeIdempotencyKeys", () => {
   let pool: pg.Pool;
   beforeAll(() => {

@@ -1,7 +1,7 @@
 import emailAddresses from "email-addresses";
 
 /**
- * RFC 5322 mailboxes in `from` and `to` (CONTRACT.md section 5): bare (`alice@example.com`) or
+ * RFC 5322 mailboxes in `from` and `to` (docs/api.md, "Events"): bare (`alice@example.com`) or
  * with a display name (`Alice Example <alice@example.com>`, `"Doe, John" <john@example.com>`),
  * UTF-8 allowed (RFC 6532). The string is only checked; it travels unchanged.
  */

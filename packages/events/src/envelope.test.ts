@@ -130,7 +130,7 @@ describe("unixSeconds", () => {
   });
 });
 
-describe("the envelope's size (CONTRACT.md section 5: at most 10 MiB)", () => {
+describe("the envelope's size (docs/api.md, 'Limits': at most 10 MiB)", () => {
   const received = (body: string) => ({
     messageId: "<m@example.com>",
     threadId: "thr_1",

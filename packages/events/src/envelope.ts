@@ -2,7 +2,7 @@ import { eventDataSchemas } from "./schemas.js";
 import { ENVELOPE_MAX_BYTES, TEST_EVENT_TYPE, type EventType } from "./kinds.js";
 
 /**
- * The webhook request envelope (spec "Webhook request envelope"; CONTRACT.md section 6):
+ * The webhook request envelope (spec "Webhook request envelope"; docs/receivers.md):
  * compact JSON `{"event","timestamp","data"}` in that order, `timestamp` in Unix seconds.
  * `data` keys are emitted in the specification's order whatever order the caller used,
  * because receivers verify signatures over these exact bytes.
@@ -35,7 +35,7 @@ export function orderEventData(eventType: EventType, data: Record<string, unknow
   return result;
 }
 
-/** An envelope over ENVELOPE_MAX_BYTES (CONTRACT.md section 5: refused with 413, never cut). */
+/** An envelope over ENVELOPE_MAX_BYTES (docs/api.md, "Limits": refused with 413, never cut). */
 export class EnvelopeTooLargeError extends Error {
   override name = "EnvelopeTooLargeError";
   constructor(readonly bytes: number) {
@@ -114,7 +114,7 @@ function jsonStringByteLength(text: string): number {
   return bytes;
 }
 
-/** Serializes the test event envelope sent once when a webhook is created (CONTRACT.md 6). */
+/** Serializes the test event envelope sent once when a webhook is created (docs/api.md, "Test events"). */
 export function buildTestEnvelope(webhookId: string, url: string, at: Date): string {
   const envelope: Envelope = { event: TEST_EVENT_TYPE, timestamp: unixSeconds(at), data: { webhookId, url } };
   return JSON.stringify(envelope);

@@ -4,7 +4,7 @@ import type { EventType } from "./kinds.js";
 import type { EventData } from "./schemas.js";
 
 /**
- * One example `data` per event kind (CONTRACT.md section 4, "POST /v1/webhooks/{id}/test"): what
+ * One example `data` per event kind (docs/api.md, "Test events", "POST /v1/webhooks/{id}/test"): what
  * the OpenAPI document shows for each kind's outbound request, and what a test request of that
  * kind sends, with a fresh messageId. Each is valid against its kind's schema (examples.test.ts).
  */

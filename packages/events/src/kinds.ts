@@ -25,11 +25,11 @@ export function isOperationalEventType(kind: string): kind is OperationalEventTy
   return (OPERATIONAL_EVENT_TYPES as readonly string[]).includes(kind);
 }
 
-/** The envelope `event` of the test event sent when a webhook is created (CONTRACT.md 6). */
+/** The envelope `event` of the test event sent when a webhook is created (docs/api.md, "Test events"). */
 export const TEST_EVENT_TYPE = "webhook.test";
 
 /**
- * The most bytes the envelope of any event may take (CONTRACT.md section 5): 10 MiB. Ingest
+ * The most bytes the envelope of any event may take (docs/api.md, "Limits"): 10 MiB. Ingest
  * refuses an event whose envelope would be larger (413 payload_too_large); it never cuts one.
  */
 export const ENVELOPE_MAX_BYTES = 10 * 1024 * 1024;

@@ -76,18 +76,37 @@ const redact = winston.format((info) => {
   return info;
 });
 
+/** Levels the console writes to stderr; every other level goes to stdout. */
+const STDERR_LEVELS = ["error", "warn"];
+
 const root = winston.createLogger({
   level: "info",
   format: winston.format.combine(redact(), winston.format.timestamp(), winston.format.json()),
-  transports: [new winston.transports.Console({ stderrLevels: ["error", "warn"] })],
+  transports: [new winston.transports.Console({ stderrLevels: STDERR_LEVELS })],
 });
+
+/**
+ * Whether a line of `level` is written in colour: only to a terminal (stderr for `error` and
+ * `warn`, stdout otherwise), never to a file or a pipe, and never while `NO_COLOR` is set
+ * (https://no-color.org). `streams` defaults to the process's own.
+ */
+export function colourFor(
+  level: string,
+  env: NodeJS.ProcessEnv = process.env,
+  streams: { stdout: { isTTY?: boolean }; stderr: { isTTY?: boolean } } = process,
+): boolean {
+  if (env.NO_COLOR !== undefined && env.NO_COLOR !== "") return false;
+  return Boolean((STDERR_LEVELS.includes(level) ? streams.stderr : streams.stdout).isTTY);
+}
+
+const colorizer = winston.format.colorize();
 
 export interface LoggerOptions {
   level: string;
   format: "json" | "pretty";
 }
 
-/** Sets the level and output format of every logger of this process. */
+/** Sets the level and output format of every logger of this process (`pretty`: coloured only on a terminal, `colourFor`). */
 export function configureLogger(options: LoggerOptions): void {
   root.level = options.level;
   root.format =
@@ -96,10 +115,10 @@ export function configureLogger(options: LoggerOptions): void {
       : winston.format.combine(
           redact(),
           winston.format.timestamp(),
-          winston.format.colorize(),
           winston.format.printf(({ level, message, timestamp, module, ...rest }) => {
             const extra = Object.keys(rest).length ? ` ${JSON.stringify(rest)}` : "";
-            return `${String(timestamp)} ${level} [${(module as string | undefined) ?? "app"}] ${String(message)}${extra}`;
+            const shown = colourFor(level) ? colorizer.colorize(level, level) : level;
+            return `${String(timestamp)} ${shown} [${(module as string | undefined) ?? "app"}] ${String(message)}${extra}`;
           }),
         );
 }

@@ -2,11 +2,11 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { verify, isWebhookVerificationError, SIGNATURE_HEADER, TIMESTAMP_HEADER, type WebhookEnvelope } from "@mailhooks/verify";
 import { listenHttps } from "./https-server.js";
 
-/** CONTRACT.md section 6: the event's id on every request (what `dedupeBy: "event-id"` keys on). */
+/** docs/receivers.md: the event's id on every request (what `dedupeBy: "event-id"` keys on). */
 export const EVENT_ID_HEADER = "X-Service-Event-Id";
 
 /**
- * The reference receiver (CONTRACT.md section 9): an HTTPS endpoint that verifies every
+ * The reference receiver (README.md, "The two commands"): an HTTPS endpoint that verifies every
  * signature with @mailhooks/verify (constant time, on the raw bytes) before looking at the
  * body, answers 401 on a mismatch, 400 to a signed body that is not an envelope, and
  * de-duplicates by `event` + `data.messageId` (retries and replays deliver the same event again).
@@ -32,7 +32,7 @@ export interface Arrival {
   receivedAt: number;
   /** The request's headers, as Node parsed them (names lower-cased). */
   headers: import("node:http").IncomingHttpHeaders;
-  /** X-Service-Event-Id (CONTRACT.md section 6), when sent. */
+  /** X-Service-Event-Id (docs/receivers.md), when sent. */
   eventId?: string;
 }
 
@@ -59,7 +59,7 @@ export interface ReceiverOptions {
   /**
    * What makes an arrival a duplicate: `message-id` (default: the same envelope `event` about the
    * same `data.messageId` again at a path) or `event-id` (the same X-Service-Event-Id again at a
-   * path, as CONTRACT.md section 6 advises receivers: two opens of one message are two events).
+   * path, as docs/receivers.md advises receivers: two opens of one message are two events).
    */
   dedupeBy?: "message-id" | "event-id";
 }

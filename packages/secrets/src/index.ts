@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
 
 /**
- * Webhook secrets at rest (CONTRACT.md section 2, SECRET_ENCRYPTION_KEYS): AES-256-GCM from
+ * Webhook secrets at rest (docs/configuration.md, SECRET_ENCRYPTION_KEYS): AES-256-GCM from
  * node:crypto, one module that owns it. A keyring holds one or more 32-byte keys: the first
  * encrypts, every one decrypts, and each ciphertext names the key that made it, so keys can be
  * rotated (add a new key first in the list, run `keys reencrypt-secrets`, then drop the old one).

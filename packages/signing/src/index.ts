@@ -1,7 +1,7 @@
 import { createHmac } from "node:crypto";
 
 /**
- * Webhook signatures (spec "Webhook signatures"; CONTRACT.md section 6).
+ * Webhook signatures (spec "Webhook signatures"; docs/receivers.md).
  *
  * The signed message is `<X-Service-Timestamp>.<body>`, the MAC is HMAC-SHA256 keyed with the
  * webhook secret's UTF-8 bytes, and the header value is `sha256=<lowercase hex>`. Receivers
@@ -11,7 +11,7 @@ import { createHmac } from "node:crypto";
 export const SIGNATURE_HEADER = "X-Service-Signature";
 export const TIMESTAMP_HEADER = "X-Service-Timestamp";
 /**
- * The event's id on every request (CONTRACT.md section 6): the same on each retry and replay of
+ * The event's id on every request (docs/receivers.md, "The request"): the same on each retry and replay of
  * one event, so receivers de-duplicate on it; a test request carries its delivery row's id.
  */
 export const EVENT_ID_HEADER = "X-Service-Event-Id";

@@ -25,7 +25,7 @@ function specialPurposeRange(ip: ipaddr.IPv4 | ipaddr.IPv6): string | null {
 }
 
 /**
- * Destination address policy (CONTRACT.md section 2, ALLOW_PRIVATE_TARGETS=false): true only
+ * Destination address policy (docs/configuration.md, ALLOW_PRIVATE_TARGETS=false): true only
  * for a canonical IPv4 or IPv6 literal that is globally routable unicast and outside every
  * special-purpose entry. Refused: loopback, private, link-local (cloud metadata included),
  * CGNAT, multicast, broadcast, unspecified, documentation, benchmarking, reserved, and every

@@ -1,4 +1,4 @@
-/** Which destinations may be delivered to (CONTRACT.md section 2, ALLOW_PRIVATE_TARGETS). */
+/** Which destinations may be delivered to (docs/configuration.md, ALLOW_PRIVATE_TARGETS). */
 export * from "./address-policy.js";
 export * from "./destination-url.js";
 export * from "./lookup.js";

@@ -2,7 +2,7 @@ import dns from "node:dns";
 import { BLOCKED_CODE, isPublicAddress } from "./address-policy.js";
 
 /**
- * The connect-time half of the address policy (CONTRACT.md section 2): a DNS lookup for
+ * The connect-time half of the address policy (docs/configuration.md): a DNS lookup for
  * `net.connect` / `https.Agent` that refuses a host name as soon as any of its addresses is not
  * public. Checking the address actually connected to (not only the URL at registration) is what
  * defeats DNS rebinding; refusing when *any* answer is private, rather than filtering the

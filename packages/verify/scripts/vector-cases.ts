@@ -18,7 +18,7 @@ import {
   TEST_EVENT,
 } from "./vector-bodies.js";
 
-/** A receiver holding `secrets` during a rotation (CONTRACT.md section 4), the request signed with `signedWith`. */
+/** A receiver holding `secrets` during a rotation (docs/api.md, "Webhooks"), the request signed with `signedWith`. */
 function rotation(name: string, description: string, secrets: string[], signedWith: string, expected: Case["expected"] = "ok"): Case {
   return { name, description, secrets, signedWith, expected };
 }

@@ -18,7 +18,7 @@ export const SIGNATURE_HEADER = "X-Service-Signature";
 /** The header carrying the Unix seconds at sending, part of the signed message. */
 export const TIMESTAMP_HEADER = "X-Service-Timestamp";
 /**
- * The header carrying the event's id (CONTRACT.md section 6): the same on every retry and replay
+ * The header carrying the event's id (docs/receivers.md, "The request"): the same on every retry and replay
  * of one event, so the key to de-duplicate on. Not part of the signed message.
  */
 export const EVENT_ID_HEADER = "X-Service-Event-Id";
@@ -83,7 +83,7 @@ export interface HeadersLike {
 export type HeadersInput = HeadersLike | Record<string, string | readonly string[] | undefined | null>;
 
 /**
- * The webhook's signing secret (`whsec_...`), or several: during a rotation (CONTRACT.md section 4)
+ * The webhook's signing secret (`whsec_...`), or several: during a rotation (docs/api.md, "Webhooks")
  * a request signed with any of them is accepted.
  */
 export type SecretInput = string | readonly string[];

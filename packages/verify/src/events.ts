@@ -2,7 +2,7 @@
  * The envelopes the service sends, typed by kind: a union discriminated on `event`, so that
  * `switch (webhook.event)` narrows `data` to that kind's fields. The six email kinds follow the
  * specification's tables ("data fields common to all six event kinds" and "Additional data
- * fields per event kind"); `webhook.test` is the test request of CONTRACT.md section 6.
+ * fields per event kind"); `webhook.test` is the test request of docs/api.md, "Test events".
  *
  * Declared here, where the service's own packages/events takes the kinds from, so that the
  * package keeps no dependency and the two cannot disagree. Types only: the
@@ -168,7 +168,7 @@ export type WebhookEnvelope<Event extends WebhookEventType = WebhookEventType> =
 
 /**
  * A verified request as `verifyEvent` and the adapters give it: the envelope's fields and `id`,
- * the `X-Service-Event-Id` header (CONTRACT.md section 6). The id is the same on every retry and
+ * the `X-Service-Event-Id` header (docs/receivers.md, "The request"). The id is the same on every retry and
  * replay of one event (a test request carries its own), so it is the key to process each event
  * once; `data.messageId` is not (every event of one message shares it).
  */

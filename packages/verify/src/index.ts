@@ -48,7 +48,7 @@ export function verify(secret: SecretInput, headers: HeadersInput, rawBody: RawB
 
 /**
  * `verify`, plus the event id: returns `{id, event, timestamp, data}`, `id` being the
- * `X-Service-Event-Id` header (CONTRACT.md section 6), the same on every retry and replay of
+ * `X-Service-Event-Id` header (docs/receivers.md, "The request"), the same on every retry and replay of
  * the event. Process each `id` once: deliveries are at least once. Same arguments and errors as
  * `verify`; a request without X-Service-Event-Id is refused with `missing_header`.
  */

@@ -61,7 +61,7 @@ export async function verify(
 
 /**
  * `verify`, plus the event id: resolves to `{id, event, timestamp, data}`, `id` being the
- * `X-Service-Event-Id` header (CONTRACT.md section 6), the key to process each event once. A
+ * `X-Service-Event-Id` header (docs/receivers.md), the key to process each event once. A
  * request without that header is refused with `missing_header`.
  */
 export async function verifyEvent(

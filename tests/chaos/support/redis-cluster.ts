@@ -1,4 +1,5 @@
 import { runProcess, startRedisServer, type RedisServer } from "@mailhooks/processes";
+import { waitUntil } from "../../support/wait.js";
 
 const run = (command: string, args: string[]) => runProcess(command, args, { check: true });
 
@@ -39,11 +40,7 @@ export async function startThrowawayCluster(primaries = 3): Promise<ThrowawayClu
   }
 }
 
+/** Waits until `check` answers true (an error counts as not yet). */
 async function waitFor(check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check().catch(() => false)) return;
-    if (Date.now() > deadline) throw new Error(`redis cluster not ready within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitUntil(() => check().catch(() => false), Boolean, timeoutMs, 100);
 }

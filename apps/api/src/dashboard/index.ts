@@ -21,7 +21,7 @@ import { dashboardHeaders } from "./security.js";
 import { clearSessionCookie, requireSession } from "./session.js";
 
 /**
- * The dashboard (CONTRACT.md section 4a), mounted at /dashboard by app.ts: server-rendered pages
+ * The dashboard (docs/dashboard.md), mounted at /dashboard by app.ts: server-rendered pages
  * for one account at a time, calling the same services as the JSON routes. In order: its strict
  * CSP, static assets (its own, and htmx from node_modules), sign-in by one-time link, then every
  * other page behind a live session, the per-account rate limit and CSRF checks.

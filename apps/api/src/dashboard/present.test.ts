@@ -21,6 +21,19 @@ describe("dashboard presentation", () => {
     expect(h.time(null)).toBeNull();
   });
 
+  test("ids of the service are shortened for tables; other text is left as it is", () => {
+    expect(h.shortId("evt_01a215660e4570a0b90a6ea64e920b08")).toBe("evt_01a215…0b08");
+    expect(h.shortId("key_019a2b3c4d5e7f00a1b2c3d4e5f60718")).toBe("key_019a2b…0718");
+    expect(h.shortId("support@inbox.example.net")).toBe("support@inbox.example.net");
+  });
+
+  test("URLs break only after separators, and are escaped", () => {
+    expect(h.breakable("https://hooks.example.com/a-b?x=1&y=<2>")).toBe(
+      "https://<wbr>hooks.<wbr>example.<wbr>com/<wbr>a-<wbr>b?<wbr>x=<wbr>1&amp;<wbr>y=<wbr>&lt;2&gt;",
+    );
+    expect(h.breakable(`"'`)).toBe("&quot;&#39;");
+  });
+
   test("outcomes and errors in words", () => {
     expect(h.outcome(204, null)).toBe("204, delivered");
     expect(h.outcome(401, null)).toBe("401, refused by the endpoint");

@@ -27,7 +27,7 @@ function relative(ms: number): string {
   return future ? `in ${value} ${unit}` : `${value} ${unit} ago`;
 }
 
-/** What a delivery `error` code means, in words (CONTRACT.md section 8). */
+/** What a delivery `error` code means, in words (docs/api.md, "Deliveries log"). */
 export const ERROR_WORDS: Record<string, string> = {
   timeout: "no answer within the deadline",
   connection_error: "could not connect",
@@ -37,6 +37,15 @@ export const ERROR_WORDS: Record<string, string> = {
   insecure_url: "refused: not an https:// URL",
   payload_expired: "not sent: the payload is past retention",
 };
+
+/** The ids the service makes: a prefix of 2 to 5 letters, `_`, 32 hex digits (`evt_…`, `wh_…`, `key_…`). */
+const SERVICE_ID = /^([a-z]{2,5}_)([0-9a-f]{32})$/;
+
+const HTML_ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]);
+
+/** Characters after which a URL or an address may break onto the next line. */
+const BREAK_AFTER = /([/.?&=#@_-]+)/;
 
 export function present(now: Date) {
   return {
@@ -65,6 +74,26 @@ export function present(now: Date) {
     /** A payload as people read it: indented JSON. */
     pretty(value: unknown): string {
       return JSON.stringify(value, null, 2);
+    },
+    /**
+     * An id of the service shortened for a table (`evt_01a215…0b08`: its prefix, the first 6 and
+     * the last 4 hex digits); any other text as it is. The full id goes in a `title` and a copy
+     * button beside it (views/partials/ident.eta).
+     */
+    shortId(id: string): string {
+      const match = SERVICE_ID.exec(id);
+      return match ? `${match[1]}${match[2].slice(0, 6)}…${match[2].slice(-4)}` : id;
+    },
+    /**
+     * A URL or an address as escaped HTML that may break onto the next line only after `/`, `.`,
+     * `?`, `&`, `=`, `#`, `@`, `_` or `-` (a `<wbr>` after each run of them), never inside a
+     * word: for `<%~ %>` output, which is otherwise only used to include templates.
+     */
+    breakable(text: string): string {
+      return text
+        .split(BREAK_AFTER)
+        .map((part, i) => (i % 2 === 1 ? `${escapeHtml(part)}<wbr>` : escapeHtml(part)))
+        .join("");
     },
     /** A query string of the non-empty entries of `params`. */
     query(params: Record<string, string | undefined | null>): string {

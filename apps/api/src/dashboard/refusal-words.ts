@@ -1,7 +1,7 @@
 import type { AppError, ErrorReason } from "../errors.js";
 
 /**
- * Refusals in the dashboard's words, by reason (STYLE.md habit 15: a page maps a reason to words
+ * Refusals in the dashboard's words, by reason (CONTRIBUTING.md, Habits 4: a page maps a reason to words
  * and never reads another layer's message). The API's messages name request fields
  * (`webhook_id`, `target_url`); on a page the same refusal names the form's fields. Every reason
  * has words here, so a new reason cannot reach a page without them (the type says so).

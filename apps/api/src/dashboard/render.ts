@@ -7,9 +7,10 @@ import { present } from "./present.js";
 
 /**
  * Server-side rendering of the dashboard: Eta templates under ./views, every `<%= %>` escaped
- * (`& < > " '`); raw output (`<%~ %>`) is only used to include templates. Templates receive
- * `it` = the page's data + `session` and `csrf` (set by the session middleware) + `h`, the
- * presentation helpers (present.ts). No rule lives in a template (STYLE.md habit 12).
+ * (`& < > " '`); raw output (`<%~ %>`) is only used to include templates and for the HTML that
+ * the presenters escape themselves (`h.breakable`). Templates receive `it` = the page's data +
+ * `session` and `csrf` (set by the session middleware) + `h`, the presentation helpers
+ * (present.ts). No rule lives in a template: they only show what the services decided.
  */
 
 /**

@@ -8,7 +8,7 @@ import { tooManyAttempts, type TokenLookups } from "./lookup-limit.js";
 import { render } from "./render.js";
 
 /**
- * The dashboard's session cookie (CONTRACT.md section 4a): HttpOnly, SameSite=Strict, Path
+ * The dashboard's session cookie (docs/dashboard.md): HttpOnly, SameSite=Strict, Path
  * /dashboard, Secure when people reach the API over https. Its value is the session token;
  * PostgreSQL holds only its hash (@mailhooks/access). Every page behind `requireSession` has
  * `req.dashboard` and, for the templates, `res.locals.session` and `res.locals.csrf`.

@@ -11,7 +11,7 @@ declare module "express-serve-static-core" {
 }
 
 /**
- * Bearer authentication of every /v1 route (CONTRACT.md section 3): 401 unless the key is live.
+ * Bearer authentication of every /v1 route (docs/api.md, "Conventions"): 401 unless the key is live.
  * A key authenticated before is recognised in memory (KeyAuthenticator); one with a live key's
  * prefix is looked up at once (KeyAuthenticator.plausible). Anything else first
  * meets the per-address limiter of requests without a valid key

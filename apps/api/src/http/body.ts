@@ -2,7 +2,7 @@ import express, { type RequestHandler } from "express";
 import { AppError, invalidInput } from "../errors.js";
 
 /**
- * Body parsers with CONTRACT.md section 3's limits: JSON bodies up to 256 KiB, raw messages
+ * Body parsers with the limits of docs/api.md, "Limits": JSON bodies up to 256 KiB, raw messages
  * up to 10 MiB. The raw bytes of JSON bodies are kept on `req.rawBody` for idempotency hashing.
  * A JSON body must be valid UTF-8 (else 400 `invalid_json`: it is never stored with U+FFFD in
  * place of the bad bytes) and may not have a `__proto__` key anywhere (422 `validation_error`:

@@ -6,7 +6,7 @@ const logger = getLogger("api");
 
 /**
  * The API's error middleware: every error, classified by classify-error.ts, answered in
- * CONTRACT.md section 3's shape `{"error": {"code", "message", "details"?}}` with the code's
+ * the shape of docs/api.md, "Errors", `{"error": {"code", "message", "details"?}}` with the code's
  * status. An unknown error is a 500 naming the id it was logged under, never a stack trace.
  */
 export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {

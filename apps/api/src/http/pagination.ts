@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /**
- * Keyset pagination of the lists (CONTRACT.md section 3): `limit` 1..100 (default 50),
+ * Keyset pagination of the lists (docs/api.md, "Conventions"): `limit` 1..100 (default 50),
  * `cursor` opaque, newest first. Rows are ordered by (time desc, id desc) and the cursor is the
  * last returned row's pair, so rows created meanwhile (which sort first) never shift a page:
  * nothing is skipped or repeated.

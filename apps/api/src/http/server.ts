@@ -4,7 +4,7 @@ import type { Duplex } from "node:stream";
 /**
  * The API's HTTP server: Node's own limits on slow clients sized for this API, and the errors of
  * Node's HTTP parser (a malformed request line, headers too large, a request that timed out)
- * answered in the error shape of CONTRACT.md section 3 instead of Node's bodyless answers.
+ * answered in the error shape of docs/api.md, "Errors" instead of Node's bodyless answers.
  */
 
 export interface ServerTimeouts {

@@ -16,7 +16,7 @@ import {
 
 /**
  * Delivery status notifications (RFC 3464) posted as raw messages: the data of the
- * `message.bounced` event of the bounced message (CONTRACT.md section 5).
+ * `message.bounced` event of the bounced message (docs/api.md, "Events").
  */
 
 /** A bounce's event data without threadId, and what threading needs (see ParsedInbound). */

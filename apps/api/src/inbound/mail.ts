@@ -3,7 +3,7 @@ import { simpleParser, type AddressObject, type HeaderLines, type ParsedMail } f
 
 /**
  * What the inbound parsers share: mailparser called the one way they need, and reading headers
- * exactly as the message wrote them (CONTRACT.md section 5 wants Message-IDs as written).
+ * exactly as the message wrote them (docs/api.md, "Events" wants Message-IDs as written).
  */
 
 /** Thrown when the input is not an RFC 5322 message at all; the message says why. */

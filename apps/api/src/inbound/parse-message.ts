@@ -20,7 +20,7 @@ export { MessageTooLargeError, UnparseableMessageError } from "./mail.js";
 /**
  * Turns a raw RFC 5322 message posted to `POST /v1/inboxes/{inbox_id}/messages` into the data
  * of a `message.received` event, or of a `message.bounced` event when the message is a
- * delivery status notification (CONTRACT.md section 5; the specification's "Additional data
+ * delivery status notification (docs/api.md, "Events"; the specification's "Additional data
  * fields per event kind"). MIME decoding and header splitting are left to mailparser; reports
  * are read in bounce.ts.
  */
@@ -46,7 +46,7 @@ export interface ParsedReceived {
 export type ParsedInbound = ParsedReceived | ParsedBounce;
 
 /**
- * Parses a raw message (CONTRACT.md section 5, `POST /v1/inboxes/{inbox_id}/messages`).
+ * Parses a raw message (docs/api.md, "Events", `POST /v1/inboxes/{inbox_id}/messages`).
  * Returns a `message.received` description, or `message.bounced` for a delivery status
  * notification that reports at least one failed (or 4.x.x delayed) recipient. `now` is the
  * bounce time of last resort. Throws UnparseableMessageError when the input has no header
@@ -68,7 +68,7 @@ export async function parseRawMessage(raw: Buffer, inboxId: string, now: Date): 
 /**
  * Thread id of a thread, from its inbox and the Message-ID of its root message:
  * `"thr_"` + the first 24 hex digits of sha256(inboxId + "\n" + rootMessageId). Deterministic,
- * so every message of one thread gets the same id without any lookup (CONTRACT.md section 5).
+ * so every message of one thread gets the same id without any lookup (docs/api.md, "Events").
  */
 export function deriveThreadId(inboxId: string, rootMessageId: string): string {
   const digest = createHash("sha256").update(`${inboxId}\n${rootMessageId}`, "utf8").digest("hex");

@@ -7,7 +7,7 @@ import { servicePaths } from "./paths/service.js";
 import { webhookPaths } from "./paths/webhooks.js";
 
 /**
- * The OpenAPI 3.1 document of the API (CONTRACT.md section 11), generated from the zod schemas
+ * The OpenAPI 3.1 document of the API (docs/api.md, "A typed client"), generated from the zod schemas
  * that validate the requests (routes/, services/) and from those that type the answers (schemas/).
  * Served at GET /openapi.json; committed as `openapi.json` at the repository root (`npm run
  * openapi` rewrites it, and a test fails when it differs from this function's result).

@@ -7,7 +7,7 @@ import { json } from "./paths/media.js";
 
 /**
  * The requests the service sends to receivers (spec "Outbound request to the receiver";
- * CONTRACT.md section 6), as the document's `webhooks`: one per envelope `event`, each with the
+ * docs/receivers.md), as the document's `webhooks`: one per envelope `event`, each with the
  * example a test request of that kind sends (EVENT_EXAMPLES, with a fresh messageId).
  */
 

@@ -3,7 +3,7 @@ import type { ZodOpenApiResponseObject, ZodOpenApiResponsesObject } from "zod-op
 import { errorBodySchema } from "../schemas/errors.js";
 
 /**
- * The error answers of the OpenAPI document (CONTRACT.md section 3), each a reusable component
+ * The error answers of the OpenAPI document (docs/api.md, "Errors"), each a reusable component
  * with the `Error` body. `errorResponses` gives an operation the ones it can answer with, plus
  * those every /v1 operation can (401, 429, 500, 503); a status's description may be replaced by
  * one that says when this operation answers it.

@@ -6,7 +6,7 @@ import { createOpenApiDocument } from "./document.js";
 
 /**
  * GET /openapi.json (the document) and GET /docs (a readable reference of it: Swagger UI served
- * from the swagger-ui-dist package, no third-party host; CONTRACT.md section 11). Neither needs
+ * from the swagger-ui-dist package, no third-party host; docs/api.md, "A typed client"). Neither needs
  * an API key. The reference's scripts are files of this server, never inline. Its
  * Content-Security-Policy is helmet's default relaxed in one way: no `upgrade-insecure-requests`,
  * which makes a browser fetch the page's own scripts over https and leaves the page blank when

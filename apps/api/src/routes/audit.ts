@@ -12,7 +12,7 @@ export const querySchema = z.strictObject({
   ...paginationShape,
 });
 
-/** GET /v1/audit-log (CONTRACT.md section 8). There is no route that changes an entry. */
+/** GET /v1/audit-log (docs/api.md, "Audit log"). There is no route that changes an entry. */
 export function auditRouter(deps: ApiDeps): Router {
   const router = Router();
   router.get("/", async (req, res) => {

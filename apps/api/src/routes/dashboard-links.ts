@@ -11,7 +11,7 @@ import { parseOrThrow } from "../http/validate.js";
 const linkRequest = z.strictObject({});
 
 /**
- * POST /v1/dashboard-links (CONTRACT.md section 4a) → 201 `{url, expires_at}`: a one-time
+ * POST /v1/dashboard-links (docs/dashboard.md) → 201 `{url, expires_at}`: a one-time
  * dashboard sign-in link for the caller's account, tied to the calling key.
  */
 export function dashboardLinksRouter(deps: ApiDeps): Router {

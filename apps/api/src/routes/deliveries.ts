@@ -12,7 +12,7 @@ export const querySchema = z.strictObject({
   ...paginationShape,
 });
 
-/** GET /v1/deliveries (CONTRACT.md section 8). */
+/** GET /v1/deliveries (docs/api.md, "Deliveries log"). */
 export function deliveriesRouter(deps: ApiDeps): Router {
   const router = Router();
   router.get("/", async (req, res) => {

@@ -33,7 +33,7 @@ export const eventEnvelopeSchema = z.strictObject({
   occurred_at: isoTimestamp.optional(),
 });
 
-/** The most events one batch may carry (CONTRACT.md section 5). */
+/** The most events one batch may carry (docs/api.md, "Events"). */
 export const BATCH_MAX_EVENTS = 500;
 
 export const batchItemSchema = eventEnvelopeSchema.extend({ idempotency_key: z.string().optional() });
@@ -92,7 +92,7 @@ export function parseEventData(eventType: EventType, data: unknown): NewEvent["d
 
 /**
  * Refuses an event whose envelope (the exact bytes stored, signed and sent) would pass 10 MiB
- * (CONTRACT.md section 5), measured without building it; run before `data` is validated, so that
+ * (docs/api.md, "Events"), measured without building it; run before `data` is validated, so that
  * a too-large raw message is 413 rather than a 422 on its body's length. Never cuts anything.
  * @throws AppError payload_too_large
  */
@@ -160,7 +160,7 @@ function withPrefix<T>(parse: () => T, prefix: string): T {
   }
 }
 
-/** /v1/events (CONTRACT.md section 5). */
+/** /v1/events (docs/api.md, "Events"). */
 export function eventsRouter(deps: ApiDeps): Router {
   const router = Router();
 

@@ -10,7 +10,7 @@ const withTimeout = <T>(promise: Promise<T>, ms: number) =>
   Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref())]);
 
 /**
- * GET /healthz (process up) and GET /readyz (CONTRACT.md section 8): ready while PostgreSQL
+ * GET /healthz (process up) and GET /readyz (docs/api.md, "Service routes"): ready while PostgreSQL
  * answers, since that is all accepting needs (Redis away only delays deliveries); the body names
  * the state of both, e.g. `{"status":"ready","checks":{"postgres":"ok","redis":"unavailable"}}`.
  * Either body carries `warnings` while secrets are encrypted with the public development key

@@ -22,7 +22,7 @@ export const inboxId = z
   .regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces");
 
 /**
- * POST /v1/inboxes/{inbox_id}/messages (CONTRACT.md section 5): a raw RFC 5322 message becomes a
+ * POST /v1/inboxes/{inbox_id}/messages (docs/api.md, "Events"): a raw RFC 5322 message becomes a
  * `message.received` event, or `message.bounced` for a delivery status notification. Raw messages
  * are turned into events within a byte budget of this process (parse-budget.ts): one that finds
  * no room in time is 503 with Retry-After; one whose envelope would pass 10 MiB is 413 before

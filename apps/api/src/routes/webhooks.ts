@@ -5,7 +5,7 @@ import { principalOf } from "../http/auth.js";
 import { requireJson } from "../http/body.js";
 import { hasNoNul, NO_NUL_MESSAGE, parseOrThrow } from "../http/validate.js";
 import { paginationShape } from "../http/pagination.js";
-import { requestTestDelivery, testDeliveryRequestSchema } from "../services/webhook-health.js";
+import { exampleKindOf, requestTestDelivery, testDeliveryRequestSchema } from "../services/webhook-health.js";
 import {
   createWebhook,
   createWebhookSchema,
@@ -22,7 +22,7 @@ export const resourceId = z.string().max(100).refine(hasNoNul, NO_NUL_MESSAGE);
 
 export const listQuery = z.strictObject(paginationShape);
 
-/** /v1/webhooks (CONTRACT.md section 4). */
+/** /v1/webhooks (docs/api.md, "Webhooks"). */
 export function webhooksRouter(deps: ApiDeps): Router {
   const router = Router();
 
@@ -62,7 +62,7 @@ export function webhooksRouter(deps: ApiDeps): Router {
   router.post("/:id/test", ...requireJson({ optional: true }), async (req, res) => {
     const id = parseOrThrow(resourceId, req.params.id, "id");
     const { event_type } = parseOrThrow(testDeliveryRequestSchema, req.body ?? {});
-    res.status(202).json({ delivery_id: await requestTestDelivery(deps, principalOf(req).accountId, id, event_type) });
+    res.status(202).json({ delivery_id: await requestTestDelivery(deps, principalOf(req).accountId, id, exampleKindOf(event_type)) });
   });
 
   router.get("/:id/secret", async (req, res) => {

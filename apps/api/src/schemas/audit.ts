@@ -2,7 +2,7 @@ import { z } from "zod";
 import { prefixedId, timestamp } from "./common.js";
 import { eventId } from "./events.js";
 
-/** An audit log entry (spec "Audit log entry"; CONTRACT.md section 8): one per replay attempt. */
+/** An audit log entry (spec "Audit log entry"; docs/api.md, "Audit log"): one per replay attempt. */
 export const auditEntrySchema = z
   .object({
     id: prefixedId("aud", "audit entry id"),

@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /**
- * Building blocks of the API's JSON answers (CONTRACT.md section 3): ISO 8601 UTC timestamps,
+ * Building blocks of the API's JSON answers (docs/api.md, "Conventions"): ISO 8601 UTC timestamps,
  * prefixed ids and the `{data, next_cursor}` page of every list. Everything in this folder is a
  * zod schema: the services' return types are inferred from them and the OpenAPI document
  * (GET /openapi.json) is generated from them, so the two cannot drift apart.

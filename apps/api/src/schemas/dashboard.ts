@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { timestamp } from "./common.js";
 
-/** POST /v1/dashboard-links (CONTRACT.md section 4a). */
+/** POST /v1/dashboard-links (docs/dashboard.md). */
 export const dashboardLinkSchema = z
   .object({
     url: z.string().meta({

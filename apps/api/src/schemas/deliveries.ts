@@ -2,7 +2,7 @@ import { z } from "zod";
 import { prefixedId, timestamp } from "./common.js";
 import { webhookId } from "./webhooks.js";
 
-/** A row of the deliveries log (CONTRACT.md section 8): one per attempt. */
+/** A row of the deliveries log (docs/api.md, "Deliveries log"): one per attempt. */
 export const deliverySchema = z
   .object({
     id: prefixedId("dlv", "delivery row id"),

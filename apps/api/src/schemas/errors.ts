@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { ERROR_STATUS } from "../errors.js";
 
-/** The error body of every answer that is not a success (CONTRACT.md section 3). */
+/** The error body of every answer that is not a success (docs/api.md, "Errors"). */
 export const errorBodySchema = z
   .object({
     error: z.object({

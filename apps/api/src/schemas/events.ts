@@ -3,7 +3,7 @@ import { EVENT_TYPES, eventDataSchemas, SUBSCRIBABLE_EVENT_TYPES, TEST_EVENT_TYP
 import { prefixedId, timestamp } from "./common.js";
 import { webhookId } from "./webhooks.js";
 
-/** Events as the API shows them (CONTRACT.md section 5). */
+/** Events as the API shows them (docs/api.md, "Events"). */
 
 export const eventId = prefixedId("evt", "event id; used in the replay path");
 export const eventStatus = z.enum(["pending", "delivered", "failed"]).meta({
@@ -67,7 +67,7 @@ export const envelopeSchemas = Object.fromEntries(EVENT_TYPES.map((kind) => [kin
   ReturnType<typeof envelopeOf>
 >;
 
-/** The test event's envelope (CONTRACT.md section 6): sent once when a webhook is created. */
+/** The test event's envelope (docs/api.md, "Test events"): sent once when a webhook is created. */
 export const testEnvelopeSchema = z
   .strictObject({
     event: z.literal(TEST_EVENT_TYPE),
@@ -107,7 +107,7 @@ export const eventDetailSchema = eventListItemSchema
   .meta({ id: "EventDetail" });
 export type EventDetail = z.infer<typeof eventDetailSchema>;
 
-/** 202 of POST /v1/events/{event_id}/replay (CONTRACT.md section 7). */
+/** 202 of POST /v1/events/{event_id}/replay (docs/api.md, "Replay"). */
 export const replayAcceptedSchema = z
   .object({
     event_id: eventId,

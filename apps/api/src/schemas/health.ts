@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { errorBodySchema } from "./errors.js";
 
-/** GET /healthz and GET /readyz (CONTRACT.md section 8). */
+/** GET /healthz and GET /readyz (docs/api.md, "Service routes"). */
 
 export const healthSchema = z.object({ status: z.literal("ok") }).meta({ id: "Health" });
 

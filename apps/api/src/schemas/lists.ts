@@ -4,7 +4,7 @@ import { deliverySchema } from "./deliveries.js";
 import { eventListItemSchema } from "./events.js";
 import { webhookSchema } from "./webhooks.js";
 
-/** The pages of the four lists (CONTRACT.md section 3): `{data, next_cursor}`, newest first. */
+/** The pages of the four lists (docs/api.md, "Conventions"): `{data, next_cursor}`, newest first. */
 export const webhookListSchema = pageOf(webhookSchema, "WebhookList");
 export const eventListSchema = pageOf(eventListItemSchema, "EventList");
 export const deliveryListSchema = pageOf(deliverySchema, "DeliveryList");

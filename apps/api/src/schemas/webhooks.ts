@@ -2,7 +2,7 @@ import { z } from "zod";
 import { SUBSCRIBABLE_EVENT_TYPES } from "@mailhooks/events";
 import { prefixedId, timestamp } from "./common.js";
 
-/** The webhook object (CONTRACT.md section 4). The secret appears only in `webhookWithSecretSchema`. */
+/** The webhook object (docs/api.md, "Webhooks"). The secret appears only in `webhookWithSecretSchema`. */
 
 export const webhookId = prefixedId("wh", "webhook id");
 

@@ -4,7 +4,7 @@ import { keysetPage, withinWindow, type Cursor, type Page } from "../http/pagina
 import type { AuditEntryView } from "../schemas/audit.js";
 
 /**
- * The audit log (spec "Audit log entry"; CONTRACT.md section 8): who replayed what, when, to
+ * The audit log (spec "Audit log entry"; docs/api.md, "Audit log"): who replayed what, when, to
  * where, and what the receiver answered. Read-only here: entries are written by the dispatcher
  * and a database trigger refuses any UPDATE or DELETE.
  */

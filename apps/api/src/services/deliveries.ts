@@ -3,7 +3,7 @@ import type { ApiDeps } from "../deps.js";
 import { keysetPage, type Cursor, type Page } from "../http/pagination.js";
 import type { DeliveryView } from "../schemas/deliveries.js";
 
-/** The deliveries log (CONTRACT.md section 8): one row per attempt, newest first. */
+/** The deliveries log (docs/api.md, "Deliveries log"): one row per attempt, newest first. */
 
 export type { DeliveryView };
 

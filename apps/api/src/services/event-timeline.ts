@@ -3,7 +3,7 @@ import type { ApiDeps } from "../deps.js";
 import { notFound } from "../errors.js";
 
 /**
- * An event's history for the dashboard (CONTRACT.md sections 5 to 8): its newest attempts with
+ * An event's history for the dashboard (docs/api.md, "Events"; docs/api.md, "Deliveries log"): its newest attempts with
  * the receiver's answer and how many there are in all, the replays still waiting for their
  * attempt, and when each pending destination's next retry is due. Reads only, each bounded
  * whatever the number of delivery rows of the event (the deliveries log pages through them all).
@@ -24,7 +24,7 @@ export interface TimelineAttempt {
   attempt: number;
   response_status: number | null;
   error: string | null;
-  /** At most the first 4096 bytes of the answer, as text (CONTRACT.md section 8). */
+  /** At most the first 4096 bytes of the answer, as text (docs/api.md, "Deliveries log"). */
   response_body: string | null;
   duration_ms: number;
   /** When the attempt was recorded (its end). */

@@ -7,7 +7,7 @@ import { keysetPage, withinWindow, type Cursor, type Page } from "../http/pagina
 import type { DestinationView, EventDetail, EventListItem, EventSummary } from "../schemas/events.js";
 
 /**
- * Event ingest and reads (CONTRACT.md section 5). Accepting is @mailhooks/delivery-state's
+ * Event ingest and reads (docs/api.md, "Events"). Accepting is @mailhooks/delivery-state's
  * `acceptEvents`: the event with its exact envelope bytes, its destinations and their work queue rows
  * in one PostgreSQL statement; the answer follows that commit, whatever Redis is doing.
  */

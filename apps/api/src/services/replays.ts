@@ -8,7 +8,7 @@ import type { ReplayAccepted } from "../schemas/events.js";
 import { assertDeliverableUrl, httpsUrl } from "./webhooks.js";
 
 /**
- * Replay (spec "Replay an event"; CONTRACT.md section 7). Answers at once; each replay is one
+ * Replay (spec "Replay an event"; docs/api.md, "Replay"). Answers at once; each replay is one
  * attempt made by the dispatcher, which then writes one delivery row and one audit entry.
  * There is no bulk replay: one call replays one event (see the replay CLI for many).
  */
@@ -29,7 +29,7 @@ interface DestinationRow {
 }
 
 /**
- * Plans the replays of one event (CONTRACT.md section 7) and accepts them: the replay rows and
+ * Plans the replays of one event (docs/api.md, "Replay") and accepts them: the replay rows and
  * their work queue rows are committed together, then the answer (202) follows.
  * Without `target_url`: one replay per destination (or only `webhook_id`'s) whose webhook is
  * still enabled, to its current URL. With `target_url`: one replay there, signed with the secret
@@ -48,7 +48,7 @@ export async function requestReplay(deps: ApiDeps, principal: Principal, eventId
   if ((await readPayload(deps, event)) === null)
     throw new AppError("payload_expired", "payload_purged", "the event's payload is past retention and can no longer be replayed");
 
-  // CONTRACT.md section 7: to a target_url, a disabled or deleted webhook's secret still signs;
+  // docs/api.md, "Replay": to a target_url, a disabled or deleted webhook's secret still signs;
   // without one, only enabled webhooks get a replay.
   let destinations = await deps.prisma.$queryRaw<DestinationRow[]>`
     SELECT d.id, d.webhook_id, w.url, (w.status = 'enabled' AND w.deleted_at IS NULL) AS enabled

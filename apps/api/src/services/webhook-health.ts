@@ -1,13 +1,13 @@
 import { z } from "zod";
 import * as deliveryState from "@mailhooks/delivery-state";
-import { SUBSCRIBABLE_EVENT_TYPES, type SubscribableEventType } from "@mailhooks/events";
+import { SUBSCRIBABLE_EVENT_TYPES, TEST_EVENT_TYPE, type SubscribableEventType } from "@mailhooks/events";
 import type { ApiDeps } from "../deps.js";
 import { AppError } from "../errors.js";
 import { findWebhook } from "./webhooks.js";
 
 /**
  * What the dashboard shows about a webhook beyond its registration: its last attempt, its
- * success rate over the last 24 hours, its latest test request (CONTRACT.md sections 4 and 6),
+ * success rate over the last 24 hours, its latest test request (docs/api.md, "Test events"),
  * and its work waiting in the scheduler (docs/scheduler.md).
  * Reads only; asking for a test request again goes through @mailhooks/delivery-state.
  */
@@ -106,17 +106,31 @@ export async function latestTestDelivery(deps: ApiDeps, accountId: string, webho
   };
 }
 
-/** POST /v1/webhooks/{id}/test `{event_type?}`: one of the six kinds or an operational kind for an example envelope of that kind; absent: `webhook.test`. */
-export const testDeliveryRequestSchema = z.strictObject({
-  event_type: z
-    .enum(SUBSCRIBABLE_EVENT_TYPES, { message: `must be one of ${SUBSCRIBABLE_EVENT_TYPES.join(", ")}` })
-    .optional()
-    .meta({ description: "the kind of the example envelope to send; absent: the `webhook.test` envelope", example: "message.bounced" }),
-});
+const TEST_KINDS = [TEST_EVENT_TYPE, ...SUBSCRIBABLE_EVENT_TYPES] as const;
 
 /**
- * Sends one signed test request to a live, enabled webhook now (CONTRACT.md sections 4 and 6:
- * one attempt, no retry): the `webhook.test` envelope, or with `eventType` an example envelope
+ * POST /v1/webhooks/{id}/test `{event_type?}` (docs/api.md, "Test events"): `webhook.test` (also
+ * when absent) for the `webhook.test` envelope, or one of the six email kinds or an operational
+ * kind for an example envelope of that kind.
+ */
+export const testDeliveryRequestSchema = z.strictObject({
+  event_type: z
+    .enum(TEST_KINDS, { message: `must be one of ${TEST_KINDS.join(", ")}` })
+    .optional()
+    .meta({
+      description:
+        "the kind of the envelope to send: `webhook.test` (the default), or an example envelope of one of the six email kinds or an operational kind",
+      example: "message.bounced",
+    }),
+});
+
+/** The kind whose example envelope a test request sends, or undefined for `webhook.test`. */
+export const exampleKindOf = (eventType: (typeof TEST_KINDS)[number] | undefined): SubscribableEventType | undefined =>
+  eventType === TEST_EVENT_TYPE ? undefined : eventType;
+
+/**
+ * Sends one signed test request to a live, enabled webhook now (docs/api.md, "Test events": one
+ * attempt, no retry): the `webhook.test` envelope, or with `eventType` an example envelope
  * of that kind.
  * @returns the id its delivery row will have (`trigger: "test"`, `event_id: null`)
  * @throws AppError not_found (no such live webhook), conflict (the webhook is paused or disabled)

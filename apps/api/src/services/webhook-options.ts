@@ -3,7 +3,7 @@ import type { Keyring } from "@mailhooks/secrets";
 import { hasNoNul, NO_NUL_MESSAGE } from "../http/validate.js";
 
 /**
- * A webhook's options (CONTRACT.md section 4): `rate_limit`, `inbox_ids` and `headers`, their
+ * A webhook's options (docs/api.md, "Webhooks"): `rate_limit`, `inbox_ids` and `headers`, their
  * rules, and the stored form of the headers. Pure functions; no I/O.
  */
 

@@ -6,7 +6,7 @@ import { notFound } from "../errors.js";
 import type { RotatedSecretView } from "../schemas/webhooks.js";
 import { findWebhook } from "./webhooks.js";
 
-/** A webhook's secret: made, shown, rotated (CONTRACT.md section 4). */
+/** A webhook's secret: made, shown, rotated (docs/api.md, "Webhooks"). */
 
 /** A webhook secret: 32 bytes from the CSPRNG, base64url, with a recognizable prefix. */
 export function generateSecret(): string {
@@ -47,7 +47,7 @@ export const rotateSecretSchema = z.strictObject({
 });
 
 /**
- * Rotates a webhook's secret (CONTRACT.md section 4): a new secret signs every request from
+ * Rotates a webhook's secret (docs/api.md, "Webhooks"): a new secret signs every request from
  * `activates_at` (now + `grace_seconds`) on; until then the previous one goes on signing, so a
  * receiver can install the new one first. The wire format stays one `sha256=` signature.
  * @throws AppError not_found

@@ -26,7 +26,7 @@ import {
 } from "./webhook-options.js";
 import { generateSecret } from "./webhook-secrets.js";
 
-/** Webhook registration (spec "Webhook registration"; CONTRACT.md section 4). */
+/** Webhook registration (spec "Webhook registration"; docs/api.md, "Webhooks"). */
 
 /** An absolute https:// URL: the only scheme ever delivered to. */
 export const httpsUrl = z

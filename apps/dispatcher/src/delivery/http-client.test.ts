@@ -7,7 +7,7 @@ import { sendSigned, type SendInput } from "./send.js";
 /**
  * sendSigned with the real client against receivers that misbehave on purpose, over real TLS on
  * loopback: whatever a receiver sends, the attempt is judged on its status line within the
- * deadline and costs bounded time and memory (CONTRACT.md sections 6 and 8).
+ * deadline and costs bounded time and memory (docs/receivers.md; docs/api.md, "Deliveries log").
  */
 const DEADLINE_MS = 2_000;
 /** Scheduling slack for the timing assertions on a busy test machine, in ms. */

@@ -13,9 +13,9 @@ import { refusalInWords } from "../refusal-words.js";
 import { dashboardPrincipal } from "../session.js";
 
 /**
- * Events (CONTRACT.md section 5) and one event's page: envelope, destinations, the newest
+ * Events (docs/api.md, "Events") and one event's page: envelope, destinations, the newest
  * attempts (TIMELINE_ATTEMPTS, with the total and a link to the deliveries log), and `Replay`
- * (section 7) to the original destinations or an override URL, made as the session's API key
+ * (docs/api.md, "Replay") to the original destinations or an override URL, made as the session's API key
  * (its id goes to the audit log).
  */
 

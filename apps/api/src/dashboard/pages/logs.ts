@@ -11,7 +11,7 @@ import { render } from "../render.js";
 import { dashboardPrincipal } from "../session.js";
 
 /**
- * The two logs (CONTRACT.md section 8): Deliveries (every attempt, filterable by event and
+ * The two logs (docs/api.md, "Deliveries log"): Deliveries (every attempt, filterable by event and
  * webhook) and the Audit log (every replay: who, when, which event, where, what came back).
  * Filters are validated by the JSON routes' own schemas.
  */

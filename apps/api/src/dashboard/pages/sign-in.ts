@@ -7,7 +7,7 @@ import { render } from "../render.js";
 import { sessionTokenOf, setSessionCookie } from "../session.js";
 
 /**
- * Signing in and out (CONTRACT.md section 4a). Opening a link shows a page with a `Sign in`
+ * Signing in and out (docs/dashboard.md). Opening a link shows a page with a `Sign in`
  * button: only the POST redeems it, so a link previewer or a mail scanner that fetches the URL
  * does not use up the one-time link. (Signing out is behind the session: index.ts.) A link that
  * is not valid counts against the client's limit of requests without valid credentials

@@ -9,7 +9,7 @@ import { render } from "../render.js";
 import { dashboardPrincipal } from "../session.js";
 
 /**
- * A webhook's signing secret (CONTRACT.md section 4): revealed after a confirmation, and
+ * A webhook's signing secret (docs/api.md, "Webhooks"): revealed after a confirmation, and
  * rotated with a grace period; either way shown once, on a page that is never stored.
  */
 

@@ -10,6 +10,7 @@ import {
   latestTestDelivery,
   requestTestDelivery,
   testDeliveryRequestSchema,
+  exampleKindOf,
   webhookHealth,
   webhookWaitingWork,
 } from "../../services/webhook-health.js";
@@ -31,7 +32,7 @@ import { render } from "../render.js";
 import { dashboardPrincipal } from "../session.js";
 
 /**
- * Settings > Webhooks (spec: "enter the URL, select events, save"; CONTRACT.md sections 4 and
+ * Settings > Webhooks (spec: "enter the URL, select events, save"; docs/api.md, "Webhooks" and
  * 4a): the list with each webhook's health, "Add webhook", and a webhook's page (edit,
  * enable/disable, delete, send a test event of a chosen kind; its secret: webhook-secret.ts).
  * Each handler parses, calls the service the JSON routes call, and renders. Header values are
@@ -222,7 +223,7 @@ export function webhookPages(deps: ApiDeps): Router {
   router.post("/webhooks/:id/test", async (req, res) => {
     const kind = field(req.body, "event_type");
     const { event_type } = parseOrThrow(testDeliveryRequestSchema, kind === "" ? {} : { event_type: kind });
-    await requestTestDelivery(deps, accountOf(req), idOf(req), event_type);
+    await requestTestDelivery(deps, accountOf(req), idOf(req), exampleKindOf(event_type));
     res.redirect(303, `/dashboard/webhooks/${encodeURIComponent(idOf(req))}?done=tested#test-event`);
   });
 

@@ -10,7 +10,7 @@ import { errorResponses, JSON_BODY_ERRORS } from "../responses.js";
 import { createOperation, json, listOperation } from "./media.js";
 
 /**
- * /v1/events (CONTRACT.md sections 5 and 7). The routes validate an event in two steps (the
+ * /v1/events (docs/api.md, "Events"; docs/api.md, "Replay"). The routes validate an event in two steps (the
  * envelope, then `data` against its kind's schema); the document joins the two into one schema
  * per kind, discriminated by `event_type`.
  */

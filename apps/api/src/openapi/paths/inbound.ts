@@ -7,7 +7,7 @@ import { eventSummarySchema } from "../../schemas/events.js";
 import { errorResponses } from "../responses.js";
 import { json } from "./media.js";
 
-/** POST /v1/inboxes/{inbox_id}/messages (CONTRACT.md section 5). */
+/** POST /v1/inboxes/{inbox_id}/messages (docs/api.md, "Events"). */
 export const inboundPaths: ZodOpenApiPathsObject = {
   "/v1/inboxes/{inbox_id}/messages": {
     post: {

@@ -4,7 +4,7 @@ import { querySchema as deliveriesQuery } from "../../routes/deliveries.js";
 import { auditLogSchema, deliveryListSchema } from "../../schemas/lists.js";
 import { listOperation } from "./media.js";
 
-/** The deliveries log and the audit log (CONTRACT.md section 8). */
+/** The deliveries log and the audit log (docs/api.md, "Audit log"). */
 export const logPaths: ZodOpenApiPathsObject = {
   "/v1/deliveries": {
     get: listOperation({

@@ -5,7 +5,7 @@ import { healthSchema, notReadySchema, readySchema } from "../../schemas/health.
 import { errorResponses, JSON_BODY_ERRORS } from "../responses.js";
 import { json } from "./media.js";
 
-/** The dashboard sign-in link (CONTRACT.md section 4a) and the unauthenticated probes (section 8). */
+/** The dashboard sign-in link (docs/dashboard.md) and the unauthenticated probes (docs/api.md, "Service routes"). */
 export const servicePaths: ZodOpenApiPathsObject = {
   "/v1/dashboard-links": {
     post: {

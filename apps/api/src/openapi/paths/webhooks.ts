@@ -16,7 +16,7 @@ import {
 import { errorResponses, JSON_BODY_ERRORS } from "../responses.js";
 import { createOperation, json, listOperation } from "./media.js";
 
-/** /v1/webhooks (CONTRACT.md section 4). */
+/** /v1/webhooks (docs/api.md, "Webhooks"). */
 
 const path = { path: z.object({ id: resourceId.meta({ description: "webhook id", example: "wh_019a2b3c4d5e7f00a1b2c3d4e5f60718" }) }) };
 

@@ -6,57 +6,83 @@ import { runProcess } from "@mailhooks/processes";
 import { startStack, type Stack } from "../support/stack.js";
 
 /**
- * The README's typed client ("For integrators") as a new user makes it: a new ESM project
- * (`"type": "module"`, module nodenext, strict), the README's `npx openapi-typescript` line run
- * as it stands against a running API's /openapi.json, the README's TypeScript block compiled with
- * `tsc --strict` and run against that API. The README's `npm install` lines are satisfied by
- * linking the same packages from this repository's node_modules (no network); `npx` then finds
- * openapi-typescript in the project, as it does after those installs.
+ * The typed client of docs/api.md ("A typed client") as a new user makes it: a new ESM project
+ * (`"type": "module"`, module nodenext, strict) in a clean folder, holding exactly the packages its
+ * `npm install` lines name (linked from this repository's node_modules: no network; a pinned
+ * version must be the one linked), the page's `npx openapi-typescript` line run as it stands
+ * against a running API's /openapi.json, its TypeScript block compiled with `tsc --strict` (no
+ * `types` in the tsconfig: TypeScript sees the @types the project has) and run against that API.
  *
- * The last test compiles calls a client makes beyond the README's (a rotation with the default
+ * The last test compiles calls a client makes beyond the page's (a rotation with the default
  * grace period): the generated types must accept every request the API accepts.
  */
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const tsc = path.join(root, "node_modules/typescript/bin/tsc");
 // Without jest's NODE_OPTIONS (--experimental-vm-modules) in the children.
 const env = { NODE_OPTIONS: "" };
-/** What the README's `npm install` lines install, linked from this repository's node_modules. */
-const INSTALLED = ["openapi-fetch", "openapi-typescript", "typescript"];
 
-/** The "For integrators" section's fenced blocks of `language`, in order. */
-function integratorBlocks(language: string): string[] {
-  const readme = readFileSync(path.join(root, "README.md"), "utf8");
-  const start = readme.indexOf("\n## For integrators\n");
+/** The "A typed client" section's fenced blocks of `language`, in order. */
+function clientBlocks(language: string): string[] {
+  const page = readFileSync(path.join(root, "docs/api.md"), "utf8");
+  const start = page.indexOf("\n## A typed client\n");
   expect(start).toBeGreaterThan(0);
-  const end = readme.indexOf("\n## ", start + 1);
-  const section = readme.slice(start, end === -1 ? undefined : end);
+  const end = page.indexOf("\n## ", start + 1);
+  const section = page.slice(start, end === -1 ? undefined : end);
   return [...section.matchAll(new RegExp("^```" + language + "\\n([\\s\\S]*?)^```$", "gm"))].map((m) => m[1]);
+}
+
+/** A package of an `npm install` line: its name and the version it pins (`typescript@5`), if any. */
+function packageOf(word: string): { name: string; pin: string | undefined } {
+  const at = word.indexOf("@", 1);
+  return at === -1 ? { name: word, pin: undefined } : { name: word.slice(0, at), pin: word.slice(at + 1) };
+}
+
+/** The packages the section's `npm install` lines name, in order. */
+function installed(): { name: string; pin: string | undefined }[] {
+  const [shell] = clientBlocks("sh");
+  return shell
+    .split("\n")
+    .filter((line) => line.startsWith("npm install"))
+    .flatMap((line) =>
+      line
+        .split(" ")
+        .slice(2)
+        .filter((word) => !word.startsWith("-")),
+    )
+    .map(packageOf);
 }
 
 let stack: Stack;
 let project: string;
+let tsc: string;
 
 beforeAll(async () => {
   stack = await startStack();
   project = mkdtempSync(path.join(os.tmpdir(), "mailhooks-readme-client-"));
   mkdirSync(path.join(project, "src"));
   mkdirSync(path.join(project, "node_modules/.bin"), { recursive: true });
-  mkdirSync(path.join(project, "node_modules/@types"));
   writeFileSync(path.join(project, "package.json"), JSON.stringify({ name: "readme-client", private: true, type: "module" }, null, 2));
   writeFileSync(
     path.join(project, "tsconfig.json"),
     JSON.stringify(
       {
-        compilerOptions: { module: "nodenext", target: "es2022", strict: true, outDir: "dist", rootDir: "src", types: ["node"] },
+        compilerOptions: { module: "nodenext", target: "es2022", strict: true, outDir: "dist", rootDir: "src" },
         include: ["src"],
       },
       null,
       2,
     ),
   );
-  for (const name of [...INSTALLED, "@types/node"])
+  // Exactly what the install lines name, in the versions they pin.
+  for (const { name, pin } of installed()) {
+    const version = (JSON.parse(readFileSync(path.join(root, "node_modules", name, "package.json"), "utf8")) as { version: string })
+      .version;
+    if (pin !== undefined)
+      expect({ name, version }).toEqual({ name, version: expect.stringMatching(new RegExp(`^${pin.replace(/\./g, "\\.")}\\.`)) });
+    mkdirSync(path.dirname(path.join(project, "node_modules", name)), { recursive: true });
     symlinkSync(path.join(root, "node_modules", name), path.join(project, "node_modules", name), "dir");
+  }
   symlinkSync("../openapi-typescript/bin/cli.js", path.join(project, "node_modules/.bin/openapi-typescript"));
+  tsc = path.join(project, "node_modules/typescript/bin/tsc");
 }, 120_000);
 
 afterAll(async () => {
@@ -64,19 +90,18 @@ afterAll(async () => {
   await stack?.close();
 });
 
-describe("README, For integrators: the typed client", () => {
-  test("generates the types with the README's commands, then compiles (tsc --strict) and runs its client against the API", async () => {
-    const [shell] = integratorBlocks("sh");
+describe("docs/api.md, A typed client", () => {
+  test("generates the types with the page's commands, then compiles (tsc --strict) and runs its client against the API", async () => {
+    const [shell] = clientBlocks("sh");
     const lines = shell.split("\n").filter(Boolean);
     const installs = lines.filter((line) => line.startsWith("npm install"));
-    expect(
-      installs.flatMap((line) =>
-        line
-          .split(" ")
-          .slice(2)
-          .filter((word) => !word.startsWith("-")),
-      ),
-    ).toEqual(INSTALLED);
+    // The client needs TypeScript 5 (openapi-typescript 7) and Node's types (it reads `process`).
+    expect(installed()).toEqual(
+      expect.arrayContaining([
+        { name: "typescript", pin: "5" },
+        { name: "@types/node", pin: undefined },
+      ]),
+    );
     const [generate] = lines.filter((line) => line.startsWith("npx "));
     expect(lines).toHaveLength(installs.length + 1);
     const [npx, ...args] = generate.replace("http://127.0.0.1:3000", stack.baseUrl).split(" ");
@@ -85,7 +110,7 @@ describe("README, For integrators: the typed client", () => {
     await runProcess("npx", args, { cwd: project, env, timeoutMs: 120_000, check: true });
     expect(readFileSync(path.join(project, "src/mailhooks.ts"), "utf8")).toContain("export interface paths");
 
-    const [client] = integratorBlocks("ts");
+    const [client] = clientBlocks("ts");
     writeFileSync(path.join(project, "src/client.ts"), client);
     // tsc prints its errors on stdout (and exits 2): its stdout is the verdict.
     const compiled = await runProcess(process.execPath, [tsc, "-p", project], { cwd: project, env });
@@ -111,7 +136,7 @@ describe("README, For integrators: the typed client", () => {
    * Fails while the OpenAPI document gives `grace_seconds` (POST /v1/webhooks/{id}/secret/rotate)
    * a `default` that openapi-typescript turns into a required field: the generated
    * RotateSecretRequest then says `grace_seconds: number`, and a client cannot leave it out as the
-   * API allows (CONTRACT.md section 4: default 86400). The schema is in apps/api/src/services/webhooks.ts.
+   * API allows (docs/api.md, "Webhooks": default 86400). The schema is in apps/api/src/services/webhooks.ts.
    */
   test("accepts a rotation with the default grace period (an empty body), as the API does", async () => {
     writeFileSync(

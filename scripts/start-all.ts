@@ -1,13 +1,14 @@
-// `npm start`: the built API and one dispatcher together, for a single machine. Signals are
-// passed on to both; when either exits, the other is stopped and its exit code is kept.
-import { spawn } from "node:child_process";
+// `npm start`: builds, then runs the built API and one dispatcher together, for a single machine.
+// Signals are passed on to both; when either exits, the other is stopped and its exit code is
+// kept. It runs from source (tsx), so that --help and usage errors are answered before the build
+// and before anything starts (docs/operations.md, "Commands").
+import { spawn, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createCommand } from "@mailhooks/command-line";
 import { apiConfigSchema, dispatcherConfigSchema } from "@mailhooks/config";
 
-// --help and usage errors are answered before anything starts (CONTRACT.md section 1).
 createCommand({
   name: "npm start --",
   description:
@@ -19,9 +20,12 @@ createCommand({
   .parse(process.argv);
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const built = spawnSync(process.execPath, [path.join(root, "scripts", "build.mjs")], { stdio: "inherit", cwd: root });
+if (built.status !== 0) process.exit(built.status ?? 1);
+
 // The commands of `npm run start:api` and `npm run start:dispatcher` (their Node flags included),
 // run directly so that signals reach the processes.
-const { scripts } = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8"));
+const { scripts } = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as { scripts: Record<string, string> };
 const children = ["start:api", "start:dispatcher"].map((name) => {
   const [, ...args] = scripts[name].split(" ");
   return spawn(process.execPath, args, { stdio: "inherit", env: process.env, cwd: root });
@@ -37,7 +41,7 @@ for (const child of children) {
     if (children.every((c) => c.exitCode !== null || c.signalCode !== null)) process.exit();
   });
 }
-for (const signal of ["SIGTERM", "SIGINT"]) {
+for (const signal of ["SIGTERM", "SIGINT"] as const) {
   process.on(signal, () => {
     exiting = true;
     for (const child of children) if (child.exitCode === null) child.kill(signal);

@@ -7,15 +7,17 @@ import { format } from "node:util";
 import getPort from "get-port";
 import { findOnPath, runProcess, startProcess, type StartedProcess } from "@mailhooks/processes";
 import { testCertDir } from "../support/env.js";
+import { waitUntil } from "../support/wait.js";
 import { bodyOf, loadVectors, VECTORS_PATH, type TestVector } from "../../packages/verify/scripts/vectors.js";
 
 /**
- * The README's "Verifying a signature" examples (Node, Python, Go) are run as they stand, copied
- * out of README.md, against every vector of packages/verify/test-vectors.json: each reaches the
- * vector's outcome (the envelope with the vector's X-Service-Event-Id, or the error code). The
- * Go one runs only where `go` is on the PATH (Go is not part of this repository's toolchain);
- * elsewhere its test is skipped. The "For integrators" typed client runs in a new project
- * against a running API (readme-client.integration.test.ts).
+ * The examples of docs/receivers.md, "Verifying a signature" (Node, Python, Go) are run as they
+ * stand, copied out of the page, against every vector of packages/verify/test-vectors.json: each
+ * reaches the vector's outcome (the envelope with the vector's X-Service-Event-Id, or the error
+ * code). The Go one runs only where `go` is on the PATH (Go is not part of this repository's
+ * toolchain); elsewhere its test is skipped. The typed client of docs/api.md runs in a new
+ * project against a running API (readme-client.integration.test.ts), the README's quick start
+ * as a whole in readme-quickstart.integration.test.ts.
  */
 
 const require = createRequire(import.meta.url);
@@ -31,17 +33,17 @@ const eventIdOf = (vector: TestVector) => Object.entries(vector.headers).find(([
 const expectedWithId = (vector: TestVector) => (vector.expected.ok ? { ...vector.expected, id: eventIdOf(vector) } : vector.expected);
 
 /** The section's fenced blocks of `language`, in order. */
-function readmeBlocks(language: string): string[] {
-  const readme = readFileSync(path.join(root, "README.md"), "utf8");
-  const start = readme.indexOf("\n### Verifying a signature\n");
-  const end = readme.indexOf("\n## ", start + 1);
+function pageBlocks(language: string): string[] {
+  const page = readFileSync(path.join(root, "docs/receivers.md"), "utf8");
+  const start = page.indexOf("\n## Verifying a signature\n");
+  const end = page.indexOf("\n## ", start + 1);
   expect(start).toBeGreaterThan(0);
-  const section = readme.slice(start, end === -1 ? undefined : end);
+  const section = page.slice(start, end === -1 ? undefined : end);
   return [...section.matchAll(new RegExp("^```" + language + "\\n([\\s\\S]*?)^```$", "gm"))].map((m) => m[1]);
 }
 
 function onlyBlock(language: string): string {
-  const blocks = readmeBlocks(language);
+  const blocks = pageBlocks(language);
   expect(blocks).toHaveLength(1);
   return blocks[0];
 }
@@ -66,11 +68,11 @@ function expectEveryOutcome(outcomes: Map<string, unknown>): void {
 }
 
 // Inside the repository, so that the Node example finds express and @mailhooks/verify.
-const work = path.join(root, ".tmp", "readme-snippets", randomUUID());
+const work = path.join(root, ".tmp", "receiver-snippets", randomUUID());
 beforeAll(() => mkdirSync(work, { recursive: true }));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-describe("README, Verifying a signature", () => {
+describe("docs/receivers.md, Verifying a signature", () => {
   test("the Python example reaches every test vector's outcome", async () => {
     const dir = path.join(work, "python");
     mkdirSync(dir);
@@ -189,17 +191,20 @@ describe("README, Verifying a signature", () => {
 async function sendVectors(child: StartedProcess, port: number, group: TestVector[]): Promise<Map<string, unknown>> {
   const url = `https://localhost:${port}/webhooks`;
   // tsx compiles the example at start: several at once on a busy machine take a while.
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    if (!child.running()) throw new Error(`the example exited with ${(await child.exited).code}: ${child.output()}`);
-    const up = await fetch(url, { method: "GET" }).then(
-      () => true,
-      () => false,
-    );
-    if (up) break;
-    if (Date.now() > deadline) throw new Error(`the example did not listen on ${port}: ${child.output()}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  await waitUntil(
+    async () => {
+      if (!child.running()) throw new Error(`the example exited with ${(await child.exited).code}: ${child.output()}`);
+      return fetch(url, { method: "GET" }).then(
+        () => true,
+        () => false,
+      );
+    },
+    Boolean,
+    120_000,
+    100,
+  ).catch((error: Error) => {
+    throw new Error(`the example did not listen on ${port}: ${error.message}; output: ${child.output()}`);
+  });
 
   const answers = new Map<string, { status: number; logged?: string; code?: string }>();
   // The vectors that passed with an event id not seen before: the ones the example logs.
@@ -223,15 +228,19 @@ async function sendVectors(child: StartedProcess, port: number, group: TestVecto
     );
   }
   // Each request that passed logged one line before its answer; the pipe may still hold the last ones.
-  for (let i = 0; i < 100 && child.stdout().split("\n").length <= passed.length; i++)
-    await new Promise((resolve) => setTimeout(resolve, 20));
+  await waitUntil(
+    () => child.stdout().split("\n").filter(Boolean).length,
+    (n) => n >= passed.length,
+    2_000,
+    20,
+  );
   const lines = child.stdout().split("\n").filter(Boolean);
   expect(lines).toHaveLength(passed.length);
   passed.forEach((name, i) => (answers.get(name)!.logged = lines[i]));
   return answers;
 }
 
-/** Runs the README's Verify on every vector and prints `{name, outcome}` lines. */
+/** Runs the page's Verify on every vector and prints `{name, outcome}` lines. */
 const GO_RUNNER = `package main
 
 import (
