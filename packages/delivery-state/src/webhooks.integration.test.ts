@@ -38,9 +38,9 @@ describe("webhooks' state", () => {
     const accountId = await newAccount();
     const made = (await registerWebhook(pool, { ...base(accountId), rateLimit: 7, inboxIds: ["in_1"], headers: "stored-headers" }))!;
     expect(made.webhook).toMatchObject({ rate_limit: 7, inbox_ids: ["in_1"], headers: "stored-headers" });
-    const kept = await changeWebhook(pool, accountId, made.webhook.id, { url: "https://receiver.example/h2" });
+    const kept = await changeWebhook(pool, accountId, made.webhook.id, { url: "https://receiver.example/h2" }, "test-webhooks");
     expect(kept).toMatchObject({ rate_limit: 7, inbox_ids: ["in_1"], headers: "stored-headers" });
-    const cleared = await changeWebhook(pool, accountId, made.webhook.id, { rateLimit: null, inboxIds: null, headers: null });
+    const cleared = await changeWebhook(pool, accountId, made.webhook.id, { rateLimit: null, inboxIds: null, headers: null }, "test-webhooks");
     expect(cleared).toMatchObject({ rate_limit: null, inbox_ids: null, headers: null });
   });
 

@@ -31,6 +31,14 @@ export function describe(webhook: WebhookEnvelope): string {
       // @ts-expect-error a test request is about no message
       void webhook.data.subject;
       return `test of ${webhook.data.webhookId} at ${webhook.data.url}`;
+    case "webhook.failing":
+      return `${webhook.data.webhookId} failing since ${webhook.data.failingSince}: ${webhook.data.consecutiveFailures satisfies number} in a row`;
+    case "webhook.recovered":
+      return `${webhook.data.webhookId} recovered at ${webhook.data.recoveredAt}`;
+    case "webhook.disabled":
+      return `${webhook.data.webhookId} disabled (${webhook.data.reason satisfies "failing" | "manual" | "idle"})`;
+    case "destination.failed":
+      return `${webhook.data.eventType} ${webhook.data.eventId} failed after ${webhook.data.attempts satisfies number} attempts`;
     default:
       // Every kind is handled above.
       return webhook satisfies never;
@@ -38,13 +46,13 @@ export function describe(webhook: WebhookEnvelope): string {
 }
 
 export function common(webhook: WebhookEnvelope): string | undefined {
-  // messageId reads on every kind (undefined for webhook.test); the other common fields need a narrowing.
+  // messageId reads on every kind (undefined for webhook.test and the operational kinds); the other common fields need a narrowing.
   const messageId: string | undefined = webhook.data.messageId;
   // @ts-expect-error webhook.test has no subject
   void webhook.data.subject;
-  return webhook.event === "webhook.test"
-    ? messageId
-    : `${webhook.data.subject} from ${webhook.data.from} to ${webhook.data.to.join(", ")}`;
+  return webhook.event.startsWith("message.") && "subject" in webhook.data
+    ? `${webhook.data.subject} from ${webhook.data.from} to ${webhook.data.to.join(", ")}`
+    : messageId;
 }
 
 export async function ids(): Promise<string[]> {
