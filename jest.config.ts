@@ -44,6 +44,7 @@ export const ALONE_FILES = [
   "tests/chaos/kill-under-load.test.ts",
   "tests/chaos/lost-work.test.ts",
   "tests/chaos/raw-message-memory.test.ts",
+  "tests/chaos/raw-message-shapes.test.ts",
   "tests/chaos/redis-restart.test.ts",
   "tests/chaos/relay-commit-lost.test.ts",
   "tests/chaos/scheduler-crash.test.ts",
