@@ -65,6 +65,7 @@ export const ERROR_REASONS = {
   unsupported_media_type: [
     "content_type_not_json",
     "content_type_not_message", // not message/rfc822
+    "charset_not_utf8", // a JSON body declared in a charset other than UTF-8
     "encoding_unsupported", // a Content-Encoding or charset the parser does not know
   ],
   validation_error: [
