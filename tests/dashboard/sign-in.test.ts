@@ -21,7 +21,7 @@ describe("dashboard sign-in and sessions", () => {
   test("POST /v1/dashboard-links answers an absolute one-time URL valid for 15 minutes; only the POST of its page redeems it", async () => {
     const before = Date.now();
     const link = await dashboardLink(stack);
-    expect(link.url).toMatch(new RegExp(`^${stack.baseUrl}/dashboard/sign-in/[A-Za-z0-9_-]{43}$`));
+    expect(link.url).toMatch(new RegExp(`^${stack.baseUrl}/dashboard/sign-in/[0-9a-f]{12}[A-Za-z0-9_-]{43}$`));
     const ttl = Date.parse(link.expires_at) - before;
     expect(ttl).toBeGreaterThan(14.9 * 60_000);
     expect(ttl).toBeLessThanOrEqual(15 * 60_000 + 5_000);
@@ -102,7 +102,7 @@ describe("dashboard sign-in and sessions", () => {
     const first = await run();
     expect(first.stderr).toBe("");
     expect(first.code).toBe(0);
-    expect(first.stdout).toMatch(new RegExp(`^${stack.baseUrl}/dashboard/sign-in/[A-Za-z0-9_-]{43}\\n$`));
+    expect(first.stdout).toMatch(new RegExp(`^${stack.baseUrl}/dashboard/sign-in/[0-9a-f]{12}[A-Za-z0-9_-]{43}\\n$`));
     const session = await signInWith(stack, first.stdout.trim());
     const row = await stack.prisma.dashboardSession.findUniqueOrThrow({ where: { tokenHash: sha256(session.cookie) } });
     const key = await stack.prisma.apiKey.findUniqueOrThrow({ where: { id: row.apiKeyId } });
