@@ -1,6 +1,7 @@
 import { isIP } from "node:net";
 import { z } from "zod";
 import { INSECURE_DEVELOPMENT_KEY, parseKeys } from "@mailhooks/secrets";
+import { parsePrivateTargets, type PrivateTargets } from "@mailhooks/url-policy";
 
 /**
  * Configuration from the environment (CONTRACT.md section 2), parsed once per process at
@@ -63,6 +64,16 @@ const trustProxy = z.string().transform((value, ctx): false | number | string[] 
   return z.NEVER;
 });
 
+/** ALLOW_PRIVATE_TARGETS: `false`, `true`, or comma-separated CIDR ranges (parsePrivateTargets of @mailhooks/url-policy). */
+const privateTargets = z.string().transform((value, ctx): PrivateTargets => {
+  try {
+    return parsePrivateTargets(value);
+  } catch (error) {
+    ctx.addIssue({ code: "custom", message: (error as Error).message });
+    return z.NEVER;
+  }
+});
+
 const postgresUrl = z.string().regex(/^postgres(ql)?:\/\//, "must be a postgresql:// URL");
 
 const shared = {
@@ -94,8 +105,14 @@ const shared = {
   DELIVERY_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   /** Days an event payload is kept for replay. */
   EVENT_RETENTION_DAYS: z.coerce.number().int().positive().default(90),
-  /** Allow deliveries to loopback, private and other non-public addresses. */
-  ALLOW_PRIVATE_TARGETS: bool.default(false),
+  /** Which non-public addresses (loopback, private, link-local, ...) deliveries may reach: `false`
+   * (none), `true` (all), or comma-separated CIDR ranges (only those, e.g. `127.0.0.0/8,::1/128`);
+   * checked on a URL's literal at registration and on every resolved address at connect time.
+   * Here: whether any may be (`true` or a list); PRIVATE_TARGETS says which. */
+  ALLOW_PRIVATE_TARGETS: privateTargets.transform((targets) => targets !== false).default(false),
+  /** ALLOW_PRIVATE_TARGETS as the policy (false, true, or its ranges): what the address checks
+   * take. Never read from the environment: loadConfig gives it ALLOW_PRIVATE_TARGETS's value. */
+  PRIVATE_TARGETS: privateTargets.default(false),
   /** Size of the PostgreSQL connection pool of this process. */
   DATABASE_POOL_SIZE: z.coerce.number().int().positive().max(200).default(10),
   /** PostgreSQL statement_timeout of every pooled connection, in ms (0: the server's own, none by default). */
@@ -219,12 +236,21 @@ export class ConfigError extends Error {
  * @throws ConfigError naming each invalid variable and why.
  */
 export function loadConfig<S extends z.ZodType>(schema: S, env: Record<string, string | undefined>): z.infer<S> {
-  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
+  const cleaned: Record<string, string | undefined> = Object.fromEntries(
+    Object.entries(env).filter(([, v]) => v !== undefined && v !== ""),
+  );
+  const shape = (schema as unknown as { shape?: Record<string, unknown> }).shape;
+  // PRIVATE_TARGETS is ALLOW_PRIVATE_TARGETS parsed whole, never a variable of its own.
+  if (shape && "PRIVATE_TARGETS" in shape) {
+    delete cleaned.PRIVATE_TARGETS;
+    if (cleaned.ALLOW_PRIVATE_TARGETS !== undefined) cleaned.PRIVATE_TARGETS = cleaned.ALLOW_PRIVATE_TARGETS;
+  }
   const result = schema.safeParse(cleaned);
-  const lines = result.success ? [] : result.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
+  // A bad ALLOW_PRIVATE_TARGETS is told once, under its own name.
+  const issues = result.success ? [] : result.error.issues.filter((i) => i.path.join(".") !== "PRIVATE_TARGETS");
+  const lines = issues.map((i) => `${i.path.join(".")}: ${i.message}`);
   const data = (result.success ? result.data : {}) as Record<string, unknown>;
   // Rules across variables, for the schemas that carry them.
-  const shape = (schema as unknown as { shape?: Record<string, unknown> }).shape;
   if (result.success && shape && "SECRET_ENCRYPTION_KEYS" in shape && "NODE_ENV" in shape) {
     if (data.SECRET_ENCRYPTION_KEYS === undefined) {
       if (data.NODE_ENV === "production")

@@ -1,14 +1,15 @@
-import { ipLiteral, isPublicAddress } from "./address-policy.js";
+import { ipLiteral } from "./address-policy.js";
+import { isAllowedAddress, type PrivateTargets } from "./private-targets.js";
 
 /**
  * The destination URL policy shared by registration (API) and delivery (dispatcher):
- * https only (spec "Endpoint scheme"), and, unless private targets are allowed, no IP literal
- * outside the public unicast space. Host names are checked again on the address actually
+ * https only (spec "Endpoint scheme"), and no IP literal outside the public unicast space unless
+ * ALLOW_PRIVATE_TARGETS allows it (`true`, or one of its ranges holds it; private-targets.ts). Host names are checked again on the address actually
  * connected to (see the dispatcher's lookup), since DNS can change between the two.
  */
 export type UrlRefusal = "insecure_url" | "blocked_destination";
 
-export function checkDestinationUrl(url: string, options: { allowPrivateTargets: boolean }): UrlRefusal | null {
+export function checkDestinationUrl(url: string, options: { allowPrivateTargets: PrivateTargets }): UrlRefusal | null {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -17,7 +18,7 @@ export function checkDestinationUrl(url: string, options: { allowPrivateTargets:
   }
   if (parsed.protocol !== "https:") return "insecure_url";
   const literal = ipLiteral(parsed.hostname);
-  if (literal && !options.allowPrivateTargets && !isPublicAddress(literal)) return "blocked_destination";
+  if (literal && !isAllowedAddress(literal, options.allowPrivateTargets)) return "blocked_destination";
   return null;
 }
 

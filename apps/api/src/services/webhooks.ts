@@ -150,11 +150,12 @@ function rowView(w: WebhookRow, keyring: Keyring): WebhookView {
 
 /**
  * Refuses a URL whose host is an IP literal outside the public address space (unless
- * ALLOW_PRIVATE_TARGETS); host names are checked again at every connection by the dispatcher.
+ * ALLOW_PRIVATE_TARGETS allows it: `true`, or one of its ranges); host names are checked again at
+ * every connection by the dispatcher.
  * @throws AppError validation_error naming `path`
  */
 export function assertDeliverableUrl(deps: ApiDeps, url: string, path: string): void {
-  if (checkDestinationUrl(url, { allowPrivateTargets: deps.config.ALLOW_PRIVATE_TARGETS }) === "blocked_destination") {
+  if (checkDestinationUrl(url, { allowPrivateTargets: deps.config.PRIVATE_TARGETS }) === "blocked_destination") {
     const message = "must not point to a loopback, private, link-local or reserved address";
     throw invalidInput([{ path, message }]);
   }
