@@ -5,6 +5,7 @@ import { createHook, startHookReceiver } from "../support/hooks.js";
 import { sampleData, startStack, waitUntil, type Account, type Stack } from "../support/stack.js";
 import { endChaosFile } from "./support/processes.js";
 import { startTcpProxy, type TcpProxy } from "./support/tcp-proxy.js";
+import { LOOPBACK_TARGETS } from "@mailhooks/url-policy";
 
 /**
  * Issue 18, item 6 (crash-safe bookkeeping): a job whose work ends before the relay's claim
@@ -41,7 +42,7 @@ describe("a job whose work ends before the relay's claim commits", () => {
         DATABASE_URL: process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/webhooks_test",
         REDIS_URL: redisUrl,
         QUEUE_PREFIX: stack!.prefix,
-        ALLOW_PRIVATE_TARGETS: "true",
+        ALLOW_PRIVATE_TARGETS: LOOPBACK_TARGETS,
         DISPATCHER_CONCURRENCY: "16",
         DISPATCHER_WEBHOOK_JOB_LIMIT: "1",
         DISPATCHER_LOCK_DURATION_MS: String(STALLED_MS),

@@ -10,6 +10,7 @@ import { sampleData, startStack, waitUntil, type Account, type Stack } from "../
 import { startPrivatePostgres, type PrivatePostgres } from "./support/private-postgres.js";
 import { endChaosFile, killAll, startDispatcher } from "./support/processes.js";
 import { startTcpProxy, type TcpProxy } from "./support/tcp-proxy.js";
+import { LOOPBACK_TARGETS } from "@mailhooks/url-policy";
 
 /**
  * Issue 18, item 6 (crash-safe bookkeeping): the relay's commit lost in a PostgreSQL crash.
@@ -290,7 +291,7 @@ describe("the relay's commit lost in a PostgreSQL crash", () => {
         DATABASE_URL: url,
         REDIS_URL: testRedisUrl(),
         QUEUE_PREFIX: stack!.prefix,
-        ALLOW_PRIVATE_TARGETS: "true",
+        ALLOW_PRIVATE_TARGETS: LOOPBACK_TARGETS,
         DISPATCHER_CONCURRENCY: "16",
       });
     const relayPool = createPool(proxiedUrl, 2);

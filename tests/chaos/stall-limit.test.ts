@@ -8,6 +8,7 @@ import { testDatabaseUrl, testRedisUrl } from "../support/env.js";
 import { createHook, deliveryRows, emailArrivals, startHookReceiver } from "../support/hooks.js";
 import { queued, sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { endChaosFile } from "./support/processes.js";
+import { LOOPBACK_TARGETS } from "@mailhooks/url-policy";
 
 /**
  * A job that kept killing the dispatchers that ran it (taken over more than MAX_STALLED_COUNT
@@ -56,7 +57,7 @@ describe("a job past the stall limit", () => {
       DATABASE_URL: testDatabaseUrl(),
       REDIS_URL: testRedisUrl(),
       QUEUE_PREFIX: stack.prefix,
-      ALLOW_PRIVATE_TARGETS: "true",
+      ALLOW_PRIVATE_TARGETS: LOOPBACK_TARGETS,
       DISPATCHER_CONCURRENCY: "4",
     });
     dispatcher = startInProcessDispatcher(stack.pool, config, {

@@ -10,6 +10,7 @@ import { startConfiguredRelay, type Relay } from "../../apps/dispatcher/src/rela
 import { createConfiguredDeliveryWorker } from "../../apps/dispatcher/src/worker.js";
 import { testDatabaseUrl, testRedisUrl } from "./env.js";
 import type { Stack } from "./stack.js";
+import { LOOPBACK_TARGETS } from "@mailhooks/url-policy";
 
 export interface InProcessDispatcher {
   /** The dispatcher's own metrics (a registry of its own), for tests that read them. */
@@ -33,9 +34,10 @@ export function startInProcessDispatcher(
   let relay: Relay | undefined;
   if (options.parts !== "relay-only") {
     const connection = createConfiguredRedis(config, "worker").connection;
+    // The ranges of ALLOW_PRIVATE_TARGETS too (main.ts passes whether any private address is allowed).
     const { client, agent } = createHttpClient({
       timeoutMs: config.DELIVERY_TIMEOUT_MS,
-      allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS,
+      allowPrivateTargets: config.PRIVATE_TARGETS,
     });
     const worker = createConfiguredDeliveryWorker(config, {
       pool,
@@ -96,7 +98,7 @@ export function startDeliveryWorker(stack: Stack, env: Record<string, string>): 
   const config = loadConfig(dispatcherConfigSchema, {
     DATABASE_URL: testDatabaseUrl(),
     REDIS_URL: testRedisUrl(),
-    ALLOW_PRIVATE_TARGETS: "true",
+    ALLOW_PRIVATE_TARGETS: LOOPBACK_TARGETS,
     DISPATCHER_CONCURRENCY: "16",
     ...env,
   });
