@@ -51,6 +51,7 @@ export const ALONE_FILES = [
   "tests/chaos/lost-work.test.ts",
   "tests/chaos/raw-message-memory.test.ts",
   "tests/chaos/redis-flush.test.ts",
+  "tests/chaos/raw-message-shapes.test.ts",
   "tests/chaos/redis-restart.test.ts",
   "tests/chaos/relay-timeouts.test.ts",
   "tests/chaos/scheduler-crash.test.ts",

@@ -16,6 +16,7 @@ import { freePort, type StartedProcess } from "@mailhooks/processes";
 import { ensureLocalCertificate, type LocalCertificate } from "@mailhooks/receiver";
 import { startBenchReceiver, type BenchReceiver } from "./receiver.js";
 import { log, nodeFlagsOf, profileFlags, startChild, startLoadGenerator, waitReady, type LoadGenerator } from "./processes.js";
+import { LOOPBACK_TARGETS } from "@mailhooks/url-policy";
 
 export const CONCURRENCY = { load: 32, batchLoad: 8, dispatcher: 64, pool: 10 };
 export const RETRY_DELAY_MS = 1_000;
@@ -73,7 +74,7 @@ export async function startBench(root: string, databaseUrl: string, redisUrl: st
     ADMIN_PORT: String(adminPort),
     METRICS_PORT: String(metricsPort),
     LOG_LEVEL: "warn",
-    ALLOW_PRIVATE_TARGETS: "true",
+    ALLOW_PRIVATE_TARGETS: LOOPBACK_TARGETS,
     NODE_EXTRA_CA_CERTS: cert.certPath,
     DELIVERY_RETRY_DELAYS_MS: `${RETRY_DELAY_MS},60000,300000`,
     RATE_LIMIT_PER_MINUTE: "0",

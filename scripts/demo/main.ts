@@ -24,6 +24,7 @@ import { freePort, startNode, waitForHttp, type StartedProcess } from "@mailhook
 import { ROOT } from "./root.js";
 import { printReport, type DemoFacts } from "./report.js";
 import { ensureServices, MissingService } from "./services.js";
+import { LOOPBACK_TARGETS } from "@mailhooks/url-policy";
 
 // Where the demo looks for PostgreSQL and Redis first: the service's own variables and defaults.
 const environment = apiConfigSchema.pick({ DATABASE_URL: true, REDIS_URL: true });
@@ -147,8 +148,8 @@ try {
     METRICS_PORT: String(metricsPort),
     DELIVERY_RETRY_DELAYS_MS: RETRY_DELAYS_MS.join(","),
     DELIVERY_TIMEOUT_MS: "5000",
-    // The reference receiver listens on loopback, which is blocked by default.
-    ALLOW_PRIVATE_TARGETS: "true",
+    // The reference receiver listens on loopback, which is blocked by default: only loopback is allowed.
+    ALLOW_PRIVATE_TARGETS: LOOPBACK_TARGETS,
     NODE_EXTRA_CA_CERTS: cert.certPath,
     LOG_LEVEL: "warn",
     LOG_FORMAT: "pretty",

@@ -6,7 +6,8 @@ import { dashboardLink, pathOf, sessionCookieOf } from "./support.js";
 /**
  * The dashboard's limits: invalid sign-in links and session cookies meet the API's limiter of
  * requests without valid credentials (UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE per client address)
- * before PostgreSQL, so a flood of invented tokens costs at most the limit in lookups; and the
+ * before PostgreSQL, so a flood of invented tokens costs at most the limit in lookups, while a
+ * valid link or session is never held up by its address (it carries its key's live prefix); and the
  * per-account limit (RATE_LIMIT_PER_MINUTE) is one allowance shared with the API. Each test
  * comes from an address of its own (TRUST_PROXY, X-Forwarded-For).
  */
@@ -106,6 +107,56 @@ describe("dashboard: limits", () => {
     for (let i = 0; i < LIMIT + 1; i++) statuses.push((await invalid(address, 0)).status);
     expect(statuses).toEqual([...Array(LIMIT).fill(404), 429]);
     expect((await page()).status).toBe(200);
+  });
+
+  test("a valid link, and the session it opens, are served however many failures came from their address; guesses still meet the limit (issue 32 item 3)", async () => {
+    const address = "203.0.113.40";
+    const from = { "x-forwarded-for": address };
+    // Bad links, bad cookies and bad API keys, well past the limit.
+    for (let i = 0; i < 3 * LIMIT; i++) await invalid(address, i % 3);
+    const badKey = await request(stack.baseUrl)
+      .get("/v1/events")
+      .set({ ...from, authorization: `Bearer whk_${randomBytes(6).toString("hex")}_${randomToken()}` });
+    expect(badKey.status).toBe(429);
+    expect((await invalid(address, 0)).status).toBe(429);
+
+    // A link made now, which this process has never seen: its page, its redemption, its session.
+    const link = await dashboardLink(stack);
+    expect((await request(stack.baseUrl).get(pathOf(link.url)).set(from)).status).toBe(200);
+    const redeemed = await request(stack.baseUrl).post(pathOf(link.url)).set(from);
+    expect(redeemed.status).toBe(303);
+    const cookie = `mailhooks_dashboard=${sessionCookieOf(redeemed)}`;
+    expect(
+      (
+        await request(stack.baseUrl)
+          .get("/dashboard/webhooks")
+          .set({ ...from, cookie })
+      ).status,
+    ).toBe(200);
+    // On another API process, which has seen neither the link nor the session: the same.
+    const replica = await stack.startApiReplica();
+    try {
+      expect(
+        (
+          await request(replica.baseUrl)
+            .get("/dashboard/events")
+            .set({ ...from, cookie })
+        ).status,
+      ).toBe(200);
+      const another = await dashboardLink(stack);
+      expect((await request(replica.baseUrl).post(pathOf(another.url)).set(from)).status).toBe(303);
+    } finally {
+      await replica.close();
+    }
+
+    // Guessing stays slow: a made-up token is refused before any lookup; one carrying the live
+    // key's prefix is looked up once (404), then that prefix meets the limit for a minute.
+    const prefix = pathOf(link.url).split("/").pop()!.slice(0, 12);
+    expect((await request(stack.baseUrl).get(`/dashboard/sign-in/${randomToken()}`).set(from)).status).toBe(429);
+    expect((await request(stack.baseUrl).get(`/dashboard/sign-in/${prefix}${randomToken()}`).set(from)).status).toBe(404);
+    expect((await request(stack.baseUrl).get(`/dashboard/sign-in/${prefix}${randomToken()}`).set(from)).status).toBe(429);
+    // A used link is a failure too.
+    expect((await request(stack.baseUrl).get(pathOf(link.url)).set({ "x-forwarded-for": "203.0.113.41" })).status).toBe(410);
   });
 
   test("the per-account limit is one allowance for the API and the dashboard", async () => {

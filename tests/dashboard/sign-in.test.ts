@@ -22,7 +22,7 @@ describe("dashboard sign-in and sessions", () => {
     const before = Date.now();
     const link = await dashboardLink(stack);
     const after = Date.now();
-    expect(link.url).toMatch(new RegExp(`^${stack.baseUrl}/dashboard/sign-in/[A-Za-z0-9_-]{43}$`));
+    expect(link.url).toMatch(new RegExp(`^${stack.baseUrl}/dashboard/sign-in/[0-9a-f]{12}[A-Za-z0-9_-]{43}$`));
     // Valid 15 minutes from its making, which happened between the request and its answer (to the ms).
     expect(Date.parse(link.expires_at)).toBeGreaterThanOrEqual(before + 15 * 60_000 - 1);
     expect(Date.parse(link.expires_at)).toBeLessThanOrEqual(after + 15 * 60_000 + 1);
@@ -103,7 +103,7 @@ describe("dashboard sign-in and sessions", () => {
     const first = await run();
     expect(first.stderr).toBe("");
     expect(first.code).toBe(0);
-    expect(first.stdout).toMatch(new RegExp(`^${stack.baseUrl}/dashboard/sign-in/[A-Za-z0-9_-]{43}\\n$`));
+    expect(first.stdout).toMatch(new RegExp(`^${stack.baseUrl}/dashboard/sign-in/[0-9a-f]{12}[A-Za-z0-9_-]{43}\\n$`));
     const session = await signInWith(stack, first.stdout.trim());
     const row = await stack.prisma.dashboardSession.findUniqueOrThrow({ where: { tokenHash: sha256(session.cookie) } });
     const key = await stack.prisma.apiKey.findUniqueOrThrow({ where: { id: row.apiKeyId } });

@@ -5,7 +5,7 @@ import { sampleData, startStack, type Stack } from "../support/stack.js";
  * Issue 17 ("Bounded by construction"), item 14, in the app: a `__proto__` key anywhere in a JSON
  * body is refused 422 like any unknown key (JSON.parse keeps it as an own key, which the schemas
  * dropped silently), a JSON body that is not valid UTF-8 is refused 400 `invalid_json` (it was
- * stored with U+FFFD in place of the bad bytes), `?limit=` takes decimal digits only, and a
+ * stored with U+FFFD in place of the bad bytes), and one declared in another charset 415 (issue 32), `?limit=` takes decimal digits only, and a
  * request body that stalls is answered 408 in the error shape within HTTP_BODY_IDLE_TIMEOUT_MS
  * (Node's own limit was 300 s). The server-level limits (Node's parser, header and request
  * timeouts) are in tests/chaos/slow-clients.test.ts, against the real process.
@@ -50,6 +50,29 @@ describe("malformed and slow request bodies", () => {
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe("invalid_json");
     expect((await stack.api("GET", "/v1/events?limit=100")).body.data.length).toBe(before);
+  });
+
+  test("a JSON body declared in any charset but UTF-8 is 415 unsupported_media_type, nothing stored (issue 32 item 3)", async () => {
+    // The byte 0xff is no UTF-8: under charset=utf-7 it was decoded to U+FFFD and stored, 201.
+    const json = Buffer.from(JSON.stringify({ event_type: "message.sent", data: sampleData("message.sent", { subject: "X" }) }));
+    json[json.indexOf('"X"') + 1] = 0xff;
+    const before = (await stack.api("GET", "/v1/events?limit=100")).body.data.length;
+    for (const charset of ["utf-7", "UTF-16", "utf-32", "iso-8859-1", "latin1", '"utf-7"', "bogus"]) {
+      const res = await stack.api("POST", "/v1/events", json, { "content-type": `application/json; charset=${charset}` });
+      expect([charset, res.status, res.body.error?.code]).toEqual([charset, 415, "unsupported_media_type"]);
+    }
+    const hook = await stack.api("POST", "/v1/webhooks", JSON.stringify({ url: "https://example.com/h", events: ["message.sent"] }), {
+      "content-type": "application/json; charset=utf-16le",
+    });
+    expect(hook.status).toBe(415);
+    expect((await stack.api("GET", "/v1/events?limit=100")).body.data.length).toBe(before);
+    // UTF-8 however it is spelled is still JSON; the bad byte is then 400.
+    for (const charset of ["utf-8", "UTF-8", '"utf-8"']) {
+      const res = await stack.api("POST", "/v1/events", json, { "content-type": `application/json; charset=${charset}` });
+      expect([charset, res.status]).toEqual([charset, 400]);
+    }
+    const valid = JSON.stringify({ event_type: "message.sent", data: sampleData("message.sent") });
+    expect((await stack.api("POST", "/v1/events", valid, { "content-type": 'application/json; charset="UTF-8"' })).status).toBe(201);
   });
 
   test.each(["0x10", "1e2", "+5", " 5", "5.0", "0b11", "Infinity"])("?limit=%s is 422", async (limit) => {

@@ -1,11 +1,13 @@
 import { randomBytes } from "node:crypto";
+import http from "node:http";
 import { startStack, type Stack } from "../support/stack.js";
 
 /**
  * Issue 17 ("Bounded by construction"), item 4: GET /metrics needs no key, so what any client
  * sends must not add series to it. The route label is the route's pattern in the code's own
  * letter case (Express matches paths case-insensitively), and every path no route matches shares
- * the label `unmatched`.
+ * the label `unmatched`. The method label is one of the methods the API answers, or `other`
+ * (issue 32 item 5: Node parses 34 methods, and each made new series).
  */
 describe("metrics labels come from route patterns, never from request text", () => {
   let stack: Stack;
@@ -54,5 +56,29 @@ describe("metrics labels come from route patterns, never from request text", () 
     expect(routes.size).toBeLessThanOrEqual(6);
     // Counter and histogram series of a handful of (method, route, status): nowhere near 3,000.
     expect(count).toBeLessThan(200);
+  });
+
+  test("every method Node parses adds at most one series beyond the API's own methods: `other`", async () => {
+    const send = (method: string, path: string) =>
+      new Promise<void>((resolve) => {
+        const req = http.request(
+          `${stack.baseUrl}${path}`,
+          { method, agent: false, headers: { authorization: `Bearer ${stack.apiKey}` } },
+          (res) => {
+            res.resume();
+            res.on("end", resolve);
+          },
+        );
+        req.on("error", () => resolve());
+        req.end();
+      });
+    // CONNECT is not a request to a route: Node hands it to a `connect` listener, which the API has none of.
+    for (const method of http.METHODS.filter((m) => m !== "CONNECT"))
+      for (const path of ["/v1/events", "/v1/webhooks/x", "/nowhere"]) await send(method, path);
+    const text = await (await fetch(`${stack.baseUrl}/metrics`)).text();
+    const methods = new Set([...text.matchAll(/^http_request\w*\{[^}]*method="([^"]*)"/gm)].map((m) => m[1]));
+    expect(methods).toContain("other");
+    expect([...methods].sort()).toEqual(expect.arrayContaining(["GET", "POST"]));
+    for (const method of methods) expect(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "other"]).toContain(method);
   });
 });

@@ -818,8 +818,8 @@ describe("logs and storage (private targets allowed, so that deliveries really h
             expect((await cutOff.api("GET", `/v1/webhooks/${junk}/secret`)).status).toBe(503);
             expect((await cutOff.api("POST", `/v1/webhooks/${junk}/secret/rotate`, {})).status).toBe(503);
             expect((await cutOff.api("GET", `/v1/events/${junk}`)).status).toBe(503);
-            // Only what looks like a token (43 base64url characters) is looked up.
-            const token = /^[A-Za-z0-9_-]{43}$/.test(value);
+            // Only what looks like a token (a key's 12 hex digits, then 43 base64url characters) is looked up.
+            const token = /^(?:[0-9a-f]{12})?[A-Za-z0-9_-]{43}$/.test(value);
             expect((await request(cutOff.baseUrl).get(`/dashboard/sign-in/${junk}`)).status).toBe(token ? 503 : 404);
             expect(
               (await request(cutOff.baseUrl).get(`/dashboard/webhooks/${junk}`).set("cookie", `mailhooks_dashboard=${junk}`)).status,

@@ -9,6 +9,7 @@ import { startConfiguredRelay, type Relay } from "../../apps/dispatcher/src/rela
 import { createConfiguredDeliveryWorker } from "../../apps/dispatcher/src/worker.js";
 import { testDatabaseUrl, testRedisUrl } from "./env.js";
 import type { Stack } from "./stack.js";
+import { LOOPBACK_TARGETS } from "@mailhooks/url-policy";
 
 export interface InProcessDispatcher {
   /** The dispatcher's own metrics (a registry of its own), for tests that read them. */
@@ -77,7 +78,7 @@ export function startDispatcherOn(stack: Stack, env: Record<string, string>): In
   const config = loadConfig(dispatcherConfigSchema, {
     DATABASE_URL: testDatabaseUrl(),
     REDIS_URL: testRedisUrl(),
-    ALLOW_PRIVATE_TARGETS: "true",
+    ALLOW_PRIVATE_TARGETS: LOOPBACK_TARGETS,
     DISPATCHER_CONCURRENCY: "16",
     ...env,
   });

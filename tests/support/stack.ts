@@ -16,6 +16,7 @@ import { createApiKey } from "@mailhooks/access";
 import { callApi, type ApiAnswer, type CallOptions } from "./api-call.js";
 import { startInProcessDispatcher, type InProcessDispatcher } from "./delivery-worker.js";
 import { testDatabaseUrl, testRedisUrl } from "./env.js";
+import { LOOPBACK_TARGETS } from "@mailhooks/url-policy";
 
 /**
  * A whole service for one test file, in-process: the API on an ephemeral port, a dispatcher
@@ -89,7 +90,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     DATABASE_URL: testDatabaseUrl(),
     REDIS_URL: testRedisUrl(),
     QUEUE_PREFIX: prefix,
-    ALLOW_PRIVATE_TARGETS: "true",
+    ALLOW_PRIVATE_TARGETS: LOOPBACK_TARGETS,
     PORT: "0",
     DATABASE_POOL_SIZE: "5",
     ...options.env,

@@ -61,11 +61,12 @@ export const ERROR_REASONS = {
   payload_too_large: [
     "body_too_large", // over the body parser's limit
     "envelope_too_large", // the event's envelope would pass 10 MiB
-    "message_too_large", // a raw message's HTML part is over what is rendered to text
+    "message_too_large", // a raw message past what is parsed: HTML rendered to text, lines, header bytes, MIME parts
   ],
   unsupported_media_type: [
     "content_type_not_json",
     "content_type_not_message", // not message/rfc822
+    "charset_not_utf8", // a JSON body declared in a charset other than UTF-8
     "encoding_unsupported", // a Content-Encoding or charset the parser does not know
   ],
   validation_error: [

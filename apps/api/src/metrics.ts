@@ -15,6 +15,9 @@ export interface ApiMetrics {
   router: Router;
 }
 
+/** The values of the `method` label besides `other`: the methods the API's routes answer. */
+const METHOD_LABELS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
+
 /**
  * `mounts`: the paths the app mounts its routers at (e.g. "/v1/events"), in the code's own
  * letter case. A request's route label is its mount point and its route's pattern (`/v1/events/:id`),
@@ -53,12 +56,15 @@ export function createApiMetrics(queue: Queue, keys?: { readonly lookups: number
     });
   }
 
+  /** The method label: one of the methods the API answers, else `other` (Node parses 34, any client may send them). */
+  const methodLabel = (method: string): string => (METHOD_LABELS.has(method) ? method : "other");
   const middleware: RequestHandler = (req, res, next) => {
     const started = process.hrtime.bigint();
     res.on("finish", () => {
       const route = routeLabel(req.baseUrl, (req.route as { path?: unknown } | undefined)?.path);
-      requests.inc({ method: req.method, route, status: String(res.statusCode) });
-      duration.observe({ method: req.method, route }, Number(process.hrtime.bigint() - started) / 1e9);
+      const method = methodLabel(req.method);
+      requests.inc({ method, route, status: String(res.statusCode) });
+      duration.observe({ method, route }, Number(process.hrtime.bigint() - started) / 1e9);
     });
     next();
   };

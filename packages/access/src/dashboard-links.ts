@@ -31,9 +31,27 @@ export class UnknownAccountError extends Error {
 
 export const hashToken = (token: string) => createHash("sha256").update(token, "utf8").digest("hex");
 
-/** A token is 32 random bytes in base64url (43 characters); anything else is never looked up. */
-export const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
-export const newToken = () => randomBytes(32).toString("base64url");
+/**
+ * A token (of a link or of a session) is the 12 hex digits of the public prefix of the API key it
+ * acts for, then 32 random bytes in base64url (43 characters); anything else is never looked up.
+ * The prefix lets a valid token pass the API's limit of failed authentications from its address
+ * as a valid key does (tokenKeyPrefix). Tokens made before carry no prefix: 43 characters.
+ */
+export const TOKEN_PATTERN = /^(?:[0-9a-f]{12})?[A-Za-z0-9_-]{43}$/;
+const PREFIXED_TOKEN = /^([0-9a-f]{12})[A-Za-z0-9_-]{43}$/;
+
+/** A new token for the key whose public prefix is `keyPrefix` (`whk_<12 hex>`). */
+export function newToken(keyPrefix: string): string {
+  const hex = /^whk_([0-9a-f]{12})$/.exec(keyPrefix)?.[1];
+  if (!hex) throw new Error(`not an API key prefix: ${keyPrefix}`);
+  return `${hex}${randomBytes(32).toString("base64url")}`;
+}
+
+/** The public prefix (`whk_<12 hex>`) of the key a token acts for; null for a token without one. */
+export function tokenKeyPrefix(token: string): string | null {
+  const hex = PREFIXED_TOKEN.exec(token)?.[1];
+  return hex ? `whk_${hex}` : null;
+}
 
 /**
  * Issues a link for `principal`'s account, tied to its key. `baseUrl` is the public origin the
@@ -45,7 +63,8 @@ export async function createDashboardLink(
   baseUrl: string,
   now = new Date(),
 ): Promise<DashboardLink> {
-  const token = newToken();
+  const key = await prisma.apiKey.findUniqueOrThrow({ where: { id: principal.apiKeyId }, select: { prefix: true } });
+  const token = newToken(key.prefix);
   const expiresAt = new Date(now.getTime() + DASHBOARD_LINK_TTL_MS);
   await prisma.dashboardLink.create({
     data: { tokenHash: hashToken(token), accountId: principal.accountId, apiKeyId: principal.apiKeyId, createdAt: now, expiresAt },
@@ -105,15 +124,15 @@ export async function redeemDashboardLink(
   if (!TOKEN_PATTERN.test(token)) return { refused: "unknown" };
   const tokenHash = hashToken(token);
   const opened = await prisma.$transaction(async (tx) => {
-    const rows = await tx.$queryRaw<{ account_id: string; api_key_id: string }[]>`
+    const rows = await tx.$queryRaw<{ account_id: string; api_key_id: string; prefix: string }[]>`
       UPDATE dashboard_links l SET used_at = now()
         FROM api_keys k
        WHERE l.token_hash = ${tokenHash} AND l.used_at IS NULL AND l.expires_at > now()
          AND k.id = l.api_key_id AND k.revoked_at IS NULL
-      RETURNING l.account_id, l.api_key_id`;
+      RETURNING l.account_id, l.api_key_id, k.prefix`;
     const link = rows[0];
     if (!link) return null;
-    const sessionToken = newToken();
+    const sessionToken = newToken(link.prefix);
     const sessionId = newId("ses");
     await tx.dashboardSession.create({
       data: { id: sessionId, accountId: link.account_id, apiKeyId: link.api_key_id, tokenHash: hashToken(sessionToken) },

@@ -29,6 +29,13 @@ export interface KeyAuthenticator {
    * with a live key's prefix fails once, and the prefix is then not trusted for a minute. No I/O.
    */
   plausible(presented: string): boolean;
+  /**
+   * `plausible` for a bare prefix (`whk_<12 hex>`), as a dashboard link or session token carries
+   * its key's (tokenKeyPrefix): true while the prefix is live and trusted. No I/O.
+   */
+  plausiblePrefix(prefix: string): boolean;
+  /** A token with `prefix` turned out invalid: the prefix is not trusted for a minute (see `plausible`). */
+  distrust(prefix: string): void;
   /** The prefixes of the live keys (startKeyAccess loads them, most recently used first; at most
    * MAX_LIVE_PREFIXES are kept); replaces what was known. */
   livePrefixes(prefixes: Iterable<string>): void;
@@ -84,6 +91,7 @@ export function createKeyAuthenticator(prisma: PrismaClient, options: KeyCacheOp
   /** Bumped by every forget(): a lookup begun in an older generation caches nothing. */
   let generation = 0;
 
+  const trusted = (prefix: string) => live.has(prefix) && (suspect.map.get(prefix) ?? 0) <= Date.now();
   const cachedByDigest = (hash: string) => {
     const hit = positive.map.get(hash);
     if (hit && hit.until > Date.now()) return hit.principal;
@@ -100,8 +108,11 @@ export function createKeyAuthenticator(prisma: PrismaClient, options: KeyCacheOp
     },
     plausible(presented) {
       const prefix = keyPrefixOf(presented);
-      if (prefix === null || !live.has(prefix)) return false;
-      return (suspect.map.get(prefix) ?? 0) <= Date.now();
+      return prefix !== null && trusted(prefix);
+    },
+    plausiblePrefix: (prefix) => trusted(prefix),
+    distrust(prefix) {
+      if (live.has(prefix)) suspect.set(prefix, Date.now() + SUSPECT_MS);
     },
     livePrefixes(prefixes) {
       live = new Set();

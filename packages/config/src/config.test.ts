@@ -57,11 +57,34 @@ describe("parsing", () => {
   });
 });
 
+describe("ALLOW_PRIVATE_TARGETS (issue 34 item 7)", () => {
+  it("false (the default), true, or a list of CIDR ranges, each normalized to its network", () => {
+    expect(loadConfig(apiConfigSchema, {})).toMatchObject({ ALLOW_PRIVATE_TARGETS: false });
+    expect(loadConfig(apiConfigSchema, { ALLOW_PRIVATE_TARGETS: "false" })).toMatchObject({ ALLOW_PRIVATE_TARGETS: false });
+    expect(loadConfig(dispatcherConfigSchema, { ALLOW_PRIVATE_TARGETS: "true" })).toMatchObject({ ALLOW_PRIVATE_TARGETS: true });
+    expect(loadConfig(dispatcherConfigSchema, { ALLOW_PRIVATE_TARGETS: "127.0.0.0/8, ::1/128,10.1.2.3/8,127.0.0.0/8" })).toMatchObject({
+      ALLOW_PRIVATE_TARGETS: { ranges: ["127.0.0.0/8", "::1/128", "10.0.0.0/8"] },
+    });
+  });
+
+  it("a bad list is told once, naming the variable and the entry", () => {
+    const error = configErrorOf(() => loadConfig(apiConfigSchema, { ALLOW_PRIVATE_TARGETS: "127.0.0.0/8,localhost" }));
+    expect(error.message).toBe(
+      'invalid configuration: ALLOW_PRIVATE_TARGETS: must be false, true, or comma-separated CIDR ranges such as 127.0.0.0/8,::1/128 (not a range: "localhost")',
+    );
+  });
+});
+
 describe("bad values throw a ConfigError naming the variable", () => {
   it.each([
     ["DELIVERY_TIMEOUT_MS", "abc"],
     ["DELIVERY_TIMEOUT_MS", "-5"],
     ["ALLOW_PRIVATE_TARGETS", "maybe"],
+    ["ALLOW_PRIVATE_TARGETS", "127.0.0.0/8,localhost"],
+    ["ALLOW_PRIVATE_TARGETS", "127.0.0.0/33"],
+    ["ALLOW_PRIVATE_TARGETS", "127.1/8"],
+    ["ALLOW_PRIVATE_TARGETS", "127.0.0.0/8,"],
+    ["ALLOW_PRIVATE_TARGETS", "fe80::1%eth0/64"],
     ["DATABASE_URL", "mysql://x"],
     ["REDIS_URL", "http://127.0.0.1:6379"],
     ["DELIVERY_RETRY_DELAYS_MS", "10s,60s"],

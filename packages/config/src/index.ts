@@ -1,6 +1,7 @@
 import { isIP } from "node:net";
 import { z } from "zod";
 import { INSECURE_DEVELOPMENT_KEY, parseKeys } from "@mailhooks/secrets";
+import { parsePrivateTargets, type PrivateTargets } from "@mailhooks/url-policy";
 
 /**
  * Configuration from the environment (docs/configuration.md), parsed once per process at
@@ -63,6 +64,16 @@ const trustProxy = z.string().transform((value, ctx): false | number | string[] 
   return z.NEVER;
 });
 
+/** ALLOW_PRIVATE_TARGETS: `false`, `true`, or comma-separated CIDR ranges (parsePrivateTargets of @mailhooks/url-policy). */
+const privateTargets = z.string().transform((value, ctx): PrivateTargets => {
+  try {
+    return parsePrivateTargets(value);
+  } catch (error) {
+    ctx.addIssue({ code: "custom", message: (error as Error).message });
+    return z.NEVER;
+  }
+});
+
 const postgresUrl = z.string().regex(/^postgres(ql)?:\/\//, "must be a postgresql:// URL");
 
 const shared = {
@@ -94,8 +105,10 @@ const shared = {
   DELIVERY_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   /** Days an event payload is kept for replay. */
   EVENT_RETENTION_DAYS: z.coerce.number().int().positive().default(90),
-  /** Allow deliveries to loopback, private and other non-public addresses. */
-  ALLOW_PRIVATE_TARGETS: bool.default(false),
+  /** Which non-public addresses (loopback, private, link-local, ...) deliveries may reach: `false`
+   * (none), `true` (all), or comma-separated CIDR ranges (only those, e.g. `127.0.0.0/8,::1/128`);
+   * checked on a URL's literal at registration and on every resolved address at connect time. */
+  ALLOW_PRIVATE_TARGETS: privateTargets.default(false),
   /** Size of the PostgreSQL connection pool of this process. */
   DATABASE_POOL_SIZE: z.coerce.number().int().positive().max(200).default(10),
   /** PostgreSQL statement_timeout of every pooled connection, in ms (0: the server's own, none by default). */
@@ -181,12 +194,15 @@ export class ConfigError extends Error {
  * @throws ConfigError naming each invalid variable and why.
  */
 export function loadConfig<S extends z.ZodType>(schema: S, env: Record<string, string | undefined>): z.infer<S> {
-  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
+  const cleaned: Record<string, string | undefined> = Object.fromEntries(
+    Object.entries(env).filter(([, v]) => v !== undefined && v !== ""),
+  );
+  const shape = (schema as unknown as { shape?: Record<string, unknown> }).shape;
   const result = schema.safeParse(cleaned);
-  const lines = result.success ? [] : result.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
+  const issues = result.success ? [] : result.error.issues;
+  const lines = issues.map((i) => `${i.path.join(".")}: ${i.message}`);
   const data = (result.success ? result.data : {}) as Record<string, unknown>;
   // Rules across variables, for the schemas that carry them.
-  const shape = (schema as unknown as { shape?: Record<string, unknown> }).shape;
   if (result.success && shape && "SECRET_ENCRYPTION_KEYS" in shape && "NODE_ENV" in shape) {
     if (data.SECRET_ENCRYPTION_KEYS === undefined) {
       if (data.NODE_ENV === "production")
@@ -199,12 +215,6 @@ export function loadConfig<S extends z.ZodType>(schema: S, env: Record<string, s
   if (result.success && shape && "PORT" in shape && "ADMIN_PORT" in shape) {
     if (data.PORT === data.ADMIN_PORT && data.PORT !== 0)
       lines.push(`ADMIN_PORT: must differ from PORT (both are ${String(data.PORT)}): the operators' listener never shares the public port`);
-  }
-  if (result.success && shape && "RELAY_LOCK_TIMEOUT_MS" in shape && "RELAY_PUSH_TIMEOUT_MS" in shape) {
-    if (Number(data.RELAY_LOCK_TIMEOUT_MS) <= Number(data.RELAY_PUSH_TIMEOUT_MS))
-      lines.push(
-        `RELAY_LOCK_TIMEOUT_MS: must exceed RELAY_PUSH_TIMEOUT_MS (${String(data.RELAY_LOCK_TIMEOUT_MS)} <= ${String(data.RELAY_PUSH_TIMEOUT_MS)}): PostgreSQL would end the relay's transaction while Redis may still take the batch`,
-      );
   }
   if (lines.length > 0) throw new ConfigError(`invalid configuration: ${lines.join("; ")}`);
   return data as z.infer<S>;

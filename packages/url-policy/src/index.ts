@@ -2,3 +2,4 @@
 export * from "./address-policy.js";
 export * from "./destination-url.js";
 export * from "./lookup.js";
+export * from "./private-targets.js";

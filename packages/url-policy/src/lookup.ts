@@ -1,5 +1,6 @@
 import dns from "node:dns";
-import { BLOCKED_CODE, isPublicAddress } from "./address-policy.js";
+import { BLOCKED_CODE } from "./address-policy.js";
+import { isAllowedAddress, type PrivateTargets } from "./private-targets.js";
 
 /**
  * The connect-time half of the address policy (docs/configuration.md): a DNS lookup for
@@ -28,20 +29,25 @@ function policyError(message: string, code: string): NodeJS.ErrnoException {
 }
 
 /**
- * Wraps `lookup` (default `dns.lookup`) so that a name resolving to any non-public address fails
- * with code BLOCKED_CODE. Answers like the wrapped lookup: the whole list for `all: true`
- * callers, else the first address and its family. Resolver errors pass through unchanged; an
- * empty answer fails with ENOTFOUND.
+ * Wraps `lookup` (default `dns.lookup`) so that a name resolving to any address that `targets`
+ * does not allow (isAllowedAddress: by default, any non-public address) fails with code
+ * BLOCKED_CODE. Answers like the wrapped lookup: the whole list for `all: true` callers, else the
+ * first address and its family. Resolver errors pass through unchanged; an empty answer fails
+ * with ENOTFOUND.
  */
-export function createPublicOnlyLookup(lookup: LookupAllFunction = dns.lookup): LookupFunction {
+export function createPublicOnlyLookup(lookup: LookupAllFunction = dns.lookup, targets: PrivateTargets = false): LookupFunction {
   return (hostname, options, callback) => {
     // net passes an options object; tolerate the legacy (hostname, family, cb) form too.
     const opts: dns.LookupOptions = typeof options === "number" ? { family: options } : (options ?? {});
     lookup(hostname, { ...opts, all: true }, (err, addresses) => {
       if (err) return callback(err, []);
       if (!addresses || addresses.length === 0) return callback(policyError(`${hostname} has no address`, "ENOTFOUND"), []);
-      const blocked = addresses.find((a) => !isPublicAddress(a.address));
-      if (blocked) return callback(policyError(`${hostname} resolves to the non-public address ${blocked.address}`, BLOCKED_CODE), []);
+      const blocked = addresses.find((a) => !isAllowedAddress(a.address, targets));
+      if (blocked)
+        return callback(
+          policyError(`${hostname} resolves to ${blocked.address}, which ALLOW_PRIVATE_TARGETS does not allow`, BLOCKED_CODE),
+          [],
+        );
       if (opts.all) return callback(null, addresses);
       callback(null, addresses[0].address, addresses[0].family);
     });

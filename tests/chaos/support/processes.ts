@@ -6,6 +6,7 @@ import { Queue } from "bullmq";
 import { runProcess, startNode, type StartedProcess } from "@mailhooks/processes";
 import { createRedisConnection, QUEUE_NAMES } from "@mailhooks/queue";
 import { testCertDir, testDatabaseUrl, testRedisUrl } from "../../support/env.js";
+import { LOOPBACK_TARGETS } from "@mailhooks/url-policy";
 
 /**
  * The service's processes started from source (tsx), as real OS processes that a test can
@@ -30,7 +31,7 @@ export function serviceEnv(overrides: Record<string, string> = {}): Record<strin
     DATABASE_URL: testDatabaseUrl(),
     REDIS_URL: testRedisUrl(),
     METRICS_PORT: "0",
-    ALLOW_PRIVATE_TARGETS: "true",
+    ALLOW_PRIVATE_TARGETS: LOOPBACK_TARGETS,
     NODE_EXTRA_CA_CERTS: path.join(testCertDir(), "localhost.crt"),
     LOG_LEVEL: "warn",
     LOG_FORMAT: "json",

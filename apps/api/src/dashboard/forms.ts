@@ -36,9 +36,18 @@ export function asLines(text: string): string[] | null {
 
 /** A form field as a string (the first, if repeated), trimmed. */
 export function field(body: unknown, name: string): string {
+  return rawField(body, name).trim();
+}
+
+/**
+ * A form field exactly as sent (the first, if repeated): for a value the JSON routes validate
+ * as it comes, such as a URL (validateWebhookUrl), so that the form accepts and refuses exactly
+ * what the API does (trimming would drop a leading BOM the API refuses).
+ */
+export function rawField(body: unknown, name: string): string {
   const value = (body as Record<string, unknown> | undefined)?.[name];
   const first: unknown = Array.isArray(value) ? value[0] : value;
-  return typeof first === "string" ? first.trim() : "";
+  return typeof first === "string" ? first : "";
 }
 
 /** `<input type="datetime-local">` sends `2026-11-23T10:00` with no zone: the dashboard's times are UTC. */

@@ -50,7 +50,7 @@ export function dashboardAssets(options: { assetsDir?: string; htmxFile?: string
  * sign-in links and session cookies meet too; null when UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE is 0.
  */
 export function dashboardRouter(deps: ApiDeps, failures: FailureLimiter | null): Router {
-  const lookups = tokenLookups(failures);
+  const lookups = tokenLookups(failures, deps.keys);
   const router = Router();
   router.use(dashboardHeaders);
   // Every page says so while webhook secrets are encrypted with the public development key.

@@ -44,6 +44,7 @@ const WORDS: Record<ErrorReason, Words> = {
   message_too_large: "The message is too large to accept.",
   content_type_not_json: "The request's format is not supported.",
   content_type_not_message: "The request's format is not supported.",
+  charset_not_utf8: "The request's character set is not supported: send UTF-8.",
   encoding_unsupported: "The form's encoding or character set is not supported.",
   invalid_input: problems,
   unparseable_message: "The message is not an RFC 5322 message.",

@@ -70,7 +70,7 @@ export function requireSession(deps: ApiDeps, lookups: TokenLookups): RequestHan
         token,
         () => authenticateSession(deps.prisma, token),
         (p) => p !== null,
-        true,
+        { remember: true },
       );
       if ("retryAfter" in found) return tooManyAttempts(res, found.retryAfter);
       principal = found.value;

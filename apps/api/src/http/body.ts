@@ -1,11 +1,13 @@
+import { parse as parseContentType } from "content-type";
 import express, { type RequestHandler } from "express";
 import { AppError, invalidInput } from "../errors.js";
 
 /**
  * Body parsers with the limits of docs/api.md, "Limits": JSON bodies up to 256 KiB, raw messages
  * up to 10 MiB. The raw bytes of JSON bodies are kept on `req.rawBody` for idempotency hashing.
- * A JSON body must be valid UTF-8 (else 400 `invalid_json`: it is never stored with U+FFFD in
- * place of the bad bytes) and may not have a `__proto__` key anywhere (422 `validation_error`:
+ * A JSON body is UTF-8 (RFC 8259 section 8.1): a declared charset other than UTF-8 is 415
+ * `unsupported_media_type`, and bytes that are not valid UTF-8 are 400 `invalid_json` (a body is
+ * never stored with U+FFFD in place of bad bytes, whatever charset decoded them) and may not have a `__proto__` key anywhere (422 `validation_error`:
  * it would be dropped silently, where every other unknown key is refused). A body that sends
  * nothing for `res.locals.bodyIdleTimeoutMs` (HTTP_BODY_IDLE_TIMEOUT_MS, set by app.ts) is
  * answered 408 `request_timeout` and its connection closed.
@@ -75,6 +77,15 @@ function withIdleTimeout(parser: RequestHandler): RequestHandler {
   };
 }
 
+/** The `charset` parameter of a Content-Type header, if any (a header that does not parse declares none: req.is refused it). */
+function declaredCharset(header: string | undefined): string | undefined {
+  try {
+    return header === undefined ? undefined : parseContentType(header).parameters.charset;
+  } catch {
+    return undefined;
+  }
+}
+
 function hasBody(req: Parameters<RequestHandler>[0]): boolean {
   const length = req.headers["content-length"];
   return req.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
@@ -87,14 +98,13 @@ export function requireJson(options: { optional?: boolean } = {}): RequestHandle
     // Parse any JSON: the zod schemas decide what is acceptable, not body-parser's strict mode.
     strict: false,
     type: () => true,
-    verify: (req, _res, buf, encoding) => {
-      // body-parser decodes with replacement characters; a fatal decoder refuses instead.
-      if (/^utf-?8$/i.test(encoding)) {
-        try {
-          new TextDecoder("utf-8", { fatal: true }).decode(buf);
-        } catch {
-          throw Object.assign(new Error("request body is not valid UTF-8"), { type: INVALID_UTF8 });
-        }
+    verify: (req, _res, buf) => {
+      // body-parser decodes with replacement characters; a fatal decoder refuses instead (the
+      // charset is UTF-8: requireJson's check refused any other).
+      try {
+        new TextDecoder("utf-8", { fatal: true }).decode(buf);
+      } catch {
+        throw Object.assign(new Error("request body is not valid UTF-8"), { type: INVALID_UTF8 });
       }
       (req as unknown as { rawBody: Buffer }).rawBody = buf;
     },
@@ -110,6 +120,15 @@ export function requireJson(options: { optional?: boolean } = {}): RequestHandle
     }
     if (!req.is("application/json"))
       return next(new AppError("unsupported_media_type", "content_type_not_json", "Content-Type must be application/json"));
+    const charset = declaredCharset(req.headers["content-type"]);
+    if (charset !== undefined && !/^utf-8$/i.test(charset))
+      return next(
+        new AppError(
+          "unsupported_media_type",
+          "charset_not_utf8",
+          `a JSON body is UTF-8; the charset ${JSON.stringify(charset)} is not accepted`,
+        ),
+      );
     next();
   };
   const parse: RequestHandler = (req, res, next) => (hasBody(req) ? withIdleTimeout(parser)(req, res, next) : next());

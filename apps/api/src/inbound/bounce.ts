@@ -1,14 +1,17 @@
 import type { Attachment, HeaderLines, ParsedMail } from "mailparser";
 import type { BouncedData } from "@mailhooks/events";
 import {
+  collapseWhitespace,
   FIELD_NAME,
   firstAddress,
   generateMessageId,
   hasHeaderFields,
   messageIdsIn,
+  MessageTooLargeError,
   parseMail,
   rawHeader,
   readThreadHeaders,
+  threadLookupIds,
   threadRoot,
   unique,
   type ThreadHeaders,
@@ -62,7 +65,7 @@ export function isDeliveryReport(mail: ParsedMail): boolean {
 export async function parseBounce(mail: ParsedMail, inboxId: string, now: Date): Promise<ParsedBounce | undefined> {
   const statusPart = mail.attachments.find((a) => DELIVERY_STATUS_TYPES.has(a.contentType.toLowerCase()));
   if (!statusPart) return undefined;
-  const blocks = await parseFieldBlocks(statusPart.content);
+  const blocks = parseFieldBlocks(statusPart.content);
   // Classified by content rather than position: some MTAs omit the per-message block.
   const perMessage = blocks.find((fields) => !isRecipientBlock(fields));
   const failed = blocks.filter(isRecipientBlock).map(toRecipientStatus).filter(isBounced);
@@ -86,35 +89,61 @@ export async function parseBounce(mail: ParsedMail, inboxId: string, now: Date):
       bounceMessage: first.diagnostic || fallbackBounceMessage(mail),
       bouncedAt: bounceTime(perMessage, mail.headerLines, now).toISOString(),
     },
-    referencedIds: unique([
-      ...messageIdsIn(original.thread.messageId),
-      ...messageIdsIn(original.thread.inReplyTo),
-      ...messageIdsIn(original.thread.references),
-    ]),
+    referencedIds: threadLookupIds(original.thread.inReplyTo, original.thread.references, messageIdsIn(original.thread.messageId)),
     threadRootId: threadRoot({ ...original.thread, messageId }),
   };
 }
 
 /**
- * The delivery-status body is a series of header-formatted blocks separated by blank lines
- * (RFC 3464 section 2.1): the per-message fields, then one block per recipient. Each block
- * is handed to mailparser so that folding and field splitting follow RFC 5322.
+ * The most field blocks of a delivery-status part: the per-message block and one per recipient,
+ * as many as `to` holds (1,000). A report with more is refused (413), never cut short.
  */
-async function parseFieldBlocks(content: Buffer): Promise<Map<string, string>[]> {
-  const blocks = content
-    .toString("utf8")
-    .split(/\r?\n(?:[ \t]*\r?\n)+/)
-    .filter((block) => block.trim() !== "");
-  return Promise.all(blocks.map(async (block) => fieldsOf((await parseMail(Buffer.from(block, "utf8"))).headerLines)));
-}
+export const MAX_STATUS_BLOCKS = 1001;
 
-/** Field name (lowercase) to its first raw, unfolded value. */
-function fieldsOf(lines: HeaderLines): Map<string, string> {
-  const fields = new Map<string, string>();
-  for (const { key } of lines) {
-    if (FIELD_NAME.test(key) && !fields.has(key)) fields.set(key, rawHeader(lines, key) ?? "");
+/**
+ * The delivery-status body is a series of header-formatted blocks separated by blank lines
+ * (RFC 3464 section 2.1): the per-message fields, then one block per recipient. Each block maps
+ * its field names (lowercase) to their first value, unfolded, as rawHeader reads a header. Read
+ * in one pass over the lines, keeping only first values: a block may hold any number of fields.
+ * @throws MessageTooLargeError past MAX_STATUS_BLOCKS blocks
+ */
+export function parseFieldBlocks(content: Buffer): Map<string, string>[] {
+  const text = content.toString("utf8");
+  const blocks: Map<string, string>[] = [];
+  let fields: Map<string, string> | null = null;
+  // The field being read and the parts of its value (kept only for a name's first field).
+  let name = "";
+  let parts: string[] | null = null;
+  const endField = () => {
+    if (fields && parts) fields.set(name, collapseWhitespace(parts.join("\n")));
+    parts = null;
+  };
+  for (let start = 0; start <= text.length;) {
+    const end = text.indexOf("\n", start);
+    const line = text.slice(start, end === -1 ? text.length : end).replace(/\r$/, "");
+    start = end === -1 ? text.length + 1 : end + 1;
+    if (/^[ \t]*$/.test(line)) {
+      endField();
+      fields = null;
+      continue;
+    }
+    if (!fields) {
+      if (blocks.length === MAX_STATUS_BLOCKS)
+        throw new MessageTooLargeError(`the delivery report has more than ${MAX_STATUS_BLOCKS} field blocks (at most 1000 recipients)`);
+      fields = new Map();
+      blocks.push(fields);
+    }
+    if ((line.startsWith(" ") || line.startsWith("\t")) && parts) {
+      parts.push(line);
+      continue;
+    }
+    endField();
+    const colon = line.indexOf(":");
+    name = colon === -1 ? "" : line.slice(0, colon).trim().toLowerCase();
+    if (FIELD_NAME.test(name) && !fields.has(name)) parts = [line.slice(colon + 1)];
   }
-  return fields;
+  endField();
+  return blocks.filter((block) => block.size > 0);
 }
 
 function isRecipientBlock(fields: Map<string, string>): boolean {
@@ -154,13 +183,21 @@ async function readOriginal(attachments: Attachment[]): Promise<OriginalMessage>
   const unknown: OriginalMessage = { from: "", subject: "", thread: { messageId: "", inReplyTo: "", references: "" } };
   const part = attachments.find((a) => ORIGINAL_MESSAGE_TYPES.has(a.contentType.toLowerCase()));
   if (!part) return unknown;
-  const original = await parseMail(part.content);
+  // Its header section only: a returned message's body is not needed, and is not parsed twice.
+  const original = await parseMail(headerSection(part.content));
   if (!hasHeaderFields(original.headerLines)) return unknown;
   return {
     from: firstAddress(original.from),
     subject: original.subject ?? "",
     thread: readThreadHeaders(original.headerLines),
   };
+}
+
+/** `message`'s header section: up to the blank line that ends it (all of it when there is none). */
+export function headerSection(message: Buffer): Buffer {
+  if (message[0] === 0x0a || (message[0] === 0x0d && message[1] === 0x0a)) return message.subarray(0, 0);
+  const ends = [message.indexOf("\n\n"), message.indexOf("\n\r\n")].filter((at) => at !== -1);
+  return ends.length === 0 ? message : message.subarray(0, Math.min(...ends) + 1);
 }
 
 function fallbackBounceMessage(mail: ParsedMail): string {

@@ -1,12 +1,12 @@
 import { getHeapStatistics } from "node:v8";
 
 /**
- * A byte budget for raw messages being turned into events in this process (parsed by
- * mailparser, serialized into their envelope, written to PostgreSQL). Each costs some times its
- * size in heap (its text, its envelope, the driver's escaped copy of it, two bytes per character
- * for non-Latin-1 text): many 10 MiB messages at once would pass the API's heap limit and end the
- * process (issue 17 item 1). A message waits its turn in arrival order; when the wait would be
- * too long, it is refused (the caller answers 503 with Retry-After) rather than queued for good.
+ * A byte budget (a semaphore counting bytes) for raw messages being turned into events in this
+ * process. Each message is charged the heap it may take (messageHeapCost of message-budget.ts: at
+ * most MAX_MESSAGE_HEAP_COST, 108 MiB), so that the messages in progress together stay within
+ * the capacity whatever their shape. A message waits its turn in arrival order; when the wait
+ * would be too long, it is refused (the caller answers 503 with Retry-After) rather than queued
+ * for good. docs/security.md, "Raw messages and memory".
  */
 export interface ParseBudget {
   /**
@@ -28,7 +28,7 @@ export class ParseBudgetExhaustedError extends Error {
 }
 
 export interface ParseBudgetOptions {
-  /** Bytes of raw messages processed at once; a message larger than this runs alone. */
+  /** Bytes charged to the messages processed at once; a message charged more than this runs alone. */
   capacityBytes: number;
   /** The longest a message waits for room, in ms. */
   maxWaitMs: number;
@@ -36,13 +36,16 @@ export interface ParseBudgetOptions {
   maxWaitingBytes: number;
 }
 
+/** The share of V8's heap limit that raw messages in progress may be charged together. */
+const HEAP_SHARE = 0.4;
+
 /**
- * The budget that fits this process's heap: a twelfth of V8's heap limit (about 17 MB under
- * `npm run start:api`'s 192 MB heap: one 10 MiB message and smaller ones beside it), and never
- * less than one message of `messageLimitBytes`, so that any acceptable message can run alone.
+ * The budget that fits this process's heap: two fifths of V8's heap limit (about 82 MiB under
+ * `npm run start:api`'s 192 MB heap: one 10 MiB message of text and smaller ones beside it; the
+ * costliest message runs alone).
  */
-export function defaultParseBudgetOptions(messageLimitBytes: number): ParseBudgetOptions {
-  const capacityBytes = Math.max(messageLimitBytes, Math.floor(getHeapStatistics().heap_size_limit / 12));
+export function defaultParseBudgetOptions(): ParseBudgetOptions {
+  const capacityBytes = Math.floor(getHeapStatistics().heap_size_limit * HEAP_SHARE);
   return { capacityBytes, maxWaitMs: 15_000, maxWaitingBytes: 4 * capacityBytes };
 }
 

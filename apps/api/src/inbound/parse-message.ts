@@ -7,11 +7,10 @@ import {
   firstAddress,
   generateMessageId,
   hasHeaderFields,
-  messageIdsIn,
   parseMail,
   readThreadHeaders,
+  threadLookupIds,
   threadRoot,
-  unique,
   UnparseableMessageError,
 } from "./mail.js";
 
@@ -90,7 +89,7 @@ async function parseReceived(mail: ParsedMail, inboxId: string): Promise<ParsedR
       body: await bodyText(mail),
       headers,
     },
-    referencedIds: unique([...messageIdsIn(thread.inReplyTo), ...messageIdsIn(thread.references)]),
+    referencedIds: threadLookupIds(thread.inReplyTo, thread.references),
     threadRootId: threadRoot(headers),
   };
 }

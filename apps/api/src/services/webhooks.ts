@@ -10,7 +10,7 @@ import {
 } from "@mailhooks/delivery-state";
 import { SUBSCRIBABLE_EVENT_TYPES } from "@mailhooks/events";
 import type { Keyring } from "@mailhooks/secrets";
-import { checkDestinationUrl } from "@mailhooks/url-policy";
+import { checkDestinationUrl, normalizeDestinationUrl } from "@mailhooks/url-policy";
 import type { ApiDeps } from "../deps.js";
 import { AppError, invalidInput, notFound } from "../errors.js";
 import { keysetPage, type Page, type PageRequest } from "../http/pagination.js";
@@ -28,39 +28,46 @@ import { generateSecret } from "./webhook-secrets.js";
 
 /** Webhook registration (spec "Webhook registration"; docs/api.md, "Webhooks"). */
 
-/** An absolute https:// URL: the only scheme ever delivered to. */
+/** The longest webhook URL, in characters (as given and as stored). */
+const URL_MAX_LENGTH = 2048;
+
+/**
+ * The one validation of a webhook URL (and a replay's target_url), used by the JSON routes and the
+ * dashboard's forms alike, which hand it the field exactly as sent: at most 2048 characters, no
+ * control character (NUL cannot even be stored, and URL parsing would strip or percent-encode
+ * them silently) and no invisible one (shown in the dashboard as it is, a bidi override or a
+ * zero-width character would make it read as another URL; a leading BOM included), an absolute
+ * https:// URL without credentials. Returns the URL as it is stored: normalized by WHATWG URL
+ * parsing, its host in ASCII (normalizeDestinationUrl of @mailhooks/url-policy).
+ */
+export function validateWebhookUrl(value: string): { url: string } | { message: string } {
+  if (value.length > URL_MAX_LENGTH) return { message: `must be at most ${URL_MAX_LENGTH} characters` };
+  // eslint-disable-next-line no-control-regex -- the control characters are what it refuses
+  if (/[\u0000-\u001f\u007f]/.test(value)) return { message: "must not contain control characters" };
+  if (!isVisibleText(value))
+    return { message: "must not contain invisible characters (bidirectional controls, zero-width, control or other invisible characters)" };
+  const normalized = normalizeDestinationUrl(value);
+  if ("problem" in normalized)
+    return { message: normalized.problem === "credentials" ? "must not carry credentials" : "must be an absolute https:// URL" };
+  if (normalized.url.length > URL_MAX_LENGTH) return { message: `must be at most ${URL_MAX_LENGTH} characters once normalized` };
+  return normalized;
+}
+
+/** An absolute https:// URL (validateWebhookUrl): the only scheme ever delivered to; parsed into its stored, normalized form. */
 export const httpsUrl = z
   .string({ message: "must be a string" })
-  .max(2048, "must be at most 2048 characters")
-  // Stored as given: no control character (NUL cannot even be stored), which URL parsing
-  // would otherwise strip or percent-encode silently.
-  // eslint-disable-next-line no-control-regex -- the control characters are what it refuses
-  .refine((value) => !/[\u0000-\u001f\u007f]/.test(value), "must not contain control characters")
-  // Shown in the dashboard as it is: a bidi override or an invisible character would make it
-  // read as another URL (issue 17).
-  .refine(
-    isVisibleText,
-    "must not contain invisible characters (bidirectional controls, zero-width, control or other invisible characters)",
-  )
-  .refine((value) => {
-    try {
-      const url = new URL(value);
-      return url.protocol === "https:" && value.toLowerCase().startsWith("https://") && url.hostname.length > 0;
-    } catch {
-      return false;
-    }
-  }, "must be an absolute https:// URL")
-  .refine((value) => {
-    try {
-      const url = new URL(value);
-      return !url.username && !url.password;
-    } catch {
-      return true;
-    }
-  }, "must not carry credentials")
+  // Checked again by validateWebhookUrl; here for the OpenAPI document.
+  .max(URL_MAX_LENGTH, `must be at most ${URL_MAX_LENGTH} characters`)
+  .transform((value, ctx) => {
+    const checked = validateWebhookUrl(value);
+    if ("url" in checked) return checked.url;
+    ctx.addIssue({ code: "custom", message: checked.message });
+    return z.NEVER;
+  })
   .meta({
     format: "uri",
-    description: "an absolute https:// URL without credentials, at most 2048 characters",
+    description:
+      "an absolute https:// URL without credentials, at most 2048 characters; stored normalized (WHATWG URL parsing: the host in ASCII, e.g. `https://Example.COM` is `https://example.com/`)",
     example: "https://example.com/hooks/email",
   });
 
@@ -145,7 +152,8 @@ function rowView(w: WebhookRow, keyring: Keyring): WebhookView {
 
 /**
  * Refuses a URL whose host is an IP literal outside the public address space (unless
- * ALLOW_PRIVATE_TARGETS); host names are checked again at every connection by the dispatcher.
+ * ALLOW_PRIVATE_TARGETS allows it: `true`, or one of its ranges); host names are checked again at
+ * every connection by the dispatcher.
  * @throws AppError validation_error naming `path`
  */
 export function assertDeliverableUrl(deps: ApiDeps, url: string, path: string): void {

@@ -1,6 +1,7 @@
 import type https from "node:https";
 import type { Got } from "got";
-import { GIB, startHostileReceiver, testCertificate, type HostileReceiver } from "@mailhooks/receiver";
+import { GIB, listenHttps, startHostileReceiver, testCertificate, type HostileReceiver } from "@mailhooks/receiver";
+import { parsePrivateTargets } from "@mailhooks/url-policy";
 import { BODY_WAIT_MS, createHttpClient, RESPONSE_BODY_LIMIT_BYTES, statusOfHead } from "./http-client.js";
 import { sendSigned, type SendInput } from "./send.js";
 
@@ -179,5 +180,50 @@ describe("statusOfHead", () => {
     ["", null],
   ])("%j is %p", (head, status) => {
     expect(statusOfHead(Buffer.from(head, "latin1"))).toBe(status);
+  });
+});
+
+describe("ALLOW_PRIVATE_TARGETS as a list of ranges: only those, checked at connect time (issue 34 item 7)", () => {
+  let received = 0;
+  let listener: Awaited<ReturnType<typeof listenHttps>>;
+  beforeAll(async () => {
+    listener = await listenHttps(testCertificate(), (_req, res) => {
+      received++;
+      res.writeHead(200).end("ok");
+    });
+  });
+  afterAll(() => listener.close());
+
+  /** sendSigned with a client of `ranges`; the URL check passes any literal, as it does for a list in the dispatcher. */
+  async function sendWith(ranges: string, url: string) {
+    const { client, agent } = createHttpClient({ timeoutMs: DEADLINE_MS, allowPrivateTargets: parsePrivateTargets(ranges) });
+    try {
+      return await sendSigned(client, { url, body: BODY, secret: "whsec_test", allowPrivateTargets: true, eventId: "evt_0" });
+    } finally {
+      agent.destroy();
+    }
+  }
+  const local = (host: string) => `https://${host}:${listener.port}/hook`;
+
+  it("an address in a range is delivered to, by literal and by name", async () => {
+    const before = received;
+    expect(await sendWith("127.0.0.0/8,::1/128", local("127.0.0.1"))).toMatchObject({ ok: true, responseStatus: 200 });
+    expect(await sendWith("127.0.0.0/8,::1/128", local("localhost"))).toMatchObject({ ok: true, responseStatus: 200 });
+    expect(received - before).toBe(2);
+  });
+
+  it("an address outside every range is refused before connecting, by literal and by name", async () => {
+    const before = received;
+    for (const url of [local("127.0.0.1"), local("localhost"), local("[::1]")]) {
+      expect(await sendWith("10.0.0.0/8,fd00::/8", url)).toMatchObject({ ok: false, responseStatus: null, error: "blocked_destination" });
+    }
+    // Loopback allowed for IPv4 only: a name with an IPv6 loopback answer is refused whole.
+    expect(await sendWith("127.0.0.0/8", local("[::1]"))).toMatchObject({ ok: false, error: "blocked_destination" });
+    expect(received - before).toBe(0);
+  });
+
+  it("false allows no private address; true every one", async () => {
+    expect(await sendWith("false", local("localhost"))).toMatchObject({ ok: false, error: "blocked_destination" });
+    expect(await sendWith("true", local("127.0.0.1"))).toMatchObject({ ok: true, responseStatus: 200 });
   });
 });

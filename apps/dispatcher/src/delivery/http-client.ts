@@ -2,14 +2,17 @@ import type { ClientRequest } from "node:http";
 import type { Readable } from "node:stream";
 import https from "node:https";
 import type { Socket } from "node:net";
+import type { Duplex } from "node:stream";
 import got, { type Got } from "got";
-import { createPublicOnlyLookup } from "@mailhooks/url-policy";
+import { BLOCKED_CODE, createPublicOnlyLookup, ipLiteral, isAllowedAddress, type PrivateTargets } from "@mailhooks/url-policy";
 
 /**
  * The dispatcher's one HTTPS client: a keep-alive agent, got's own retry off (the retry
- * schedule is BullMQ's), redirects never followed, 2xx decided by the caller, and, unless
- * private targets are allowed, a DNS lookup that refuses non-public addresses at connect time so
- * that DNS rebinding cannot reach the internal network. Built once per process.
+ * schedule is BullMQ's), redirects never followed, 2xx decided by the caller, and, unless every
+ * private target is allowed, the address policy at connect time (ALLOW_PRIVATE_TARGETS: only
+ * public addresses, or also those of its ranges): a DNS lookup that refuses a name resolving to
+ * an address it does not allow, so that DNS rebinding cannot reach the internal network, and the
+ * same check of an IP literal host, which Node connects to without a lookup. Built once per process.
  *
  * A receiver is untrusted: whatever it sends, an attempt costs bounded time and memory.
  * - The deadline (got's `timeout.request`, DELIVERY_TIMEOUT_MS) starts before the DNS lookup and
@@ -26,8 +29,8 @@ import { createPublicOnlyLookup } from "@mailhooks/url-policy";
 export interface HttpClientOptions {
   /** The receiver's deadline, in ms (DELIVERY_TIMEOUT_MS): the status line must arrive within it. */
   timeoutMs: number;
-  /** ALLOW_PRIVATE_TARGETS. */
-  allowPrivateTargets: boolean;
+  /** ALLOW_PRIVATE_TARGETS: false (public addresses only), true (any), or the ranges also allowed. */
+  allowPrivateTargets: PrivateTargets;
 }
 
 /** How much of a receiver's body is kept for the deliveries log (docs/api.md, "Deliveries log"), in bytes. */
@@ -54,11 +57,13 @@ export function statusOfHead(head: Buffer): number | null {
 }
 
 export function createHttpClient(options: HttpClientOptions): { client: Got; agent: https.Agent } {
+  const targets = options.allowPrivateTargets;
   const agent = new https.Agent({
     keepAlive: true,
     maxSockets: 512,
-    ...(options.allowPrivateTargets ? {} : { lookup: createPublicOnlyLookup() }),
+    ...(targets === true ? {} : { lookup: createPublicOnlyLookup(undefined, targets) }),
   });
+  if (targets !== true) refuseLiteralsOutside(agent, targets);
   const client = got.extend({
     agent: { https: agent },
     retry: { limit: 0 },
@@ -72,6 +77,25 @@ export function createHttpClient(options: HttpClientOptions): { client: Got; age
     decompress: false,
   });
   return { client, agent };
+}
+
+/**
+ * Makes `agent` refuse, before connecting, an IP literal host that `targets` does not allow, with
+ * the lookup's error code (BLOCKED_CODE): Node calls no lookup for a literal.
+ */
+function refuseLiteralsOutside(agent: https.Agent, targets: PrivateTargets): void {
+  type Create = (options: { host?: string | null }, callback: (error: Error | null, socket?: Duplex) => void) => Duplex | undefined;
+  const agentWithCreate = agent as unknown as { createConnection: Create };
+  const create = agentWithCreate.createConnection.bind(agent);
+  agentWithCreate.createConnection = (connectOptions, callback) => {
+    const literal = ipLiteral(connectOptions.host ?? "");
+    if (literal !== null && !isAllowedAddress(literal, targets)) {
+      const error = Object.assign(new Error(`${literal} is an address ALLOW_PRIVATE_TARGETS does not allow`), { code: BLOCKED_CODE });
+      process.nextTick(() => callback(error));
+      return undefined;
+    }
+    return create(connectOptions, callback);
+  };
 }
 
 /** What a receiver answered: its status and the start of its body. */

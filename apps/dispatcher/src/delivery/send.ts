@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import type { Got } from "got";
 import { EVENT_ID_HEADER, signPayload, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "@mailhooks/signing";
-import { BLOCKED_CODE, checkDestinationUrl } from "@mailhooks/url-policy";
+import { BLOCKED_CODE, checkDestinationUrl, type PrivateTargets } from "@mailhooks/url-policy";
 import { postForAnswer } from "./http-client.js";
 
 /**
@@ -42,7 +42,7 @@ export interface SendInput {
   /** The exact envelope bytes: signed and sent unchanged (a shared Buffer is never copied). */
   body: string | Buffer;
   secret: string;
-  allowPrivateTargets: boolean;
+  allowPrivateTargets: PrivateTargets;
   /** X-Service-Event-Id: the event's id, or a test request's delivery row id. */
   eventId: string;
   /** The webhook's own headers (decryptWebhookHeaders): sent, never logged. The service's own

@@ -22,6 +22,7 @@ import {
   type LeasedWork,
 } from "@mailhooks/delivery-state";
 import { isInfrastructureError } from "@mailhooks/infrastructure-errors";
+import type { PrivateTargets } from "@mailhooks/url-policy";
 import type { Keyring } from "@mailhooks/secrets";
 import { observeAttempt, type DispatcherMetrics } from "../metrics.js";
 import { sendSigned, type AttemptResult } from "../delivery/send.js";
@@ -31,7 +32,8 @@ import { decryptWebhookHeaders } from "../delivery/webhook-headers.js";
 export interface DeliveryContext {
   pool: pg.Pool;
   client: Got;
-  allowPrivateTargets: boolean;
+  /** ALLOW_PRIVATE_TARGETS: which non-public addresses may be delivered to. */
+  allowPrivateTargets: PrivateTargets;
   /** DELIVERY_RETRY_DELAYS_MS: the number of retries after the initial attempt is its length. */
   retryDelaysMs: readonly number[];
   logger: Logger;

@@ -8,7 +8,7 @@ import { resourceId } from "../../routes/webhooks.js";
 import { listEvents, type EventFilter, type EventListItem } from "../../services/events.js";
 import { replayRequestSchema, requestReplay } from "../../services/replays.js";
 import { findWebhook, listWebhooks, toWebhookView, type WebhookView } from "../../services/webhooks.js";
-import { byField, field, filterFields, filterQuery, tryParse } from "../forms.js";
+import { byField, field, filterFields, filterQuery, rawField, tryParse } from "../forms.js";
 import { render } from "../render.js";
 import { refusalInWords } from "../refusal-words.js";
 import { dashboardPrincipal } from "../session.js";
@@ -47,7 +47,7 @@ async function listMatchingIds(
 
 /** The replay options (target URL, signing webhook) as the replay route reads them. */
 function replayOptions(source: unknown) {
-  const target_url = field(source, "target_url");
+  const target_url = rawField(source, "target_url");
   const webhook_id = field(source, "webhook_id");
   return { ...(target_url ? { target_url } : {}), ...(webhook_id ? { webhook_id } : {}) };
 }

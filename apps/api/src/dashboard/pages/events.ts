@@ -7,7 +7,7 @@ import { resourceId } from "../../routes/webhooks.js";
 import { eventTimeline, payloadExpiry } from "../../services/event-timeline.js";
 import { listEvents, readEventDetail } from "../../services/events.js";
 import { replayRequestSchema, requestReplay } from "../../services/replays.js";
-import { byField, field, filterQuery, formErrors, tryParse } from "../forms.js";
+import { byField, field, filterQuery, formErrors, rawField, tryParse } from "../forms.js";
 import { render } from "../render.js";
 import { refusalInWords } from "../refusal-words.js";
 import { dashboardPrincipal } from "../session.js";
@@ -103,7 +103,7 @@ export function eventPages(deps: ApiDeps): Router {
 
   router.post("/events/:id/replay", async (req, res) => {
     const id = parseOrThrow(resourceId, req.params.id, "id");
-    const values = { target_url: field(req.body, "target_url"), webhook_id: field(req.body, "webhook_id") };
+    const values = { target_url: rawField(req.body, "target_url"), webhook_id: field(req.body, "webhook_id") };
     let replays: number;
     try {
       const input = parseOrThrow(replayRequestSchema, {

@@ -11,7 +11,7 @@ import { sessionTokenOf, setSessionCookie } from "../session.js";
  * button: only the POST redeems it, so a link previewer or a mail scanner that fetches the URL
  * does not use up the one-time link. (Signing out is behind the session: index.ts.) A link that
  * is not valid counts against the client's limit of requests without valid credentials
- * (lookup-limit.ts), checked before the link is looked up.
+ * (lookup-limit.ts), checked before the link is looked up; a valid one never meets it.
  */
 
 const REFUSALS: Record<string, string> = {
@@ -31,6 +31,7 @@ export function signInPages(deps: ApiDeps, lookups: TokenLookups): Router {
       token,
       () => inspectDashboardLink(deps.prisma, token),
       (state) => state === "valid",
+      { unknown: (state) => state === "unknown" },
     );
     if ("retryAfter" in found) return tooManyAttempts(res, found.retryAfter);
     const state = found.value;
@@ -47,6 +48,7 @@ export function signInPages(deps: ApiDeps, lookups: TokenLookups): Router {
       token,
       () => redeemDashboardLink(deps.prisma, token),
       (r) => !("refused" in r),
+      { unknown: (r) => "refused" in r && r.refused === "unknown" },
     );
     if ("retryAfter" in found) return tooManyAttempts(res, found.retryAfter);
     const result = found.value;

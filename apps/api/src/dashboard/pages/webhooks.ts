@@ -26,7 +26,7 @@ import {
   updateWebhookSchema,
   type WebhookView,
 } from "../../services/webhooks.js";
-import { asList, asLines, asOptionalInteger, byField, field, filterQuery, formErrors } from "../forms.js";
+import { asLines, asList, asOptionalInteger, byField, field, filterQuery, formErrors, rawField } from "../forms.js";
 import { refusalInWords } from "../refusal-words.js";
 import { render } from "../render.js";
 import { dashboardPrincipal } from "../session.js";
@@ -81,14 +81,14 @@ function formInput(body: unknown) {
   );
   return {
     shown: {
-      url: field(body, "url"),
+      url: rawField(body, "url"),
       events: asList(fields.events),
       rate_limit: field(body, "rate_limit"),
       inbox_ids: typeof fields.inbox_ids === "string" ? fields.inbox_ids : "",
       header_names: names.filter((n) => n !== ""),
     } satisfies FormValues,
     input: {
-      url: field(body, "url"),
+      url: rawField(body, "url"),
       events: asList(fields.events),
       ...("rate_limit" in fields ? { rate_limit: asOptionalInteger(field(body, "rate_limit")) } : {}),
       ...("inbox_ids" in fields ? { inbox_ids: asLines(field(body, "inbox_ids")) } : {}),
