@@ -100,7 +100,7 @@ async function prepare(db: Queryable, requests: Request[]): Promise<Prepared[][]
       id: ids[i],
       accountId,
       input,
-      payload: buildEnvelope(input.eventType, input.occurredAt, input.data),
+      payload: Buffer.from(buildEnvelope(input.eventType, input.occurredAt, input.data), "utf8"),
       destinations: hooks.filter((h) => subscribed(h, accountId, input)).map((h) => ({ id: newId("dst"), webhookId: h.id })),
     })),
   );
