@@ -29,7 +29,13 @@ afterAll(async () => {
 });
 
 function send(url: string) {
-  const input: SendInput = { url, body: BODY, secret: "whsec_test", allowPrivateTargets: true, eventId: "evt_0" };
+  const input: SendInput = {
+    url,
+    body: BODY,
+    signing: { scheme: "service", secret: "whsec_test" },
+    allowPrivateTargets: true,
+    eventId: "evt_0",
+  };
   return sendSigned(client, input);
 }
 
