@@ -18,6 +18,7 @@ const webhook = {
   rate_limit: null,
   inbox_ids: null,
   headers: {},
+  signature_scheme: "service",
   created_at: "2026-11-22T10:00:00.000Z",
   updated_at: "2026-11-22T10:00:00.000Z",
 };

@@ -55,6 +55,7 @@ export const ERROR_REASONS = {
     "webhook_limit_reached", // MAX_WEBHOOKS_PER_ACCOUNT
     "idempotency_key_reused", // an Idempotency-Key repeated with another body
     "idempotent_webhook_deleted", // a repeated webhook creation whose webhook was deleted since
+    "secret_not_standard", // signature_scheme "standard" for a secret made in the URL-safe alphabet
   ],
   payload_expired: ["payload_purged"],
   request_timeout: ["body_idle"],

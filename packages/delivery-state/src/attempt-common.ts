@@ -19,9 +19,20 @@ export interface StoredSecrets {
   activatesAt: Date | null;
 }
 
-/** The stored secret that signs at `at`. */
+/** The stored secret that signs at `at` under the `service` scheme (one signature per request). */
 export function signingSecretAt(secrets: StoredSecrets, at: Date): string {
   return secrets.activatesAt && secrets.previous !== null && at < secrets.activatesAt ? secrets.previous : secrets.secret;
+}
+
+/**
+ * The stored secrets that sign at `at` under the `standard` scheme (docs/receivers/standard-webhooks.md):
+ * during a rotation's grace (before `activatesAt`) the previous one and the new one, in that
+ * order, so that a receiver holding either verifies; otherwise the one secret.
+ */
+export function signingSecretsAt(secrets: StoredSecrets, at: Date): string[] {
+  return secrets.activatesAt && secrets.previous !== null && at < secrets.activatesAt
+    ? [secrets.previous, secrets.secret]
+    : [secrets.secret];
 }
 
 /**
@@ -51,6 +62,8 @@ export const PAYLOAD_COLUMNS = sql`octet_length(p.payload) AS "payloadBytes",
 /** What an attempt of any kind of work reads of its webhook. */
 export interface AttemptWebhook {
   secrets: StoredSecrets;
+  /** How its requests are signed (docs/receivers/standard-webhooks.md), read at attempt time. */
+  signatureScheme: "service" | "standard";
   /** The webhook's extra request headers, encrypted (docs/api.md, "Webhooks"); null: none. */
   storedHeaders: string | null;
   /** The webhook is enabled and not deleted, read at attempt time. */
@@ -64,7 +77,7 @@ export interface AttemptWebhook {
  * as strings: turn it into StoredSecrets with secretsOf.
  */
 export const ATTEMPT_WEBHOOK_COLUMNS = sql`json_build_object('secret', w.secret, 'previous', w.previous_secret, 'activatesAt', w.secret_activates_at) AS secrets,
-             w.headers AS "storedHeaders", (w.status = 'enabled' AND w.deleted_at IS NULL) AS "webhookEnabled",
+             w.signature_scheme AS "signatureScheme", w.headers AS "storedHeaders", (w.status = 'enabled' AND w.deleted_at IS NULL) AS "webhookEnabled",
              (w.status = 'paused' AND w.deleted_at IS NULL) AS "webhookPaused"`;
 
 /** JSON columns come back with times as strings. */

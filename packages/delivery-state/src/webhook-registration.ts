@@ -27,6 +27,8 @@ export interface RegisterWebhookInput {
   inboxIds?: string[] | null;
   /** Its extra request headers, already encrypted (stored form); null or absent: none. */
   headers?: string | null;
+  /** How its requests are signed; absent: `service`. The caller checks that the secret suits `standard`. */
+  signatureScheme?: "service" | "standard";
   /** The request's Idempotency-Key and the hash of its body (docs/api.md, "Webhooks"). */
   idempotency?: { key: string; requestHash: string };
 }
@@ -89,9 +91,9 @@ export async function registerWebhook(pool: pg.Pool, input: RegisterWebhookInput
     if ((live[0]?.n ?? 0) >= input.maxWebhooks) return null;
     const { rows } = await run<WebhookRow>(
       client,
-      sql`INSERT INTO webhooks (id, account_id, url, events, secret, rate_limit, inbox_ids, headers, created_at, updated_at)
+      sql`INSERT INTO webhooks (id, account_id, url, events, secret, rate_limit, inbox_ids, headers, signature_scheme, created_at, updated_at)
           VALUES (${newId("wh")}, ${input.accountId}, ${input.url}, ${input.events}::text[], ${input.secret}, ${input.rateLimit ?? null},
-                  ${input.inboxIds ?? null}::text[], ${input.headers ?? null}, ${now}, ${now})
+                  ${input.inboxIds ?? null}::text[], ${input.headers ?? null}, ${input.signatureScheme ?? "service"}, ${now}, ${now})
           RETURNING ${WEBHOOK_COLUMNS}`,
     );
     const webhook = rows[0];

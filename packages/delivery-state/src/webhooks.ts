@@ -28,13 +28,15 @@ export interface WebhookRow {
   inbox_ids: string[] | null;
   /** Its extra request headers in stored form (an encrypted JSON object); null: none. */
   headers: string | null;
+  /** How its requests are signed (docs/receivers/standard-webhooks.md). */
+  signature_scheme: "service" | "standard";
   created_at: Date;
   updated_at: Date;
 }
 
 /** The columns of a WebhookRow, in a RETURNING or SELECT list. */
 export const WEBHOOK_COLUMNS = sql`id, account_id, url, events, secret, status::text AS status, disabled_reason::text AS disabled_reason,
-  secret_activates_at, rate_limit, inbox_ids, headers, created_at, updated_at`;
+  secret_activates_at, rate_limit, inbox_ids, headers, signature_scheme, created_at, updated_at`;
 
 export interface WebhookChange {
   url?: string;
@@ -46,6 +48,8 @@ export interface WebhookChange {
   inboxIds?: string[] | null;
   /** The whole new set in stored (encrypted) form, null for none; absent keeps the set. */
   headers?: string | null;
+  /** Absent keeps it. The caller checks that the secret suits `standard` (the API answers 409). */
+  signatureScheme?: "service" | "standard";
 }
 
 /**
@@ -84,6 +88,7 @@ export async function changeWebhook(
     change.rateLimit === undefined ? sql`` : sql`, rate_limit = ${change.rateLimit}::int`,
     change.inboxIds === undefined ? sql`` : sql`, inbox_ids = ${change.inboxIds}::text[]`,
     change.headers === undefined ? sql`` : sql`, headers = ${change.headers}::text`,
+    change.signatureScheme === undefined ? sql`` : sql`, signature_scheme = ${change.signatureScheme}`,
   ];
   return inTransaction(pool, async (client) => {
     const before = await run<{ status: WebhookRow["status"]; rate_limit: number | null }>(
@@ -98,7 +103,7 @@ export async function changeWebhook(
       sql`UPDATE webhooks SET
             url = coalesce(${change.url ?? null}, url),
             events = coalesce(${change.events ?? null}::text[], events),
-            updated_at = now() ${statusChange} ${optionChanges[0]} ${optionChanges[1]} ${optionChanges[2]}
+            updated_at = now() ${statusChange} ${optionChanges[0]} ${optionChanges[1]} ${optionChanges[2]} ${optionChanges[3]}
           WHERE id = ${webhookId}
           RETURNING ${WEBHOOK_COLUMNS}`,
     );

@@ -28,6 +28,8 @@ describe("the logger keeps secrets out", () => {
       "key=whk_0123456789ab_[redacted]&s=whsec_[redacted], Authorization: Basic [redacted]",
     );
     expect(scrubSecrets("v1.0a1b2c3d.aXY.Y2lwaGVy.dGFn stored")).toBe("[redacted ciphertext] stored");
+    // A secret in standard base64 (+, / and = padding), whole.
+    expect(scrubSecrets("secret whsec_eGZJ6+ss/Zm9vYmFy/eGZJ6Gss= given")).toBe("secret whsec_[redacted] given");
   });
 
   test("an error text loses the input it quotes: a real PostgreSQL error", async () => {

@@ -19,7 +19,8 @@ const ERROR_TEXT_KEYS = /^(error|err|stack|reason|detail|cause)$/i;
 const SECRET_PATTERNS: [RegExp, string][] = [
   // API keys keep their public prefix (whk_<12 hex>), which identifies them without use.
   [/\b(whk_[0-9a-f]{12})_[A-Za-z0-9_-]{20,}/g, "$1_[redacted]"],
-  [/\bwhsec_[A-Za-z0-9_-]{8,}/g, "whsec_[redacted]"],
+  // Standard base64 (the secrets made now) or its URL-safe alphabet (those made before), padding included.
+  [/\bwhsec_[A-Za-z0-9+/=_-]{8,}/g, "whsec_[redacted]"],
   // Ciphertexts of secrets at rest (packages/secrets).
   [/\bv1\.[0-9a-f]{8}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+/g, "[redacted ciphertext]"],
   [/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/gi, "$1 [redacted]"],

@@ -11,6 +11,7 @@ import type { TestVector, TestVectorFile, VectorOutcome } from "./vectors.js";
 import { VECTORS_PATH } from "./vectors.js";
 import { canonical, type Case, EVENT_ID, NOW, SECRET, SENT, sign } from "./vector-bodies.js";
 import { CASES } from "./vector-cases.js";
+import { standardVectors } from "./vector-standard.js";
 
 function toVector(c: Case): TestVector {
   const secrets = c.secrets ?? [SECRET];
@@ -62,6 +63,23 @@ export function buildVectorFile(): TestVectorFile {
       "invalid_payload: the body is not UTF-8 JSON (no BOM) of an object with event (string), timestamp (number), data (object)",
     ],
     vectors: CASES.map(toVector),
+    standard: {
+      description:
+        "Requests of a webhook whose signature_scheme is standard (Standard Webhooks, https://www.standardwebhooks.com), verified with " +
+        "{scheme: 'standard'}. Signed message: webhook-id, '.', webhook-timestamp, '.', then the body's bytes; HMAC-SHA256 keyed with the " +
+        "bytes that the secret's standard base64 after 'whsec_' decodes to; webhook-signature holds 'v1,' + the MAC's standard base64, " +
+        "one per signing secret, separated by spaces (both secrets sign during a rotation's grace); signatures of other versions are " +
+        "skipped. A request passes when any one of `secrets` made any one of the v1 signatures. The event id is webhook-id; the service " +
+        "also sends it as X-Service-Event-Id.",
+      checks_in_order: [
+        "missing_header: webhook-id, webhook-timestamp or webhook-signature absent or empty",
+        "invalid_timestamp: webhook-timestamp is not 1 to 12 ASCII digits",
+        "timestamp_out_of_tolerance: |now - timestamp| > tolerance_seconds",
+        "invalid_signature: no 'v1,' + base64 of 32 bytes among the space-separated signatures, or no secret gives one of them",
+        "invalid_payload: the body is not UTF-8 JSON (no BOM) of an object with event (string), timestamp (number), data (object)",
+      ],
+      vectors: standardVectors(),
+    },
   };
 }
 

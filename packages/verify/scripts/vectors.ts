@@ -26,13 +26,22 @@ export interface TestVector {
 export interface TestVectorFile {
   description: string;
   checks_in_order: string[];
+  /** Requests signed under the `service` scheme (X-Service-* headers). */
   vectors: TestVector[];
+  /** Requests signed under the `standard` scheme (Standard Webhooks): verify them with `{scheme: "standard"}`. */
+  standard: { description: string; checks_in_order: string[]; vectors: TestVector[] };
 }
 
 export const VECTORS_PATH = new URL("../test-vectors.json", import.meta.url);
 
+/** The vectors of the `service` scheme. */
 export function loadVectors(): TestVector[] {
   return (JSON.parse(readFileSync(VECTORS_PATH, "utf8")) as TestVectorFile).vectors;
+}
+
+/** The vectors of the `standard` scheme (Standard Webhooks). */
+export function loadStandardVectors(): TestVector[] {
+  return (JSON.parse(readFileSync(VECTORS_PATH, "utf8")) as TestVectorFile).standard.vectors;
 }
 
 export function bodyOf(vector: TestVector): Buffer {

@@ -1,7 +1,7 @@
 import express, { type ErrorRequestHandler, type Request } from "express";
 import request from "supertest";
 import { verifyWebhook, type VerifiedRequest } from "./express.js";
-import { ENVELOPE, SECRET, signedRequest, WEBHOOK, withoutEventId } from "../test/signed.js";
+import { ENVELOPE, SECRET, signedRequest, STANDARD_SECRET, standardSignedRequest, WEBHOOK, withoutEventId } from "../test/signed.js";
 
 /** An Express 5 app whose webhook route answers with what the middleware put on req. */
 function appWith(...before: express.RequestHandler[]) {
@@ -72,6 +72,23 @@ describe("@mailhooks/verify/express", () => {
       const { body, headers } = signedRequest(secret, ENVELOPE);
       expect((await request(app).post("/webhooks").set(headers).send(body)).status).toBe(200);
     }
+  });
+
+  it('with { scheme: "standard" }: verifies Standard Webhooks requests (either secret of a rotation), and refuses the service scheme\'s', async () => {
+    const other = `whsec_${Buffer.alloc(32, 5).toString("base64")}`;
+    for (const held of [STANDARD_SECRET, other]) {
+      const { app } = appWith(verifyWebhook(held, { scheme: "standard" }));
+      const { body, headers } = standardSignedRequest([STANDARD_SECRET, other], ENVELOPE);
+      const res = await request(app).post("/webhooks").set(headers).send(body);
+      expect(res.status).toBe(200);
+      expect(res.body.webhook).toEqual(WEBHOOK);
+    }
+    const { app, handled } = appWith(verifyWebhook(STANDARD_SECRET, { scheme: "standard" }));
+    const { body, headers } = signedRequest(STANDARD_SECRET, ENVELOPE);
+    const res = await request(app).post("/webhooks").set(headers).send(body);
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ error: { code: "missing_header", message: expect.stringContaining("webhook-") } });
+    expect(handled).toEqual([]);
   });
 
   it("after express.json(): fails loudly (500 through the error handler) saying the raw body is needed", async () => {

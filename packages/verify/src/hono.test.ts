@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { verifyWebhook, type WebhookVariables } from "./hono.js";
-import { ENVELOPE, SECRET, signedRequest, WEBHOOK, withoutEventId } from "../test/signed.js";
+import { ENVELOPE, SECRET, signedRequest, STANDARD_SECRET, standardSignedRequest, WEBHOOK, withoutEventId } from "../test/signed.js";
 
 const app = new Hono<{ Variables: WebhookVariables }>();
 app.post("/webhooks", verifyWebhook(SECRET), async (c) => c.json({ webhook: c.get("webhook"), reread: await c.req.json() }));
@@ -26,5 +26,17 @@ describe("@mailhooks/verify/hono", () => {
       expect(res.headers.get("content-type")).toBe("application/json");
       expect(await res.json()).toEqual({ error: { code, message: expect.any(String) } });
     }
+  });
+
+  it('with { scheme: "standard" } (Web Crypto): verifies a Standard Webhooks request, refuses a tampered one', async () => {
+    const standard = new Hono<{ Variables: WebhookVariables }>();
+    standard.post("/webhooks", verifyWebhook(STANDARD_SECRET, { scheme: "standard" }), (c) => c.json({ webhook: c.get("webhook") }));
+    const { body, headers } = standardSignedRequest([STANDARD_SECRET], ENVELOPE);
+    const res = await standard.request("/webhooks", { method: "POST", headers, body });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ webhook: WEBHOOK });
+    const tampered = await standard.request("/webhooks", { method: "POST", headers: { ...headers, "webhook-id": "evt_other" }, body });
+    expect(tampered.status).toBe(401);
+    expect(await tampered.json()).toEqual({ error: { code: "invalid_signature", message: expect.any(String) } });
   });
 });

@@ -11,7 +11,9 @@ import {
   type VerifyOptions,
 } from "./index.js";
 import * as web from "./web.js";
-import { bodyOf, loadVectors, VECTORS_PATH, type TestVector, type VectorOutcome } from "../scripts/vectors.js";
+import { jest } from "@jest/globals";
+import { Webhook } from "standardwebhooks";
+import { bodyOf, loadStandardVectors, loadVectors, VECTORS_PATH, type TestVector, type VectorOutcome } from "../scripts/vectors.js";
 import { buildVectorFile } from "../scripts/make-vectors.js";
 
 const vectors = loadVectors();
@@ -229,5 +231,113 @@ describe("WebhookVerificationError", () => {
     expect(isWebhookVerificationError(lookalike)).toBe(true);
     expect(isWebhookVerificationError(Object.assign(new Error("x"), { name: "WebhookVerificationError", code: "other" }))).toBe(false);
     expect(isWebhookVerificationError(new TypeError("x"))).toBe(false);
+  });
+});
+
+describe("the standard scheme (Standard Webhooks)", () => {
+  const standardVectors = loadStandardVectors();
+  const standardOptions = (vector: TestVector): VerifyOptions => ({ ...optionsOf(vector), scheme: "standard" });
+  /** webhook-id, whatever the case of its name. */
+  const webhookIdOf = (vector: TestVector) => Object.entries(vector.headers).find(([name]) => name.toLowerCase() === "webhook-id")?.[1];
+
+  it("has vectors for every error code, rotation and the specification's example", () => {
+    const codes = new Set(standardVectors.map((v) => (v.expected.ok ? "ok" : v.expected.error)));
+    expect([...codes].sort()).toEqual([
+      "invalid_payload",
+      "invalid_signature",
+      "invalid_timestamp",
+      "missing_header",
+      "ok",
+      "timestamp_out_of_tolerance",
+    ]);
+    for (const name of ["valid", "rotation_both_sign_receiver_holds_old", "rotation_both_sign_receiver_holds_new", "specification_example"])
+      expect(standardVectors.map((v) => v.name)).toContain(name);
+  });
+
+  describe.each([
+    ["node:crypto", verify, verifyEvent],
+    ["Web Crypto", web.verify, web.verifyEvent],
+  ] as const)("on %s", (_variant, runVerify, runVerifyEvent) => {
+    it.each(standardVectors.map((v) => [v.name, v] as const))(
+      "vector %s: verify and verifyEvent (id: webhook-id)",
+      async (_name, vector) => {
+        for (const { headers, body, shape } of shapesOf(vector)) {
+          const got = await outcome(() => runVerify(vector.secrets, headers, body, standardOptions(vector)));
+          expect({ shape, ...got }).toEqual({ shape, ...vector.expected });
+          let event: unknown;
+          try {
+            const { id, ...envelope } = await runVerifyEvent(vector.secrets, headers, body, standardOptions(vector));
+            event = { ok: true, envelope, id };
+          } catch (error) {
+            if (!isWebhookVerificationError(error)) throw error;
+            event = { ok: false, error: error.code };
+          }
+          expect({ shape, event }).toEqual({
+            shape,
+            event: vector.expected.ok ? { ...vector.expected, id: webhookIdOf(vector) } : vector.expected,
+          });
+        }
+      },
+    );
+
+    it("refuses the service scheme's requests, and the service scheme refuses the standard one's", async () => {
+      const serviceVector = vectors.find((v) => v.name === "valid")!;
+      const standardVector = standardVectors.find((v) => v.name === "valid")!;
+      await expect(
+        Promise.resolve().then(() =>
+          runVerify(standardVector.secrets, serviceVector.headers, bodyOf(serviceVector), standardOptions(standardVector)),
+        ),
+      ).rejects.toMatchObject({ code: "missing_header", message: expect.stringContaining("webhook-") });
+      await expect(
+        Promise.resolve().then(() =>
+          runVerify(standardVector.secrets, standardVector.headers, bodyOf(standardVector), optionsOf(standardVector)),
+        ),
+      ).rejects.toMatchObject({ code: "missing_header", message: expect.stringContaining("X-Service-") });
+    });
+
+    it("throws a TypeError for a secret that is not standard base64 (URL-safe alphabet, padding missing) and for an unknown scheme", async () => {
+      const vector = standardVectors.find((v) => v.name === "valid")!;
+      const urlSafe = `whsec_${Buffer.alloc(32, 0xfb).toString("base64url")}`;
+      for (const secret of [urlSafe, vector.secrets[0].replace(/=+$/, ""), "whsec_"]) {
+        await expect(
+          Promise.resolve().then(() => runVerify([secret], vector.headers, bodyOf(vector), standardOptions(vector))),
+        ).rejects.toThrow(TypeError);
+      }
+      await expect(
+        Promise.resolve().then(() =>
+          runVerify(vector.secrets, vector.headers, bodyOf(vector), { ...optionsOf(vector), scheme: "svix" as unknown as "standard" }),
+        ),
+      ).rejects.toThrow(TypeError);
+    });
+  });
+
+  /**
+   * The official library (npm standardwebhooks) on the same vectors, with each secret the vector
+   * holds: it accepts every request whose outcome is `ok` or `invalid_payload` (a signature that
+   * holds) and refuses the others, but for the one where it reads the body otherwise.
+   */
+  describe("the official standardwebhooks library agrees", () => {
+    const differs: Record<string, string> = {
+      // It decodes the body as UTF-8 before signing (invalid bytes become U+FFFD): other bytes.
+      non_utf8_body: "refused",
+    };
+    afterEach(() => jest.restoreAllMocks());
+
+    const officially = (secret: string, vector: TestVector): "accepted" | "refused" => {
+      try {
+        new Webhook(secret).verify(bodyOf(vector).toString("utf8"), vector.headers);
+        return "accepted";
+      } catch (error) {
+        // A body that is not JSON reaches JSON.parse once the signature held.
+        return error instanceof SyntaxError ? "accepted" : "refused";
+      }
+    };
+
+    it.each(standardVectors.map((v) => [v.name, v] as const))("vector %s", (_name, vector) => {
+      jest.spyOn(Date, "now").mockReturnValue(vector.now * 1000);
+      const official = vector.secrets.some((secret) => officially(secret, vector) === "accepted") ? "accepted" : "refused";
+      const ours = vector.expected.ok || vector.expected.error === "invalid_payload" ? "accepted" : "refused";
+      expect({ name: vector.name, official }).toEqual({ name: vector.name, official: differs[vector.name] ?? ours });
+    });
   });
 });

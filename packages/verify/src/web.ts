@@ -1,4 +1,4 @@
-import { checkRequest, verifiedEnvelope, verifiedEvent } from "./core.js";
+import { anyMatch, checkRequest, verifiedEnvelope, verifiedEvent } from "./core.js";
 import type { HeadersInput, RawBody, SecretInput, SignedRequest, VerifyOptions } from "./core.js";
 import type { WebhookEnvelope, WebhookEvent } from "./events.js";
 
@@ -12,40 +12,31 @@ export * from "./shared-exports.js";
 
 const encoder = new TextEncoder();
 
-// Not exported, and typed by inference: Web Crypto wants ArrayBuffer-backed views, and the
-// public declarations stay readable by TypeScript versions without generic typed arrays.
-function hexBytes(hex: string) {
-  const bytes = new Uint8Array(hex.length / 2);
-  for (let i = 0; i < bytes.length; i++) bytes[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
-  return bytes;
-}
-
-/** The signed message: the timestamp header's exact text, a period, then the body's bytes. */
-function signedMessage(timestamp: string, body: Uint8Array) {
-  const prefix = encoder.encode(`${timestamp}.`);
-  const message = new Uint8Array(prefix.length + body.length);
-  message.set(prefix, 0);
-  message.set(body, prefix.length);
+/** The signed message: the prefix (`<timestamp>.`, or `<id>.<timestamp>.`), then the body's bytes. */
+function signedMessage(prefix: string, body: Uint8Array) {
+  const head = encoder.encode(prefix);
+  const message = new Uint8Array(head.length + body.length);
+  message.set(head, 0);
+  message.set(body, head.length);
   return message;
 }
 
-/** Whether one of the request's secrets produced its signature (Web Crypto). */
+/** Whether one of the request's secrets produced one of its signatures (Web Crypto; compared in constant time). */
 async function macMatches(request: SignedRequest): Promise<boolean> {
-  const message = signedMessage(request.timestamp, request.body);
-  const signature = hexBytes(request.signatureHex);
-  let matched = false;
-  // subtle.verify compares in constant time; every secret is tried so that timing does not tell which matched.
-  for (const key of request.secrets) {
-    const hmacKey = await crypto.subtle.importKey("raw", encoder.encode(key), { name: "HMAC", hash: "SHA-256" }, false, ["verify"]);
-    if (await crypto.subtle.verify("HMAC", hmacKey, signature, message)) matched = true;
+  const message = signedMessage(request.signedPrefix, request.body);
+  const computed: Uint8Array[] = [];
+  for (const key of request.keys) {
+    // A copy: Web Crypto wants an ArrayBuffer-backed view.
+    const hmacKey = await crypto.subtle.importKey("raw", new Uint8Array(key), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+    computed.push(new Uint8Array(await crypto.subtle.sign("HMAC", hmacKey, message)));
   }
-  return matched;
+  return anyMatch(computed, request.signatures);
 }
 
 /**
  * Verifies a request and resolves to its parsed envelope `{event, timestamp, data}`, typed by
  * `event`. Arguments as in the Node `verify` (secret or secrets, headers, raw body,
- * `{toleranceSeconds, now}`). Rejects with WebhookVerificationError (missing_header,
+ * `{toleranceSeconds, now, scheme}`). Rejects with WebhookVerificationError (missing_header,
  * invalid_timestamp, timestamp_out_of_tolerance, invalid_signature, invalid_payload) or
  * TypeError for wrong arguments.
  */
@@ -61,7 +52,7 @@ export async function verify(
 
 /**
  * `verify`, plus the event id: resolves to `{id, event, timestamp, data}`, `id` being the
- * `X-Service-Event-Id` header (docs/receivers.md), the key to process each event once. A
+ * `X-Service-Event-Id` header (webhook-id under `standard`), the key to process each event once. A
  * request without that header is refused with `missing_header`.
  */
 export async function verifyEvent(

@@ -1,4 +1,4 @@
-import { signPayload } from "@mailhooks/signing";
+import { signatureHeaders, signPayload } from "@mailhooks/signing";
 import { COMMON, NOW } from "../scripts/vector-bodies.js";
 
 /**
@@ -16,6 +16,19 @@ export function signedRequest(secret: string, envelope: unknown, timestamp = Mat
   };
   return { body, headers };
 }
+
+/**
+ * The same under the `standard` scheme (Standard Webhooks), signed by the dispatcher's code with
+ * every secret of `secrets` (both during a rotation's grace).
+ */
+export function standardSignedRequest(secrets: string[], envelope: unknown, timestamp = Math.floor(Date.now() / 1000)) {
+  const body = JSON.stringify(envelope);
+  const signed = signatureHeaders({ scheme: "standard", secrets }, EVENT_ID, timestamp, body);
+  return { body, headers: { "content-type": "application/json", "X-Service-Event-Id": EVENT_ID, ...signed } };
+}
+
+/** A secret in the form the service makes them: `whsec_` and the standard base64 of 32 bytes. */
+export const STANDARD_SECRET = "whsec_Bph43y3bUSBzCJKSxrdLw6AmXs2pGzck3G/eGZJ6Gss=";
 
 /** The same request without X-Service-Event-Id. */
 export function withoutEventId(request: ReturnType<typeof signedRequest>) {

@@ -37,6 +37,8 @@ const WORDS: Record<ErrorReason, Words> = {
   webhook_limit_reached: "This account already has as many webhooks as it may have: delete one first.",
   idempotency_key_reused: "This request repeats an earlier one's idempotency key with other content.",
   idempotent_webhook_deleted: "This request repeats the creation of a webhook that has since been deleted.",
+  secret_not_standard:
+    "This webhook's secret was made before secrets were standard base64, so Standard Webhooks receivers cannot use it: rotate the secret first, then choose Standard Webhooks.",
   payload_purged: "The event's payload is past retention and can no longer be replayed.",
   body_idle: "The request did not arrive in time.",
   body_too_large: "The form is too large.",

@@ -1,7 +1,14 @@
 import { z } from "zod";
 import type { ZodOpenApiPathItemObject, ZodOpenApiPathsObject } from "zod-openapi";
 import { EVENT_EXAMPLES, EVENT_TYPES, TEST_EVENT_TYPE, type EventType } from "@mailhooks/events";
-import { EVENT_ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "@mailhooks/signing";
+import {
+  EVENT_ID_HEADER,
+  SIGNATURE_HEADER,
+  STANDARD_ID_HEADER,
+  STANDARD_SIGNATURE_HEADER,
+  STANDARD_TIMESTAMP_HEADER,
+  TIMESTAMP_HEADER,
+} from "@mailhooks/signing";
 import { envelopeSchemas, testEnvelopeSchema } from "../schemas/events.js";
 import { json } from "./paths/media.js";
 
@@ -12,18 +19,37 @@ import { json } from "./paths/media.js";
  */
 
 const signedHeaders = z.object({
-  [TIMESTAMP_HEADER]: z.string().regex(/^\d+$/).meta({ description: "Unix seconds at sending; the first part of the signed message" }),
+  [TIMESTAMP_HEADER]: z
+    .string()
+    .regex(/^\d+$/)
+    .optional()
+    .meta({ description: '`signature_scheme: "service"` (the default): Unix seconds at sending; the first part of the signed message' }),
   [SIGNATURE_HEADER]: z
     .string()
     .regex(/^sha256=[0-9a-f]{64}$/)
+    .optional()
     .meta({
       description:
-        "`sha256=` and the lowercase hex HMAC-SHA256, keyed with the webhook secret's UTF-8 bytes, of `<X-Service-Timestamp>.<body>`; verify it in constant time before processing",
+        '`signature_scheme: "service"`: `sha256=` and the lowercase hex HMAC-SHA256, keyed with the webhook secret\'s UTF-8 bytes, of `<X-Service-Timestamp>.<body>`; verify it in constant time before processing',
     }),
   [EVENT_ID_HEADER]: z.string().meta({
     description:
       "the event's `event_id`: the same on every retry and replay of one event, so de-duplicate on it (`data.messageId` is shared by every event of one message); a test request carries its delivery row's `id`",
     example: "evt_019a2b3c4d5e7f00a1b2c3d4e5f60718",
+  }),
+  [STANDARD_ID_HEADER]: z.string().optional().meta({
+    description: '`signature_scheme: "standard"` (Standard Webhooks): the value of X-Service-Event-Id',
+    example: "evt_019a2b3c4d5e7f00a1b2c3d4e5f60718",
+  }),
+  [STANDARD_TIMESTAMP_HEADER]: z
+    .string()
+    .regex(/^\d+$/)
+    .optional()
+    .meta({ description: '`signature_scheme: "standard"`: Unix seconds at sending' }),
+  [STANDARD_SIGNATURE_HEADER]: z.string().optional().meta({
+    description:
+      "`signature_scheme: \"standard\"`: `v1,<base64 HMAC-SHA256>` over `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the bytes the secret's base64 after `whsec_` decodes to; during a rotation's grace one per secret, space-separated (`v1,<old> v1,<new>`). The official `standardwebhooks` libraries verify it",
+    example: "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
   }),
 });
 

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { SUBSCRIBABLE_EVENT_TYPES } from "@mailhooks/events";
+import { SIGNATURE_SCHEMES } from "@mailhooks/signing";
 import { prefixedId, timestamp } from "./common.js";
 
 /** The webhook object (docs/api.md, "Webhooks"). The secret appears only in `webhookWithSecretSchema`. */
@@ -38,6 +39,11 @@ export const webhookSchema = z
       description: "its extra request headers by name; values are secrets and are never answered (always `***`); `{}`: none",
       example: { Authorization: "***" },
     }),
+    signature_scheme: z.enum(SIGNATURE_SCHEMES).meta({
+      description:
+        "how its requests are signed: `service` (X-Service-Timestamp, X-Service-Signature) or `standard` (Standard Webhooks: webhook-id, webhook-timestamp, webhook-signature; during a rotation's grace both secrets sign)",
+      example: "service",
+    }),
     created_at: timestamp,
     updated_at: timestamp,
   })
@@ -45,8 +51,9 @@ export const webhookSchema = z
 export type WebhookView = z.infer<typeof webhookSchema>;
 
 const secret = z.string().meta({
-  description: "the HMAC-SHA256 key of the X-Service-Signature header (its UTF-8 bytes)",
-  example: "whsec_kR1b0Xx0e2mU4lQ8sT6yV9zA3cF5hJ7nP1rW4tY6uI8",
+  description:
+    "`whsec_` and the standard base64 of 32 random bytes (or of the caller's own secret). The HMAC-SHA256 key of X-Service-Signature is this whole text's UTF-8 bytes; of webhook-signature (`standard`), the bytes its base64 decodes to",
+  example: "whsec_kR1b0Xx0e2mU4lQ8sT6yV9zA3cF5hJ7nP1rW4tY6uI8=",
 });
 
 /** POST /v1/webhooks: the webhook and its secret, shown here and by GET /v1/webhooks/{id}/secret only. */

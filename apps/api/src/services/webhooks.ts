@@ -10,6 +10,7 @@ import {
 } from "@mailhooks/delivery-state";
 import { SUBSCRIBABLE_EVENT_TYPES } from "@mailhooks/events";
 import type { Keyring } from "@mailhooks/secrets";
+import { isStandardSecret, SIGNATURE_SCHEMES } from "@mailhooks/signing";
 import { checkDestinationUrl, normalizeDestinationUrl } from "@mailhooks/url-policy";
 import type { ApiDeps } from "../deps.js";
 import { AppError, invalidInput, notFound } from "../errors.js";
@@ -24,7 +25,7 @@ import {
   rateLimitSchema,
   webhookHeadersSchema,
 } from "./webhook-options.js";
-import { generateSecret } from "./webhook-secrets.js";
+import { generateSecret, ownSecretSchema } from "./webhook-secrets.js";
 
 /** Webhook registration (spec "Webhook registration"; docs/api.md, "Webhooks"). */
 
@@ -79,13 +80,22 @@ export const webhookEvents = z
   .transform((events) => [...new Set(events)])
   .meta({ description: "the event kinds to deliver (at least one; repeats are ignored)" });
 
-/** POST /v1/webhooks. The options' defaults (no limit, every inbox, no headers) are applied by createWebhook, so that they stay optional in the OpenAPI document. */
+/** `signature_scheme` (docs/receivers/standard-webhooks.md): how the webhook's requests are signed. */
+export const signatureSchemeSchema = z.enum(SIGNATURE_SCHEMES, { message: "must be service or standard" }).meta({
+  description:
+    "how its requests are signed: `service` (the default: X-Service-Timestamp and X-Service-Signature) or `standard` (Standard Webhooks: webhook-id, webhook-timestamp, webhook-signature)",
+  example: "standard",
+});
+
+/** POST /v1/webhooks. The options' defaults (no limit, every inbox, no headers, a secret made here, `service`) are applied by createWebhook, so that they stay optional in the OpenAPI document. */
 export const createWebhookSchema = z.strictObject({
   url: httpsUrl,
   events: webhookEvents,
   rate_limit: rateLimitSchema.optional(),
   inbox_ids: inboxIdsSchema.optional(),
   headers: webhookHeadersSchema.optional(),
+  secret: ownSecretSchema.optional(),
+  signature_scheme: signatureSchemeSchema.optional(),
 });
 export type CreateWebhookInput = z.infer<typeof createWebhookSchema>;
 
@@ -105,6 +115,7 @@ type WebhookRecord = Pick<
   | "rateLimit"
   | "inboxIds"
   | "headers"
+  | "signatureScheme"
   | "createdAt"
   | "updatedAt"
 >;
@@ -125,6 +136,7 @@ export function toWebhookView(w: WebhookRecord, keyring: Keyring): WebhookView {
     // The API never stores an empty list: an empty (or NULL, however read) list is "every inbox".
     inbox_ids: w.inboxIds && w.inboxIds.length > 0 ? w.inboxIds : null,
     headers: maskedHeaders(keyring, w.headers ?? null),
+    signature_scheme: w.signatureScheme === "standard" ? "standard" : "service",
     created_at: w.createdAt.toISOString(),
     updated_at: w.updatedAt.toISOString(),
   };
@@ -143,6 +155,7 @@ function rowView(w: WebhookRow, keyring: Keyring): WebhookView {
       rateLimit: w.rate_limit,
       inboxIds: w.inbox_ids ?? [],
       headers: w.headers,
+      signatureScheme: w.signature_scheme,
       createdAt: w.created_at,
       updatedAt: w.updated_at,
     },
@@ -174,7 +187,8 @@ export interface WebhookIdempotency {
  * delivery's work queue row), so the answer that shows the secret follows a webhook that will get
  * its test event, whatever Redis is doing. With an Idempotency-Key used within 24 h with the same
  * body, answers the first webhook (its current secret included) and sends no test event
- * (`created: false`). Extra headers are stored encrypted (webhook-options.ts).
+ * (`created: false`). Extra headers are stored encrypted (webhook-options.ts). The secret is the
+ * caller's own when given (ownSecretSchema has checked its form), else one made here.
  * @throws AppError validation_error (blocked address), conflict (MAX_WEBHOOKS_PER_ACCOUNT
  *   reached; the Idempotency-Key came with another body, or its webhook was deleted since)
  */
@@ -185,7 +199,7 @@ export async function createWebhook(
   idempotency?: WebhookIdempotency,
 ): Promise<{ webhook: WebhookWithSecretView; created: boolean }> {
   assertDeliverableUrl(deps, input.url, "url");
-  const secret = generateSecret();
+  const secret = input.secret ?? generateSecret();
   let registered;
   try {
     registered = await registerWebhook(deps.pool, {
@@ -198,6 +212,7 @@ export async function createWebhook(
       rateLimit: input.rate_limit ?? null,
       inboxIds: input.inbox_ids ?? null,
       headers: encryptHeaders(deps.keyring, input.headers ?? {}),
+      signatureScheme: input.signature_scheme ?? "service",
       ...(idempotency ? { idempotency } : {}),
     });
   } catch (error) {
@@ -232,6 +247,7 @@ export const updateWebhookSchema = z.strictObject({
   rate_limit: rateLimitSchema.optional(),
   inbox_ids: inboxIdsSchema.optional(),
   headers: webhookHeadersSchema.optional(),
+  signature_scheme: signatureSchemeSchema.optional(),
 });
 export type UpdateWebhookInput = z.infer<typeof updateWebhookSchema>;
 
@@ -243,13 +259,35 @@ export async function listWebhooks(deps: ApiDeps, accountId: string, page: PageR
 }
 
 /**
- * Changes url, events, status, rate_limit, inbox_ids or headers (the whole set, stored
- * encrypted). The secret is kept and no test event is sent. Disabling ends the webhook's pending
- * destinations as `cancelled`: they get no further attempt.
- * @throws AppError not_found
+ * Refuses `signature_scheme: "standard"` for a webhook whose newest secret is not `whsec_` and
+ * standard base64 (one made before that rule, in the URL-safe alphabet): it could sign nothing a
+ * Standard Webhooks receiver can check. A rotation makes a standard secret, and from then on
+ * `standard` is accepted, also during the grace: the dispatcher then signs with the secrets that
+ * are standard only (signStandard), so no request carries a signature its receiver cannot check
+ * (docs/receivers/standard-webhooks.md). Every later rotation makes a standard secret too.
+ * @throws AppError not_found, conflict (secret_not_standard)
+ */
+async function assertStandardSecret(deps: ApiDeps, accountId: string, webhookId: string): Promise<void> {
+  const webhook = await findWebhook(deps, accountId, webhookId);
+  if (isStandardSecret(deps.keyring.decrypt(webhook.secret))) return;
+  throw new AppError(
+    "conflict",
+    "secret_not_standard",
+    "the webhook's secret is not whsec_ and standard base64 (secrets made before that rule are URL-safe base64), which Standard Webhooks receivers cannot decode: " +
+      'rotate it (POST /v1/webhooks/{id}/secret/rotate) before choosing signature_scheme "standard"',
+  );
+}
+
+/**
+ * Changes url, events, status, rate_limit, inbox_ids, headers (the whole set, stored
+ * encrypted) or signature_scheme. The secret is kept and no test event is sent. Disabling ends the
+ * webhook's pending destinations as `cancelled`: they get no further attempt.
+ * @throws AppError not_found, conflict (`standard` for a secret made before standard base64:
+ *   assertStandardSecret)
  */
 export async function updateWebhook(deps: ApiDeps, accountId: string, webhookId: string, input: UpdateWebhookInput): Promise<WebhookView> {
   if (input.url !== undefined) assertDeliverableUrl(deps, input.url, "url");
+  if (input.signature_scheme === "standard") await assertStandardSecret(deps, accountId, webhookId);
   const row = await changeWebhook(
     deps.pool,
     accountId,
@@ -261,6 +299,7 @@ export async function updateWebhook(deps: ApiDeps, accountId: string, webhookId:
       rateLimit: input.rate_limit,
       inboxIds: input.inbox_ids,
       headers: input.headers === undefined ? undefined : encryptHeaders(deps.keyring, input.headers),
+      signatureScheme: input.signature_scheme,
     },
     deps.config.QUEUE_PREFIX,
   );

@@ -30,7 +30,13 @@ afterAll(async () => {
 });
 
 function send(url: string) {
-  const input: SendInput = { url, body: BODY, secret: "whsec_test", allowPrivateTargets: true, eventId: "evt_0" };
+  const input: SendInput = {
+    url,
+    body: BODY,
+    signing: { scheme: "service", secret: "whsec_test" },
+    allowPrivateTargets: true,
+    eventId: "evt_0",
+  };
   return sendSigned(client, input);
 }
 
@@ -198,7 +204,13 @@ describe("ALLOW_PRIVATE_TARGETS as a list of ranges: only those, checked at conn
   async function sendWith(ranges: string, url: string) {
     const { client, agent } = createHttpClient({ timeoutMs: DEADLINE_MS, allowPrivateTargets: parsePrivateTargets(ranges) });
     try {
-      return await sendSigned(client, { url, body: BODY, secret: "whsec_test", allowPrivateTargets: true, eventId: "evt_0" });
+      return await sendSigned(client, {
+        url,
+        body: BODY,
+        signing: { scheme: "service", secret: "whsec_test" },
+        allowPrivateTargets: true,
+        eventId: "evt_0",
+      });
     } finally {
       agent.destroy();
     }

@@ -1,6 +1,7 @@
 import type { Got } from "got";
 import { listenHttps, testCertificate } from "@mailhooks/receiver";
 import { verify } from "@mailhooks/verify";
+import { Webhook } from "standardwebhooks";
 import { createHttpClient } from "./http-client.js";
 import { classifyError, decodeExcerpt, sendSigned, type SendInput } from "./send.js";
 
@@ -41,7 +42,7 @@ const noRequestClient = {
 const BODY = '{"event":"message.sent","timestamp":1795341600,"data":{"messageId":"<m1@example.com>"}}';
 
 function input(url: string, allowPrivateTargets = false): SendInput {
-  return { url, body: BODY, secret: "whsec_test", allowPrivateTargets, eventId: "evt_0" };
+  return { url, body: BODY, signing: { scheme: "service", secret: "whsec_test" }, allowPrivateTargets, eventId: "evt_0" };
 }
 
 function errorWithCode(code: string): Error {
@@ -159,6 +160,34 @@ describe("sendSigned", () => {
         undefined,
       ]);
       expect(verify("whsec_test", headers, body)).toEqual(JSON.parse(big));
+    } finally {
+      agent.destroy();
+      await receiver.close();
+    }
+  });
+
+  it("under standard: webhook-id, webhook-timestamp and one v1 signature per secret, which the official library verifies; no X-Service-Timestamp/Signature", async () => {
+    const receiver = await recordingReceiver(200);
+    const { client, agent } = createHttpClient({ timeoutMs: 5_000, allowPrivateTargets: true });
+    const previous = `whsec_${Buffer.alloc(32, 1).toString("base64")}`;
+    const current = `whsec_${Buffer.alloc(48, 2).toString("base64")}`;
+    try {
+      const result = await sendSigned(client, {
+        ...input(receiver.url("/hook"), true),
+        signing: { scheme: "standard", secrets: [previous, current] },
+        eventId: "evt_0123",
+        // A same-named header of the webhook's own loses to the service's.
+        headers: { "webhook-signature": "v1,forged", "x-tenant": "t1" },
+      });
+      expect(result.ok).toBe(true);
+      const { body, headers } = receiver.received[0];
+      expect(body).toBe(BODY);
+      expect([headers["x-service-event-id"], headers["webhook-id"], headers["x-tenant"]]).toEqual(["evt_0123", "evt_0123", "t1"]);
+      expect(headers["x-service-timestamp"]).toBeUndefined();
+      expect(headers["x-service-signature"]).toBeUndefined();
+      expect(Math.abs(Number(headers["webhook-timestamp"]) - Date.now() / 1000)).toBeLessThan(5);
+      expect(headers["webhook-signature"]).toMatch(/^v1,[A-Za-z0-9+/]{43}= v1,[A-Za-z0-9+/]{43}=$/);
+      for (const secret of [previous, current]) expect(new Webhook(secret).verify(body, headers)).toEqual(JSON.parse(BODY));
     } finally {
       agent.destroy();
       await receiver.close();

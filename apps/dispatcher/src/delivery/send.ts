@@ -1,12 +1,13 @@
 import { Readable } from "node:stream";
 import type { Got } from "got";
-import { EVENT_ID_HEADER, signPayload, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "@mailhooks/signing";
+import { EVENT_ID_HEADER, signatureHeaders, type RequestSigning } from "@mailhooks/signing";
 import { BLOCKED_CODE, checkDestinationUrl, type PrivateTargets } from "@mailhooks/url-policy";
 import { postForAnswer } from "./http-client.js";
 
 /**
- * One signed POST of an envelope body to a receiver (docs/receivers.md). Never throws:
- * every outcome becomes an `AttemptResult` for the deliveries log.
+ * One signed POST of an envelope body to a receiver (docs/receivers.md), under the webhook's
+ * signature scheme (docs/receivers/standard-webhooks.md). Every outcome of the request becomes an
+ * `AttemptResult` for the deliveries log.
  */
 
 /** Short error codes of the deliveries log (docs/api.md, "Deliveries log"). */
@@ -41,9 +42,10 @@ export interface SendInput {
   url: string;
   /** The exact envelope bytes: signed and sent unchanged (a shared Buffer is never copied). */
   body: string | Buffer;
-  secret: string;
+  /** The webhook's scheme and the secret(s), decrypted, that sign at this moment. */
+  signing: RequestSigning;
   allowPrivateTargets: PrivateTargets;
-  /** X-Service-Event-Id: the event's id, or a test request's delivery row id. */
+  /** X-Service-Event-Id (and webhook-id under `standard`): the event's id, or a test request's delivery row id. */
   eventId: string;
   /** The webhook's own headers (decryptWebhookHeaders): sent, never logged. The service's own
    * headers win over one of the same name (the API refuses those names anyway). */
@@ -95,14 +97,19 @@ function requestBody(body: string | Buffer): { body: string | Buffer | Readable;
   return { body: Readable.from(slices(), { objectMode: false }), contentLength: String(buffer.length) };
 }
 
-/** Signs and POSTs `body` to `url` with `client` (see createHttpClient and postForAnswer). */
+/**
+ * Signs and POSTs `body` to `url` with `client` (see createHttpClient and postForAnswer): the
+ * signature headers of `input.signing`'s scheme over the Unix seconds at sending.
+ * @throws Error only when a `standard` signing has no standard secret (the API never lets a
+ *   webhook come to that); every outcome of the request itself is an AttemptResult
+ */
 export async function sendSigned(client: Got, input: SendInput): Promise<AttemptResult> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   // Node does not call the agent's lookup for IP literals, so they are checked here first.
   const refused = checkDestinationUrl(input.url, { allowPrivateTargets: input.allowPrivateTargets });
   if (refused) return { ok: false, responseStatus: null, error: refused, responseBody: null, durationMs: 0 };
-  const timestamp = String(Math.floor(Date.now() / 1000));
+  const signature = signatureHeaders(input.signing, input.eventId, Math.floor(Date.now() / 1000), input.body);
   try {
     const sent = requestBody(input.body);
     const answer = await postForAnswer(client, input.url, {
@@ -113,8 +120,7 @@ export async function sendSigned(client: Got, input: SendInput): Promise<Attempt
         ...(sent.contentLength ? { "content-length": sent.contentLength } : {}),
         "content-type": "application/json",
         [EVENT_ID_HEADER.toLowerCase()]: input.eventId,
-        [TIMESTAMP_HEADER]: timestamp,
-        [SIGNATURE_HEADER]: signPayload(input.secret, timestamp, input.body),
+        ...signature,
       },
     });
     const status = answer.statusCode;

@@ -12,7 +12,9 @@ import {
   loadPayload,
   recordDestinationAttempts,
   signingSecretAt,
+  signingSecretsAt,
   type AttemptOutcome,
+  type AttemptWebhook,
   type PayloadRef,
   type StoredSecrets,
   type AttemptRecord,
@@ -24,6 +26,7 @@ import {
 import { isInfrastructureError } from "@mailhooks/infrastructure-errors";
 import type { PrivateTargets } from "@mailhooks/url-policy";
 import type { Keyring } from "@mailhooks/secrets";
+import type { RequestSigning } from "@mailhooks/signing";
 import { observeAttempt, type DispatcherMetrics } from "../metrics.js";
 import { sendSigned, type AttemptResult } from "../delivery/send.js";
 import { createPayloadCache, type PayloadCache } from "../delivery/payload-cache.js";
@@ -60,12 +63,25 @@ export function withDefaults(context: DeliveryContext): WorkerContext {
   };
 }
 
-/** What an attempt sends: the URL (its webhook's endpoint, or a replay's target_url), the webhook's secret and headers, the event id. */
+/** What an attempt sends: the URL (its webhook's endpoint, or a replay's target_url), the webhook's signing and headers, the event id. */
 export interface SigningInput {
   url: string;
-  secret: string;
+  signing: RequestSigning;
   eventId: string;
   storedHeaders: string | null;
+}
+
+/**
+ * How a request of `webhook` sent at `at` is signed (docs/receivers/standard-webhooks.md), its
+ * secrets decrypted: under `service` the one secret that signs then (signingSecretAt), under
+ * `standard` every one that does (signingSecretsAt: both during a rotation's grace).
+ * @throws SecretDecryptionError when no configured key opens a secret
+ */
+export function signingAt(keyring: Keyring, webhook: Pick<AttemptWebhook, "secrets" | "signatureScheme">, at: Date): RequestSigning {
+  if (webhook.signatureScheme === "standard") {
+    return { scheme: "standard", secrets: signingSecretsAt(webhook.secrets, at).map((stored) => keyring.decrypt(stored)) };
+  }
+  return { scheme: "service", secret: keyring.decrypt(signingSecretAt(webhook.secrets, at)) };
 }
 
 /**
@@ -78,7 +94,7 @@ export function sendToWebhook(ctx: DeliveryContext, request: SigningInput, body:
   return sendSigned(ctx.client, {
     url: request.url,
     body,
-    secret: request.secret,
+    signing: request.signing,
     eventId: request.eventId,
     headers,
     allowPrivateTargets: ctx.allowPrivateTargets,
@@ -87,23 +103,28 @@ export function sendToWebhook(ctx: DeliveryContext, request: SigningInput, body:
 
 /**
  * Sends the stored envelope of `work` (a destination's attempt, a replay) once to `url`:
- * its payload held from the cache for the send, signed with whichever of the webhook's secrets
- * signs now (docs/receivers.md, "Secret rotation"). A payload purged meanwhile sends nothing: `sent` is false
- * and the result `payload_expired`.
+ * its payload held from the cache for the send, signed under the webhook's scheme with whichever
+ * of its secrets sign now (signingAt; docs/receivers.md, "Secret rotation"). A payload purged
+ * meanwhile sends nothing: `sent` is false and the result `payload_expired`.
  * @throws SecretDecryptionError, StoredHeadersError (see sendToWebhook)
  */
 export async function sendStoredEnvelope(
   ctx: WorkerContext,
-  work: PayloadRef & { secrets: StoredSecrets; eventId: string; storedHeaders: string | null },
+  work: PayloadRef & {
+    secrets: StoredSecrets;
+    signatureScheme: AttemptWebhook["signatureScheme"];
+    eventId: string;
+    storedHeaders: string | null;
+  },
   url: string,
 ): Promise<{ result: AttemptRecord; sent: boolean }> {
   const held = await ctx.payloads.acquire(work);
   if (held === null)
     return { result: { ok: false, responseStatus: null, error: "payload_expired", responseBody: null, durationMs: 0 }, sent: false };
   try {
-    const secret = ctx.keyring.decrypt(signingSecretAt(work.secrets, new Date()));
+    const signing = signingAt(ctx.keyring, work, new Date());
     return {
-      result: await sendToWebhook(ctx, { url, secret, eventId: work.eventId, storedHeaders: work.storedHeaders }, held.body),
+      result: await sendToWebhook(ctx, { url, signing, eventId: work.eventId, storedHeaders: work.storedHeaders }, held.body),
       sent: true,
     };
   } finally {

@@ -13,12 +13,11 @@ import {
   loadTestDelivery,
   releaseWork,
   recordTestAttempt,
-  signingSecretAt,
   testDeliveryRowId,
   type LeasedWork,
 } from "@mailhooks/delivery-state";
 import { observeAttempt } from "../metrics.js";
-import { sendToWebhook, untilRecorded, type DeliveryContext } from "./deliver-destination.js";
+import { sendToWebhook, signingAt, untilRecorded, type DeliveryContext } from "./deliver-destination.js";
 
 /**
  * A test request (docs/api.md, "Test events"), one attempt, no retry, one delivery row with
@@ -50,10 +49,14 @@ export async function deliverTestEvent(ctx: DeliveryContext, work: LeasedWork): 
       url: testDelivery.url,
     });
   else throw new Error(`test delivery ${testDeliveryId} asks for an unknown event_type`);
-  const secret = ctx.keyring.decrypt(signingSecretAt(testDelivery.secrets, now));
   const result = await sendToWebhook(
     ctx,
-    { url: testDelivery.url, secret, eventId: testDeliveryRowId(testDeliveryId), storedHeaders: testDelivery.storedHeaders },
+    {
+      url: testDelivery.url,
+      signing: signingAt(ctx.keyring, testDelivery, now),
+      eventId: testDeliveryRowId(testDeliveryId),
+      storedHeaders: testDelivery.storedHeaders,
+    },
     body,
   );
   observeAttempt(ctx.metrics, "test", result.ok, result.durationMs);

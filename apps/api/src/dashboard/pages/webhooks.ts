@@ -54,9 +54,17 @@ interface FormValues {
   rate_limit: string;
   inbox_ids: string;
   header_names: string[];
+  signature_scheme: string;
 }
 
-const emptyValues = (): FormValues => ({ url: "", events: [], rate_limit: "", inbox_ids: "", header_names: [] });
+const emptyValues = (): FormValues => ({
+  url: "",
+  events: [],
+  rate_limit: "",
+  inbox_ids: "",
+  header_names: [],
+  signature_scheme: "service",
+});
 
 const valuesOf = (w: WebhookView): FormValues => ({
   url: w.url,
@@ -64,6 +72,7 @@ const valuesOf = (w: WebhookView): FormValues => ({
   rate_limit: w.rate_limit === null ? "" : String(w.rate_limit),
   inbox_ids: (w.inbox_ids ?? []).join(", "),
   header_names: [],
+  signature_scheme: w.signature_scheme,
 });
 
 /**
@@ -86,12 +95,14 @@ function formInput(body: unknown) {
       rate_limit: field(body, "rate_limit"),
       inbox_ids: typeof fields.inbox_ids === "string" ? fields.inbox_ids : "",
       header_names: names.filter((n) => n !== ""),
+      signature_scheme: field(body, "signature_scheme"),
     } satisfies FormValues,
     input: {
       url: rawField(body, "url"),
       events: asList(fields.events),
       ...("rate_limit" in fields ? { rate_limit: asOptionalInteger(field(body, "rate_limit")) } : {}),
       ...("inbox_ids" in fields ? { inbox_ids: asLines(field(body, "inbox_ids")) } : {}),
+      ...("signature_scheme" in fields ? { signature_scheme: field(body, "signature_scheme") } : {}),
     },
     added,
     removed: asList(fields.remove_headers),
@@ -206,9 +217,14 @@ export function webhookPages(deps: ApiDeps): Router {
         parseOrThrow(updateWebhookSchema, { ...form.input, ...(headers ? { headers } : {}) }),
       );
     } catch (error) {
-      const errors = formErrors(error);
+      // `standard` for a secret made before standard base64 (409) is a problem of that field.
+      const errors =
+        formErrors(error) ??
+        (isAppError(error, "conflict") && error.reason === "secret_not_standard"
+          ? [{ path: "signature_scheme", message: refusalInWords(error) }]
+          : null);
       if (!errors) throw error;
-      return showWebhook(req, res, { values: form.shown, errors: byField(errors) }, 422);
+      return showWebhook(req, res, { values: form.shown, errors: byField(errors) }, isAppError(error) ? error.status : 422);
     }
     res.redirect(303, `/dashboard/webhooks/${encodeURIComponent(idOf(req))}?done=saved`);
   });

@@ -62,7 +62,7 @@ export const webhookPaths: ZodOpenApiPathsObject = {
       tags: ["Webhooks"],
       summary: "Register a webhook",
       description:
-        "Registers an endpoint and queues a test event (`webhook.test`) to it at once. The answer is the only one, with GET /v1/webhooks/{id}/secret, that shows the secret. `rate_limit` (default null: no limit), `inbox_ids` (default null: every inbox) and `headers` (default `{}`; values stored encrypted, answered as `***`) are optional.",
+        "Registers an endpoint and queues a test event (`webhook.test`) to it at once. The answer is the only one, with GET /v1/webhooks/{id}/secret, that shows the secret. `rate_limit` (default null: no limit), `inbox_ids` (default null: every inbox) and `headers` (default `{}`; values stored encrypted, answered as `***`) are optional, and so are `secret` (your own, so that your receiver is ready before the test event; default: one made for you) and `signature_scheme` (default `service`).",
       idempotency: idempotencyHeader,
       body: createRequest,
       result: webhookWithSecretSchema,
@@ -85,12 +85,16 @@ export const webhookPaths: ZodOpenApiPathsObject = {
       tags: ["Webhooks"],
       summary: "Change a webhook",
       description:
-        'Changes url, events, status, rate_limit, inbox_ids or headers; an absent field keeps its value. `rate_limit: null` lifts the limit; `inbox_ids: null` means every inbox again (for events accepted after the change); `headers` replaces the whole set (`{}`: none). The secret is kept and no test event is sent. Disabling cancels the webhook\'s pending deliveries; `status: "enabled"` also turns an auto-disabled webhook back on.',
+        'Changes url, events, status, rate_limit, inbox_ids or headers; an absent field keeps its value. `rate_limit: null` lifts the limit; `inbox_ids: null` means every inbox again (for events accepted after the change); `headers` replaces the whole set (`{}`: none); `signature_scheme` switches how requests are signed from the next request on. The secret is kept and no test event is sent. Disabling cancels the webhook\'s pending deliveries; `status: "enabled"` also turns an auto-disabled webhook back on.',
       requestParams: path,
       requestBody: { required: true, content: json(updateRequest) },
       responses: {
         "200": { description: "the changed webhook", content: json(webhookSchema) },
-        ...errorResponses({ ...JSON_BODY_ERRORS, 404: true }),
+        ...errorResponses({
+          ...JSON_BODY_ERRORS,
+          404: true,
+          409: '`signature_scheme: "standard"` for a secret made before secrets were standard base64 (URL-safe alphabet): rotate the secret first',
+        }),
       },
     },
     delete: {
@@ -138,7 +142,7 @@ export const webhookPaths: ZodOpenApiPathsObject = {
       tags: ["Webhooks"],
       summary: "Rotate a webhook's secret",
       description:
-        "Makes a new secret, which signs every request from `activates_at` on; until then the previous one signs. The wire format never changes (one `sha256=` signature). The body may be absent.",
+        'Makes a new secret (`whsec_` and standard base64), which signs every request from `activates_at` on; until then the previous one signs. Under `signature_scheme: "service"` a request carries one `sha256=` signature, by whichever secret signs then; under `standard`, both secrets sign during the grace (`v1,<old> v1,<new>`; a previous secret in the URL-safe alphabet is left out). The body may be absent.',
       requestParams: path,
       requestBody: {
         required: false,
