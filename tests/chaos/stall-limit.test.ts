@@ -3,7 +3,6 @@ import { startDispatcherOn, type InProcessDispatcher } from "../support/delivery
 import { createHook, deliveryRows, emailArrivals, startHookReceiver } from "../support/hooks.js";
 import { sampleData, startStack, waitUntil, type Stack } from "../support/stack.js";
 import { endChaosFile } from "./support/processes.js";
-import { LOOPBACK_TARGETS } from "@mailhooks/url-policy";
 
 /**
  * Work that keeps killing the dispatchers that run it (its lease expired MAX_EXPIRATIONS times)
