@@ -140,7 +140,7 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
       -- Only an attempt whose row is written now moves its destination: one recorded already (made
       -- twice) moved it then, and a late record of a number the work moved past must not.
       SELECT d.id, d.event_id, i.outcome, d.status::text AS was
-        FROM destinations d JOIN input i ON i.destination_id = d.id JOIN inserted USING (id)
+        FROM destinations d JOIN input i ON i.destination_id = d.id JOIN inserted n ON n.id = i.id
        WHERE (i.outcome IN ('delivered', 'failed') AND d.status = 'pending') OR (i.outcome = 'delivered' AND d.status = 'cancelled')
        ORDER BY d.id
        FOR UPDATE OF d
@@ -169,7 +169,7 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
              (array_agg(i.response_status ORDER BY i.ord DESC) FILTER (WHERE NOT i.ok))[1] AS last_status,
              (array_agg(i.error ORDER BY i.ord DESC) FILTER (WHERE NOT i.ok))[1] AS last_error,
              min(i.queue_prefix) AS queue_prefix, min(i.webhook_notice_id) AS notice_id
-        FROM input i JOIN inserted USING (id) GROUP BY i.webhook_id
+        FROM input i JOIN inserted n ON n.id = i.id GROUP BY i.webhook_id
     ), hooks AS (
       -- Locked only when something moves: a healthy webhook's row is never written.
       SELECT w.id, w.account_id, w.url, w.failing_since, w.failing_events, w.consecutive_failures, w.failing_noticed_at,
@@ -222,7 +222,7 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
     SELECT s.webhook_id, s.since, s.events FROM (SELECT 1) one LEFT JOIN streak s ON true`,
     // Prepared under a name: planning this statement of many CTEs costs about as much as running
     // it; PostgreSQL keeps a generic plan after five runs, unless it costs more.
-    "delivery_state_record_destination_attempts_v3",
+    "delivery_state_record_destination_attempts_v4",
   );
   // One row with nulls when no webhook's counters moved (the statement always answers one row).
   const streaks = new Map(
