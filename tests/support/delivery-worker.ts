@@ -6,6 +6,7 @@ import { createConfiguredRedis, DeliveryQueue } from "@mailhooks/queue";
 import { createHttpClient } from "../../apps/dispatcher/src/delivery/http-client.js";
 import { createDispatcherMetrics, type DispatcherMetrics } from "../../apps/dispatcher/src/metrics.js";
 import { startConfiguredRelay, type Relay } from "../../apps/dispatcher/src/relay.js";
+import { startIdleListenCheck } from "../../apps/dispatcher/src/listen-idle.js";
 import { createConfiguredDeliveryWorker } from "../../apps/dispatcher/src/worker.js";
 import { testDatabaseUrl, testRedisUrl } from "./env.js";
 import type { Stack } from "./stack.js";
@@ -19,7 +20,8 @@ export interface InProcessDispatcher {
 
 /**
  * A dispatcher inside the test process, wired as apps/dispatcher/src/main.ts wires one (without
- * the maintenance schedulers): its relay and its delivery worker, under a dispatcher id of its own.
+ * the maintenance schedulers): its relay, its delivery worker and its look for idle listen
+ * webhooks, under a dispatcher id of its own.
  */
 export function startInProcessDispatcher(
   pool: pg.Pool,
@@ -53,6 +55,12 @@ export function startInProcessDispatcher(
     logger,
     metrics,
   });
+  const idleListen = startIdleListenCheck({
+    pool,
+    idleMs: config.LISTEN_IDLE_HOURS * 3_600_000,
+    queuePrefix: options.queuePrefix,
+    logger,
+  });
   let closed = false;
   return {
     metrics,
@@ -61,6 +69,7 @@ export function startInProcessDispatcher(
       closed = true;
       // As main.ts stops: claim nothing more, let the attempts in flight end, then stop.
       relay?.drain();
+      idleListen.close();
       await delivery.worker.close();
       await relay?.close();
       agent.destroy();

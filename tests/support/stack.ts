@@ -12,6 +12,7 @@ import { startReceiver, testCertificate, type Receiver, type ReceiverOptions } f
 import { createAdminApp } from "../../apps/api/src/admin-app.js";
 import { createApp } from "../../apps/api/src/app.js";
 import { startKeyAccess } from "../../apps/api/src/key-access.js";
+import { createPullWaiters } from "../../apps/api/src/pull-waiters.js";
 import { createApiKey } from "@mailhooks/access";
 import { callApi, type ApiAnswer, type CallOptions } from "./api-call.js";
 import { startInProcessDispatcher, type InProcessDispatcher } from "./delivery-worker.js";
@@ -111,15 +112,16 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     const queue = new Queue(QUEUE_NAMES.deliveries, { connection: redis, prefix: keyPrefix });
     queue.on("error", () => undefined);
     const keyAccess = startKeyAccess(prisma, apiConfig.DATABASE_URL);
+    // As main.ts does: waiting pulls of listen webhooks woken by one LISTEN connection.
+    const pulls = createPullWaiters({ databaseUrl: apiConfig.DATABASE_URL });
     const server: Server = await new Promise((resolve) => {
-      const s = createApp({ pool, prisma, redis, queue, config: apiConfig, keyring, keys: keyAccess.keys }).listen(0, "127.0.0.1", () =>
-        resolve(s),
-      );
+      const app = createApp({ pool, prisma, redis, queue, config: apiConfig, keyring, keys: keyAccess.keys, pulls });
+      const s = app.listen(0, "127.0.0.1", () => resolve(s));
     });
     const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    return { redis, queue, server, baseUrl, keyAccess };
+    return { redis, queue, server, baseUrl, keyAccess, pulls };
   };
-  const { redis, queue, server, baseUrl, keyAccess } = await startApi();
+  const { redis, queue, server, baseUrl, keyAccess, pulls } = await startApi();
   const adminApp = createAdminApp(apiConfig, [queue]);
   const adminServer: Server | null = adminApp
     ? await new Promise((resolve) => {
@@ -182,6 +184,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
         close: async () => {
           if (closed) return;
           closed = true;
+          await replica.pulls.close();
           await new Promise((resolve) => replica.server.close(resolve));
           await replica.keyAccess.close();
           await replica.queue.close();
@@ -195,6 +198,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       await Promise.all(replicas.map((r) => r.close()));
       await stopDispatcher();
       await Promise.all(receivers.map((r) => r.close()));
+      await pulls.close();
       await new Promise((resolve) => server.close(resolve));
       if (adminServer) {
         adminServer.closeAllConnections();

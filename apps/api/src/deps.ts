@@ -6,6 +6,7 @@ import type { KeyAuthenticator } from "@mailhooks/access";
 import { createEventAcceptor } from "@mailhooks/delivery-state";
 import type { PrismaClient } from "@mailhooks/db";
 import type { Keyring } from "@mailhooks/secrets";
+import { createPullWaiters, type PullWaiters } from "./pull-waiters.js";
 
 /**
  * What the API's routes and services use; built once in main.ts (or by a test). The API never
@@ -26,9 +27,19 @@ export interface ApiDeps {
   keys: KeyAuthenticator;
   /** Accepts events with group commit (concurrent ingests share one statement). */
   acceptor: ReturnType<typeof createEventAcceptor>;
+  /** The waiting pulls of listen webhooks (pull-waiters.ts); main.ts gives one that LISTENs. */
+  pulls: PullWaiters;
 }
 
-/** `deps` with the parts made from the others (the event acceptor) added when missing. */
-export function completeDeps(deps: Omit<ApiDeps, "acceptor"> & Partial<Pick<ApiDeps, "acceptor">>): ApiDeps {
-  return { ...deps, acceptor: deps.acceptor ?? createEventAcceptor(deps.pool, deps.config.QUEUE_PREFIX) };
+/**
+ * `deps` with the parts made from the others added when missing: the event acceptor, and waiting
+ * pulls woken by their timers only (a caller that serves listen webhooks passes createPullWaiters
+ * with its database URL, and closes it).
+ */
+export function completeDeps(deps: Omit<ApiDeps, "acceptor" | "pulls"> & Partial<Pick<ApiDeps, "acceptor" | "pulls">>): ApiDeps {
+  return {
+    ...deps,
+    acceptor: deps.acceptor ?? createEventAcceptor(deps.pool, deps.config.QUEUE_PREFIX),
+    pulls: deps.pulls ?? createPullWaiters(),
+  };
 }

@@ -56,6 +56,9 @@ export const ERROR_REASONS = {
     "idempotency_key_reused", // an Idempotency-Key repeated with another body
     "idempotent_webhook_deleted", // a repeated webhook creation whose webhook was deleted since
     "secret_not_standard", // signature_scheme "standard" for a secret made in the URL-safe alphabet
+    "listen_webhook", // a url for a listen webhook, which has none
+    "not_a_listen_webhook", // pending deliveries of a webhook that is pushed to
+    "pull_expired", // the answer to a pulled delivery whose 60 s had passed: it was handed out again
   ],
   payload_expired: ["payload_purged"],
   request_timeout: ["body_idle"],
@@ -78,6 +81,7 @@ export const ERROR_REASONS = {
   rate_limited: [
     "account_rate_limit", // RATE_LIMIT_PER_MINUTE of the account
     "unauthenticated_rate_limit", // requests without a valid key from one address
+    "waiting_pulls", // more waiting pulls of pending deliveries than an account or the process may have
   ],
   headers_too_large: ["headers_too_large"],
   internal_error: ["unexpected"],

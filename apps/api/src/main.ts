@@ -12,6 +12,7 @@ import { createConfiguredRedis, QUEUE_NAMES } from "@mailhooks/queue";
 import { createAdminApp } from "./admin-app.js";
 import { createApp } from "./app.js";
 import { startKeyAccess } from "./key-access.js";
+import { createPullWaiters } from "./pull-waiters.js";
 import { createApiServer } from "./http/server.js";
 
 const { config, logger } = startService("api");
@@ -27,7 +28,8 @@ const maintenanceQueue = new Queue(QUEUE_NAMES.maintenance, { connection: redis,
 maintenanceQueue.on("error", (error) => logger.warn("queue error", { error: error.message }));
 const keyring = createKeyring(parseKeys(secretKeysOf(config)));
 const keyAccess = startKeyAccess(db.prisma, config.DATABASE_URL);
-const app = createApp({ pool: db.pool, prisma: db.prisma, redis, queue, config, keyring, keys: keyAccess.keys });
+const pulls = createPullWaiters({ databaseUrl: config.DATABASE_URL });
+const app = createApp({ pool: db.pool, prisma: db.prisma, redis, queue, config, keyring, keys: keyAccess.keys, pulls });
 const server = createApiServer(app, {
   headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS,
   requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS,
@@ -65,6 +67,8 @@ function shutdown(signal: string) {
   idle.unref();
   adminServer?.close();
   adminServer?.closeAllConnections();
+  // Waiting pulls answer now, with what they have.
+  void pulls.close();
   server.close(() => void closeAndExit());
   server.closeIdleConnections();
 }

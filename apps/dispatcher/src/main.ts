@@ -12,6 +12,7 @@ import { ensurePayloadPartitions, queueBacklog } from "@mailhooks/delivery-state
 import { createConfiguredRedis, DeliveryQueue } from "@mailhooks/queue";
 import { createHttpClient } from "./delivery/http-client.js";
 import { startMaintenance } from "./maintenance.js";
+import { startIdleListenCheck } from "./listen-idle.js";
 import { createDispatcherMetrics, registerWorkQueueGauges, serveMetrics } from "./metrics.js";
 import { startConfiguredRelay, type Relay } from "./relay.js";
 import { createConfiguredDeliveryWorker } from "./worker.js";
@@ -61,6 +62,12 @@ const maintenance = await startMaintenance({
   logger: getLogger("maintenance"),
   metrics,
 });
+const idleListen = startIdleListenCheck({
+  pool: db.pool,
+  idleMs: config.LISTEN_IDLE_HOURS * 3_600_000,
+  queuePrefix: config.QUEUE_PREFIX,
+  logger: getLogger("maintenance"),
+});
 logger.info("dispatcher started", {
   metricsPort: config.METRICS_PORT,
   concurrency: config.DISPATCHER_CONCURRENCY,
@@ -81,6 +88,7 @@ async function shutdown(signal: string) {
   // Claim nothing more (this dispatcher's slots leave the deployment's at once), let the attempts
   // in flight end with their leases renewed, then stop the relay.
   relay?.drain();
+  idleListen.close();
   await Promise.all([delivery.worker.close(), maintenance.close()]);
   await relay?.close();
   metricsServer.close();

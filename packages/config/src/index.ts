@@ -179,6 +179,9 @@ export const dispatcherConfigSchema = z.object({
   /** A webhook whose every attempt failed for this many hours (decimal), across at least 20
    * events, is disabled (`disabled_reason: "failing"`); 0 turns auto-disable off. */
   WEBHOOK_AUTO_DISABLE_AFTER_HOURS: z.coerce.number().min(0).default(120),
+  /** A listen webhook neither pulled nor changed for this many hours (decimal) is disabled
+   * (`disabled_reason: "idle"`) and what waited for it cancelled; 0 turns this off. */
+  LISTEN_IDLE_HOURS: z.coerce.number().min(0).default(24),
 });
 
 export type ApiConfig = z.infer<typeof apiConfigSchema>;

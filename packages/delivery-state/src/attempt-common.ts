@@ -1,4 +1,5 @@
 import sql from "sql-template-tag";
+import type { RequestSigning } from "@mailhooks/signing";
 import { run, type Queryable } from "./db.js";
 
 /**
@@ -33,6 +34,22 @@ export function signingSecretsAt(secrets: StoredSecrets, at: Date): string[] {
   return secrets.activatesAt && secrets.previous !== null && at < secrets.activatesAt
     ? [secrets.previous, secrets.secret]
     : [secrets.secret];
+}
+
+/**
+ * How a request of `webhook` made at `at` is signed (docs/receivers/standard-webhooks.md), its
+ * secrets opened with `decrypt` (the keyring of SECRET_ENCRYPTION_KEYS): under `service` the one
+ * secret that signs then (signingSecretAt), under `standard` every one that does
+ * (signingSecretsAt: both during a rotation's grace).
+ * @throws what `decrypt` throws (SecretDecryptionError when no configured key opens a secret)
+ */
+export function signingAt(
+  decrypt: (stored: string) => string,
+  webhook: { secrets: StoredSecrets; signatureScheme: "service" | "standard" },
+  at: Date,
+): RequestSigning {
+  if (webhook.signatureScheme === "standard") return { scheme: "standard", secrets: signingSecretsAt(webhook.secrets, at).map(decrypt) };
+  return { scheme: "service", secret: decrypt(signingSecretAt(webhook.secrets, at)) };
 }
 
 /**
@@ -125,6 +142,20 @@ export async function loadPayload(db: Queryable, eventId: string): Promise<Buffe
     written += out.write(part, written, "utf8");
   }
   return written === out.length ? out : null;
+}
+
+/** How much of a receiver's body is kept for the deliveries log (docs/api.md, "Deliveries log"), in bytes. */
+export const RESPONSE_BODY_LIMIT_BYTES = 4096;
+
+/**
+ * A receiver's body excerpt as text: UTF-8 with every invalid sequence replaced by U+FFFD. A
+ * multi-byte character cut by the byte limit (`truncated`) is dropped rather than replaced (it was
+ * not invalid), and NUL becomes U+FFFD too, since PostgreSQL text cannot hold it.
+ */
+export function decodeExcerpt(bytes: Buffer, truncated: boolean): string {
+  // `stream: true` holds back (here: drops) an incomplete sequence at the very end.
+  const text = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true }).decode(bytes, { stream: truncated });
+  return text.replaceAll("\u0000", "\uFFFD");
 }
 
 /** What an attempt produced (the dispatcher's AttemptResult has this shape). */

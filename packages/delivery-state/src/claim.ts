@@ -78,7 +78,7 @@ export async function claimWork(pool: pg.Pool, options: ClaimOptions): Promise<C
           webhookId: c.webhook_id,
           accountId: c.account_id,
           status: c.status,
-          mode: "push",
+          mode: c.mode,
           rateLimit: c.rate_limit,
           turnAt: c.turn_at_ms,
           bypassWaiting: c.bypass_waiting,
@@ -116,6 +116,7 @@ interface ClaimState {
     webhook_id: string;
     account_id: string;
     status: Candidate["status"];
+    mode: Candidate["mode"];
     rate_limit: number | null;
     turn_at_ms: number | null;
     bypass_waiting: boolean;
@@ -157,10 +158,11 @@ async function rediscover(client: Queryable, prefix: string): Promise<void> {
 export function prepareStatement(prefix: string, notified: readonly string[]): Sql {
   return sql`
     WITH expired AS (
-      UPDATE work_items SET expirations = expirations + 1, reserved = false,
-             leased_until = (CASE WHEN expirations + 1 >= ${MAX_EXPIRATIONS} THEN now() + interval '1 hour' END)
+      -- A pull that lapsed (its developer never answered) is not a holder that died: it counts no expiration.
+      UPDATE work_items SET expirations = expirations + (pull_id IS NULL)::int, reserved = false, pull_id = NULL,
+             leased_until = (CASE WHEN pull_id IS NULL AND expirations + 1 >= ${MAX_EXPIRATIONS} THEN now() + interval '1 hour' END)
        WHERE queue_prefix = ${prefix} AND leased_until IS NOT NULL AND leased_until <= now()
-      RETURNING kind, work_id, webhook_id, account_id, expirations
+      RETURNING kind, work_id, webhook_id, account_id, leased_until IS NOT NULL AS poisoned
     ), heard AS (
       SELECT webhook_id, account_id FROM expired
       UNION SELECT w.id, w.account_id FROM webhooks w WHERE w.id = ANY(${[...notified]}::text[])
@@ -173,8 +175,9 @@ export function prepareStatement(prefix: string, notified: readonly string[]): S
       SELECT coalesce(sum(slots), 0)::int AS slots, coalesce(sum(reserve), 0)::int AS reserve
         FROM dispatchers WHERE queue_prefix = ${prefix} AND seen_until > now()
     ), leases AS (
+      -- Pulled work (listen.ts) holds no dispatcher's slot.
       SELECT webhook_id, account_id, count(*)::int AS leases, (count(*) FILTER (WHERE reserved))::int AS reserved
-        FROM work_items WHERE queue_prefix = ${prefix} AND leased_until > now() GROUP BY webhook_id, account_id
+        FROM work_items WHERE queue_prefix = ${prefix} AND leased_until > now() AND pull_id IS NULL GROUP BY webhook_id, account_id
     ), size AS (
       SELECT (SELECT count(*) FROM leases) + slots + reserve AS n FROM capacity
     ), round AS (
@@ -195,14 +198,14 @@ export function prepareStatement(prefix: string, notified: readonly string[]): S
       'reserve', (SELECT reserve FROM capacity),
       'leases', (SELECT coalesce(json_agg(l), '[]') FROM leases l),
       'round', (SELECT coalesce(json_agg(c ORDER BY c.ready_at), '[]') FROM (
-                 SELECT f.webhook_id, f.account_id, f.ready_at, w.status::text AS status, w.rate_limit,
+                 SELECT f.webhook_id, f.account_id, f.ready_at, w.status::text AS status, w.mode, w.rate_limit,
                         w.failing_since IS NOT NULL AS failing, (extract(epoch FROM f.turn_at) * 1000)::float8 AS turn_at_ms,
-                        (w.status::text = 'paused' AND EXISTS (
+                        ((w.status::text = 'paused' OR w.mode = 'listen') AND EXISTS (
                            SELECT 1 FROM work_items b WHERE b.webhook_id = f.webhook_id AND b.bypass_pause AND b.leased_until IS NULL
                               AND b.queue_prefix = ${prefix})) AS bypass_waiting
                    FROM (SELECT * FROM firsts ORDER BY ready_at LIMIT (SELECT n FROM size)) f JOIN webhooks w ON w.id = f.webhook_id) c),
       'poisoned', (SELECT coalesce(json_agg(json_build_object('kind', kind, 'work_id', work_id)), '[]')
-                     FROM expired WHERE expirations >= ${MAX_EXPIRATIONS})
+                     FROM expired WHERE poisoned)
     ) AS state`;
 }
 

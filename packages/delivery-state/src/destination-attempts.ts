@@ -21,7 +21,8 @@ export interface LoadedDestination extends PayloadRef, AttemptWebhook {
   accountId: string;
   webhookId: string;
   status: DestinationStatus;
-  url: string;
+  /** Null for a listen webhook (its attempts are pulled). */
+  url: string | null;
   /** The attempt the lease is for: 0 for the initial one, n for retry n. */
   attempt: number;
   /** The event's kind (an operational event's deliveries make no notices). */
@@ -85,6 +86,8 @@ export interface DestinationAttempt {
   outcome: "retry" | "delivered" | "failed";
   /** For a retry: its delay after this attempt's end, in ms (decideAfterAttempt). */
   retryDelayMs?: number;
+  /** The id of its delivery row: a pull's (listen.ts); absent, a new one. */
+  deliveryId?: string;
 }
 
 /**
@@ -119,7 +122,7 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
     sql`
     WITH input AS (
       SELECT * FROM unnest(
-        ${col(() => newId("dlv"))}::text[], ${col((a) => a.destination.accountId)}::text[], ${col((a) => a.destination.eventId)}::text[],
+        ${col((a) => a.deliveryId ?? newId("dlv"))}::text[], ${col((a) => a.destination.accountId)}::text[], ${col((a) => a.destination.eventId)}::text[],
         ${col((a) => a.destination.webhookId)}::text[], ${col((a) => a.destination.destinationId)}::text[], ${col((a) => a.destination.url)}::text[],
         ${col((a) => (a.attempt === 0 ? "initial" : "retry"))}::text[], ${col((a) => a.attempt)}::int[],
         ${col((a) => a.result.responseStatus)}::int[], ${col((a) => a.result.error)}::text[], ${col((a) => a.result.responseBody ?? null)}::text[],
@@ -209,7 +212,7 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
        WHERE q.work_id = i.destination_id AND q.attempt = i.attempt AND i.outcome <> 'retry'
       RETURNING 1
     ), retried AS (
-      UPDATE work_items q SET attempt = i.attempt + 1, leased_until = NULL, reserved = false,
+      UPDATE work_items q SET attempt = i.attempt + 1, leased_until = NULL, reserved = false, pull_id = NULL,
              due_at = now() + make_interval(secs => i.retry_delay_ms / 1000.0)
         FROM input i WHERE q.work_id = i.destination_id AND q.attempt = i.attempt AND i.outcome = 'retry'
       RETURNING q.queue_prefix, q.webhook_id, q.due_at
@@ -222,7 +225,7 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
     SELECT s.webhook_id, s.since, s.events FROM (SELECT 1) one LEFT JOIN streak s ON true`,
     // Prepared under a name: planning this statement of many CTEs costs about as much as running
     // it; PostgreSQL keeps a generic plan after five runs, unless it costs more.
-    "delivery_state_record_destination_attempts_v4",
+    "delivery_state_record_destination_attempts_v5",
   );
   // One row with nulls when no webhook's counters moved (the statement always answers one row).
   const streaks = new Map(

@@ -18,3 +18,4 @@ export * from "./idempotency-keys.js";
 export * from "./retention.js";
 export * from "./retry-policy.js";
 export * from "./notices.js";
+export * from "./listen.js";

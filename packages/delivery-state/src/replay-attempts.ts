@@ -19,7 +19,8 @@ export interface LoadedReplay extends PayloadRef, AttemptWebhook {
   accountId: string;
   webhookId: string;
   destinationId: string;
-  destinationUrl: string;
+  /** Null: a listen webhook's own destination (the replay is pulled). */
+  destinationUrl: string | null;
   toOwnUrl: boolean;
   /** Asked for with a target_url. */
   hasTargetUrl: boolean;
@@ -64,7 +65,13 @@ export async function loadReplay(db: Queryable, replayId: string, lease: number)
  * destination `delivered`, from any state, and takes its retry, if one waits, out of the queue
  * (docs/api.md, "Replay"). A second run writes nothing more.
  */
-export async function recordReplayAttempt(db: Queryable, replay: LoadedReplay, result: AttemptRecord): Promise<void> {
+export async function recordReplayAttempt(
+  db: Queryable,
+  replay: LoadedReplay,
+  result: AttemptRecord,
+  /** Its delivery row's id: a pull's (listen.ts); absent, a new one. */
+  deliveryId: string = newId("dlv"),
+): Promise<void> {
   const own = result.ok && replay.toOwnUrl;
   const move = own
     ? sql`, ${moveDestinationCte(replay.destinationId, "delivered", ["pending", "failed", "cancelled"])}, ${clearStreakCte(replay.webhookId, replay.queuePrefix, newId("evt"))},
@@ -75,7 +82,7 @@ export async function recordReplayAttempt(db: Queryable, replay: LoadedReplay, r
     sql`WITH inserted AS (
           INSERT INTO deliveries (id, account_id, event_id, webhook_id, destination_id, url, trigger, attempt, response_status,
                                   error, response_body, duration_ms, replay_id, created_at)
-          VALUES (${newId("dlv")}, ${replay.accountId}, ${replay.eventId}, ${replay.webhookId}, ${replay.destinationId},
+          VALUES (${deliveryId}, ${replay.accountId}, ${replay.eventId}, ${replay.webhookId}, ${replay.destinationId},
                   ${replay.destinationUrl}, 'replay'::"DeliveryTrigger", 0, ${result.responseStatus}, ${result.error}, ${result.responseBody ?? null},
                   ${result.durationMs}, ${replay.replayId}, now())
           ON CONFLICT (replay_id) DO NOTHING RETURNING id

@@ -14,7 +14,8 @@ import { enqueueCte } from "./work-queue.js";
 export interface ReplayTarget {
   webhookId: string;
   destinationId: string;
-  destinationUrl: string;
+  /** Null: a listen webhook's own destination (pulled). */
+  destinationUrl: string | null;
   /** The webhook's own URL: a success then makes the destination `delivered`. */
   toOwnUrl: boolean;
   /** Asked for with a target_url: sent even if the webhook is disabled or deleted meanwhile. */
@@ -24,7 +25,7 @@ export interface ReplayTarget {
 export interface AcceptedReplay {
   replayId: string;
   webhookId: string;
-  destinationUrl: string;
+  destinationUrl: string | null;
 }
 
 export async function acceptReplays(

@@ -16,7 +16,8 @@ export interface LoadedTestDelivery extends AttemptWebhook {
   testDeliveryId: string;
   accountId: string;
   webhookId: string;
-  url: string;
+  /** Null for a listen webhook (the test is pulled). */
+  url: string | null;
   /** null: the `webhook.test` envelope; else the kind of the example envelope to send. */
   eventType: string | null;
   status: "pending" | "delivered" | "failed" | "cancelled";

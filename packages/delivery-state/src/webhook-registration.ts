@@ -16,7 +16,10 @@ import { WEBHOOK_COLUMNS, type WebhookRow } from "./webhooks.js";
 export interface RegisterWebhookInput {
   accountId: string;
   queuePrefix: string;
-  url: string;
+  /** Null for a listen webhook (`mode` listen). */
+  url: string | null;
+  /** Absent: push. */
+  mode?: "push" | "listen";
   events: string[];
   secret: string;
   /** MAX_WEBHOOKS_PER_ACCOUNT: live webhooks the account may have. */
@@ -91,8 +94,8 @@ export async function registerWebhook(pool: pg.Pool, input: RegisterWebhookInput
     if ((live[0]?.n ?? 0) >= input.maxWebhooks) return null;
     const { rows } = await run<WebhookRow>(
       client,
-      sql`INSERT INTO webhooks (id, account_id, url, events, secret, rate_limit, inbox_ids, headers, signature_scheme, created_at, updated_at)
-          VALUES (${newId("wh")}, ${input.accountId}, ${input.url}, ${input.events}::text[], ${input.secret}, ${input.rateLimit ?? null},
+      sql`INSERT INTO webhooks (id, account_id, url, mode, events, secret, rate_limit, inbox_ids, headers, signature_scheme, created_at, updated_at)
+          VALUES (${newId("wh")}, ${input.accountId}, ${input.url}, ${input.mode ?? "push"}, ${input.events}::text[], ${input.secret}, ${input.rateLimit ?? null},
                   ${input.inboxIds ?? null}::text[], ${input.headers ?? null}, ${input.signatureScheme ?? "service"}, ${now}, ${now})
           RETURNING ${WEBHOOK_COLUMNS}`,
     );

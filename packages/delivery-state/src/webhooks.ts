@@ -14,12 +14,15 @@ import { backInRound } from "./work-queue.js";
 export interface WebhookRow {
   id: string;
   account_id: string;
-  url: string;
+  /** Null for a listen webhook. */
+  url: string | null;
+  /** push, or listen: its work waits until its developer pulls it (listen.ts). */
+  mode: "push" | "listen";
   events: string[];
   /** The stored (encrypted) secret: the newest one. */
   secret: string;
   status: "enabled" | "paused" | "disabled";
-  disabled_reason: "manual" | "failing" | null;
+  disabled_reason: "manual" | "failing" | "idle" | null;
   /** When the newest secret starts signing (after a rotation); null when no rotation is pending or done. */
   secret_activates_at: Date | null;
   /** Requests per second at most (docs/api.md, "Webhooks"); null: no limit. */
@@ -30,12 +33,14 @@ export interface WebhookRow {
   headers: string | null;
   /** How its requests are signed (docs/receivers/standard-webhooks.md). */
   signature_scheme: "service" | "standard";
+  /** A listen webhook's last pull. */
+  last_pulled_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
 
 /** The columns of a WebhookRow, in a RETURNING or SELECT list. */
-export const WEBHOOK_COLUMNS = sql`id, account_id, url, events, secret, status::text AS status, disabled_reason::text AS disabled_reason,
+export const WEBHOOK_COLUMNS = sql`id, account_id, url, mode, last_pulled_at, events, secret, status::text AS status, disabled_reason::text AS disabled_reason,
   secret_activates_at, rate_limit, inbox_ids, headers, signature_scheme, created_at, updated_at`;
 
 export interface WebhookChange {

@@ -114,8 +114,8 @@ function jsonStringByteLength(text: string): number {
   return bytes;
 }
 
-/** Serializes the test event envelope sent once when a webhook is created (docs/api.md, "Test events"). */
-export function buildTestEnvelope(webhookId: string, url: string, at: Date): string {
+/** Serializes the test event envelope sent once when a webhook is created (docs/api.md, "Test events"); `url` null for a listen webhook. */
+export function buildTestEnvelope(webhookId: string, url: string | null, at: Date): string {
   const envelope: Envelope = { event: TEST_EVENT_TYPE, timestamp: unixSeconds(at), data: { webhookId, url } };
   return JSON.stringify(envelope);
 }

@@ -1,5 +1,6 @@
-import type { OperationalEventType } from "./kinds.js";
-import { unixSeconds, type Envelope } from "./envelope.js";
+import { EVENT_TYPES, isOperationalEventType, type EventType, type OperationalEventType } from "./kinds.js";
+import { buildTestEnvelope, unixSeconds, type Envelope } from "./envelope.js";
+import { buildExampleEnvelope } from "./examples.js";
 
 /**
  * Operational events (docs/api.md, "Operational events"): their `data` keys in the order the
@@ -57,3 +58,22 @@ export const OPERATIONAL_EXAMPLES: { [K in OperationalEventType]: Record<string,
     lastError: "timeout",
   },
 };
+
+/**
+ * The envelope of a test request (docs/api.md, "Test events"), built when it is sent (or pulled):
+ * `webhook.test` (`eventType` null) with `data: {webhookId, url}`; for one of the six kinds, its
+ * example with a fresh messageId; for an operational kind, its example about this webhook. `url`
+ * is null for a listen webhook.
+ * @throws Error for an `eventType` of no known kind
+ */
+export function buildTestDeliveryEnvelope(test: { eventType: string | null; webhookId: string; url: string | null }, at: Date): string {
+  if (test.eventType === null) return buildTestEnvelope(test.webhookId, test.url, at);
+  if ((EVENT_TYPES as readonly string[]).includes(test.eventType)) return buildExampleEnvelope(test.eventType as EventType, at);
+  if (isOperationalEventType(test.eventType))
+    return buildOperationalEnvelope(test.eventType, at, {
+      ...OPERATIONAL_EXAMPLES[test.eventType],
+      webhookId: test.webhookId,
+      url: test.url,
+    });
+  throw new Error(`a test of an unknown event_type: ${JSON.stringify(test.eventType)}`);
+}

@@ -104,13 +104,16 @@ describe("the one decision", () => {
     expect(decision).toEqual({ grants: [], parked: [{ webhookId: "wh_r", until: NOW + 100 }], unserved: 0 });
   });
 
-  test("paused: parked until resumed, except replays to a target_url; listen: never pushed", () => {
+  test("paused and listen: parked until a change, except replays to a target_url; a disabled listen webhook's leftovers are claimed", () => {
     const decision = decide(
       input({
+        slots: 16,
         candidates: [
           candidate("wh_paused", "acc_a", { status: "paused" }),
           candidate("wh_override", "acc_a", { status: "paused", bypassWaiting: true }),
-          candidate("wh_listen", "acc_a", { mode: "listen" }),
+          candidate("wh_listen", "acc_b", { mode: "listen" }),
+          candidate("wh_listen_override", "acc_c", { mode: "listen", bypassWaiting: true }),
+          candidate("wh_listen_disabled", "acc_d", { mode: "listen", status: "disabled" }),
         ],
       }),
     );
@@ -118,6 +121,10 @@ describe("the one decision", () => {
       { webhookId: "wh_paused", until: null },
       { webhookId: "wh_listen", until: null },
     ]);
-    expect(decision.grants).toEqual([{ webhookId: "wh_override", count: 8, reserved: 0, bypassOnly: true, turnAt: null }]);
+    expect(decision.grants).toEqual([
+      { webhookId: "wh_override", count: 6, reserved: 0, bypassOnly: true, turnAt: null },
+      { webhookId: "wh_listen_override", count: 5, reserved: 0, bypassOnly: true, turnAt: null },
+      { webhookId: "wh_listen_disabled", count: 5, reserved: 0, bypassOnly: false, turnAt: null },
+    ]);
   });
 });

@@ -21,9 +21,10 @@
  * - **rate_limit.** A webhook with `rate_limit` r starts at most one attempt per 1.15 / r s
  *   (rateIntervalMs; GCRA on PostgreSQL's clock, the claim's `now`). Turns missed while the relay
  *   was busy are made up for CATCH_UP_MS at most.
- * - **Pause and listen.** A paused webhook starts nothing but replays to a target_url; a listen
- *   webhook's work is never pushed (its developer pulls it). Both wait in the queue, parked out of
- *   the round until a change of the webhook puts them back.
+ * - **Pause and listen.** A paused webhook starts nothing but replays to a target_url, and
+ *   neither does a listen webhook, whose developer pulls the rest (docs/develop-locally.md). What
+ *   they hold back waits in the queue, parked out of the round until a change of the webhook puts
+ *   them back. A disabled listen webhook's leftovers (replays, tests) are claimed, to be ended.
  */
 
 /** A webhook of the round, as the claim read it. */
@@ -36,7 +37,7 @@ export interface Candidate {
   rateLimit: number | null;
   /** Its next rate_limit turn (ms since the epoch, PostgreSQL's clock); null: none taken yet. */
   turnAt: number | null;
-  /** Whether a replay to a target_url of it waits (what a paused webhook still sends). */
+  /** Whether a replay to a target_url of it waits (what a paused or listen webhook still sends). */
   bypassWaiting: boolean;
   /** Its last attempt failed (and no success since). */
   failing: boolean;
@@ -69,7 +70,7 @@ export interface Grant {
   count: number;
   /** Of them, from the reserve (the last ones taken). */
   reserved: number;
-  /** Only replays to a target_url (the webhook is paused). */
+  /** Only replays to a target_url (the webhook is paused, or a listen webhook). */
   bypassOnly: boolean;
   /** Its next rate_limit turn once these start (ms); null without a limit. */
   turnAt: number | null;
@@ -137,7 +138,8 @@ export function decide(input: DecisionInput): Decision {
   const parked: Parked[] = [];
   const seats: Seat[] = [];
   for (const candidate of input.candidates) {
-    if (candidate.mode === "listen" || (candidate.status === "paused" && !candidate.bypassWaiting)) {
+    const holdsBack = candidate.status === "paused" || (candidate.mode === "listen" && candidate.status !== "disabled");
+    if (holdsBack && !candidate.bypassWaiting) {
       parked.push({ webhookId: candidate.webhookId, until: null });
       continue;
     }
@@ -153,7 +155,7 @@ export function decide(input: DecisionInput): Decision {
     }
     const leases = webhookLeases.get(candidate.webhookId) ?? 0;
     const held = candidate.failing ? Math.max(1, leases) : leases;
-    seats.push({ candidate, bypassOnly: candidate.status === "paused", turns, turnBase, granted: 0, reserved: 0, held });
+    seats.push({ candidate, bypassOnly: holdsBack, turns, turnBase, granted: 0, reserved: 0, held });
   }
 
   // Fair share of the free slots: one at a time to the seat of the least loaded account, then

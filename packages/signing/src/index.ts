@@ -118,3 +118,31 @@ export function signatureHeaders(
     [STANDARD_SIGNATURE_HEADER]: signStandard(signing.secrets, eventId, timestamp, body),
   };
 }
+
+/** The User-Agent of every delivery request. */
+export const USER_AGENT = "mailhooks-dispatcher/1";
+
+/**
+ * Every header of one delivery request of `body` (docs/receivers.md), names lower-case: the
+ * webhook's own headers (`own`, decrypted), then the service's, which win over an own header of
+ * the same name (the API refuses those names anyway): Content-Type, X-Service-Event-Id
+ * (`eventId`) and the signature headers of `signing`'s scheme over `timestamp` (Unix seconds).
+ * The same set whether the dispatcher sends the request or a listen webhook's developer pulls it
+ * (docs/develop-locally.md). Content-Length is the sender's.
+ * @throws Error from signStandard (see signatureHeaders)
+ */
+export function deliveryHeaders(input: {
+  signing: RequestSigning;
+  eventId: string;
+  body: string | Buffer;
+  own?: Record<string, string>;
+  timestamp: number;
+}): Record<string, string> {
+  const headers: Record<string, string> = { "user-agent": USER_AGENT };
+  for (const [name, value] of Object.entries(input.own ?? {})) headers[name.toLowerCase()] = value;
+  headers["content-type"] = "application/json";
+  headers[EVENT_ID_HEADER.toLowerCase()] = input.eventId;
+  for (const [name, value] of Object.entries(signatureHeaders(input.signing, input.eventId, input.timestamp, input.body)))
+    headers[name.toLowerCase()] = value;
+  return headers;
+}

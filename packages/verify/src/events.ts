@@ -91,7 +91,8 @@ export interface MessageBouncedData extends CommonEventData {
 /** The test request sent when a webhook is created, or by `POST /v1/webhooks/{id}/test`. */
 export interface WebhookTestData {
   webhookId: string;
-  url: string;
+  /** The webhook's URL (null for a listen webhook, whose requests are pulled). */
+  url: string | null;
   /** Absent: a test request is about no message. Declared so that `data.messageId` reads on every kind. */
   messageId?: undefined;
 }

@@ -39,6 +39,10 @@ const WORDS: Record<ErrorReason, Words> = {
   idempotent_webhook_deleted: "This request repeats the creation of a webhook that has since been deleted.",
   secret_not_standard:
     "This webhook's secret was made before secrets were standard base64, so Standard Webhooks receivers cannot use it: rotate the secret first, then choose Standard Webhooks.",
+  listen_webhook: "A listen webhook has no URL: its deliveries are pulled by `npm run listen`. Add a webhook with a URL instead.",
+  not_a_listen_webhook: "This webhook's deliveries are sent to its URL, not pulled.",
+  pull_expired: "This pulled delivery was not answered within 60 seconds and was handed out again.",
+  waiting_pulls: (error) => `Too many waiting pulls for this account: try again in ${retryAfter(error) ?? "a few"} seconds.`,
   payload_purged: "The event's payload is past retention and can no longer be replayed.",
   body_idle: "The request did not arrive in time.",
   body_too_large: "The form is too large.",

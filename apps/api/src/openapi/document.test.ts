@@ -25,6 +25,8 @@ describe("the OpenAPI document", () => {
         "GET /v1/webhooks/{id}/secret",
         "POST /v1/webhooks/{id}/test",
         "POST /v1/webhooks/{id}/secret/rotate",
+        "GET /v1/webhooks/{id}/pending",
+        "POST /v1/webhooks/{id}/pending/{delivery_id}",
         "POST /v1/events",
         "GET /v1/events",
         "POST /v1/events/batch",

@@ -4,6 +4,7 @@ import { eventPaths } from "./paths/events.js";
 import { inboundPaths } from "./paths/inbound.js";
 import { logPaths } from "./paths/logs.js";
 import { servicePaths } from "./paths/service.js";
+import { pendingPaths } from "./paths/pending.js";
 import { webhookPaths } from "./paths/webhooks.js";
 
 /**
@@ -43,7 +44,7 @@ export function createOpenApiDocument(): oas31.OpenAPIObject {
       { name: "Operations", description: "health, readiness and metrics (no authentication)" },
     ],
     security: [{ bearerAuth: [] }],
-    paths: { ...webhookPaths, ...eventPaths, ...inboundPaths, ...logPaths, ...servicePaths },
+    paths: { ...webhookPaths, ...pendingPaths, ...eventPaths, ...inboundPaths, ...logPaths, ...servicePaths },
     webhooks: outboundWebhooks,
     components: {
       securitySchemes: {

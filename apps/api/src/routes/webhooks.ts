@@ -16,6 +16,7 @@ import {
   updateWebhookSchema,
 } from "../services/webhooks.js";
 import { getWebhookSecret, rotateSecretSchema, rotateWebhookSecret } from "../services/webhook-secrets.js";
+import { answerPending, pendingAnswerSchema, pendingQuerySchema, pullPending } from "../services/pending.js";
 import { idempotencyFrom } from "./events.js";
 
 export const resourceId = z.string().max(100).refine(hasNoNul, NO_NUL_MESSAGE);
@@ -63,6 +64,22 @@ export function webhooksRouter(deps: ApiDeps): Router {
     const id = parseOrThrow(resourceId, req.params.id, "id");
     const { event_type } = parseOrThrow(testDeliveryRequestSchema, req.body ?? {});
     res.status(202).json({ delivery_id: await requestTestDelivery(deps, principalOf(req).accountId, id, exampleKindOf(event_type)) });
+  });
+
+  router.get("/:id/pending", async (req, res) => {
+    const id = parseOrThrow(resourceId, req.params.id, "id");
+    const query = parseOrThrow(pendingQuerySchema, req.query, "query");
+    // A client that goes away ends its wait (and frees its place among the waiting pulls).
+    const gone = new AbortController();
+    res.once("close", () => gone.abort());
+    res.json(await pullPending(deps, principalOf(req).accountId, id, query, gone.signal));
+  });
+
+  router.post("/:id/pending/:deliveryId", ...requireJson(), async (req, res) => {
+    const id = parseOrThrow(resourceId, req.params.id, "id");
+    const deliveryId = parseOrThrow(resourceId, req.params.deliveryId, "delivery_id");
+    const answer = parseOrThrow(pendingAnswerSchema, req.body);
+    res.json(await answerPending(deps, principalOf(req).accountId, id, deliveryId, answer));
   });
 
   router.get("/:id/secret", async (req, res) => {

@@ -8,7 +8,10 @@ export const auditEntrySchema = z
     id: prefixedId("aud", "audit entry id"),
     event_id: eventId.meta({ description: "the event that was replayed" }),
     replayed_at: timestamp.meta({ description: "when the replay happened" }),
-    destination_url: z.string().meta({ description: "the webhook's URL or the override target_url" }),
+    destination_url: z
+      .string()
+      .nullable()
+      .meta({ description: "the webhook's URL or the override target_url; null for a replay pulled by a listen webhook" }),
     response_status: z.number().int().nullable().meta({ description: "the receiver's status, or null when none was received" }),
     error: z.string().nullable().meta({
       description:

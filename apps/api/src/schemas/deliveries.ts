@@ -8,7 +8,10 @@ export const deliverySchema = z
     id: prefixedId("dlv", "delivery row id"),
     event_id: z.string().nullable().meta({ description: "null for the test event sent at webhook creation" }),
     webhook_id: webhookId,
-    url: z.string().meta({ description: "where the attempt was sent" }),
+    url: z
+      .string()
+      .nullable()
+      .meta({ description: "where the attempt was sent; null for an attempt pulled by a listen webhook (docs/develop-locally.md)" }),
     trigger: z.enum(["initial", "retry", "replay", "test"]),
     attempt: z.number().int().min(0).meta({ description: "0 for the initial attempt, n for retry n; 0 for replays and tests" }),
     response_status: z.number().int().nullable().meta({ description: "the status received (3xx included), else null" }),

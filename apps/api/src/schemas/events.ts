@@ -72,7 +72,7 @@ export const testEnvelopeSchema = z
   .strictObject({
     event: z.literal(TEST_EVENT_TYPE),
     timestamp: z.number().int().meta({ description: "Unix seconds" }),
-    data: z.strictObject({ webhookId: webhookId, url: z.string() }),
+    data: z.strictObject({ webhookId: webhookId, url: z.string().nullable().meta({ description: "null for a listen webhook" }) }),
   })
   .meta({ id: "TestEventEnvelope" });
 
@@ -89,7 +89,7 @@ export const envelopeSchema = z
 export const destinationSchema = z
   .object({
     webhook_id: webhookId,
-    url: z.string().meta({ description: "the webhook's current URL" }),
+    url: z.string().nullable().meta({ description: "the webhook's current URL; null for a listen webhook" }),
     status: z
       .enum(["pending", "delivered", "failed", "cancelled"])
       .meta({ description: "cancelled: the webhook was disabled or deleted before it was delivered" }),
@@ -115,7 +115,10 @@ export const replayAcceptedSchema = z
       z.object({
         replay_id: prefixedId("rpl", "replay id"),
         webhook_id: webhookId,
-        destination_url: z.string().meta({ description: "where this replay is sent: the webhook's URL or the target_url" }),
+        destination_url: z
+          .string()
+          .nullable()
+          .meta({ description: "where this replay is sent: the webhook's URL or the target_url; null: pulled by a listen webhook" }),
       }),
     ),
   })

@@ -3,6 +3,9 @@ import { SUBSCRIBABLE_EVENT_TYPES } from "@mailhooks/events";
 import { SIGNATURE_SCHEMES } from "@mailhooks/signing";
 import { prefixedId, timestamp } from "./common.js";
 
+/** How a webhook gets its deliveries: sent to its URL, or pulled by its developer (docs/develop-locally.md). */
+export const WEBHOOK_MODES = ["push", "listen"] as const;
+
 /** The webhook object (docs/api.md, "Webhooks"). The secret appears only in `webhookWithSecretSchema`. */
 
 export const webhookId = prefixedId("wh", "webhook id");
@@ -10,16 +13,24 @@ export const webhookId = prefixedId("wh", "webhook id");
 export const webhookSchema = z
   .object({
     id: webhookId,
-    url: z.string().meta({ description: "the https:// endpoint, as registered", example: "https://example.com/hooks/email" }),
+    url: z
+      .string()
+      .nullable()
+      .meta({ description: "the https:// endpoint, as registered; null for a listen webhook", example: "https://example.com/hooks/email" }),
+    mode: z.enum(WEBHOOK_MODES).meta({
+      description:
+        "push: the service POSTs to `url`; listen: nothing is sent, its deliveries wait until pulled (GET /v1/webhooks/{id}/pending; docs/develop-locally.md)",
+      example: "push",
+    }),
     events: z
       .array(z.enum(SUBSCRIBABLE_EVENT_TYPES))
       .meta({ description: 'the event kinds delivered to it: email kinds and operational kinds (docs/api.md, "Operational events")' }),
     status: z
       .enum(["enabled", "paused", "disabled"])
       .meta({ description: "paused: events still become its destinations and wait; disabled: no new deliveries" }),
-    disabled_reason: z.enum(["manual", "failing"]).nullable().meta({
+    disabled_reason: z.enum(["manual", "failing", "idle"]).nullable().meta({
       description:
-        "null while enabled; `manual` (PATCH) or `failing` (every attempt failed for WEBHOOK_AUTO_DISABLE_AFTER_HOURS across at least 20 events)",
+        "null unless disabled; `manual` (PATCH), `failing` (every attempt failed for WEBHOOK_AUTO_DISABLE_AFTER_HOURS across at least 20 events) or `idle` (a listen webhook not pulled for LISTEN_IDLE_HOURS)",
     }),
     secret_activates_at: timestamp.nullable().meta({
       description: "while a rotation is pending: when its new secret starts signing (until then the previous one signs); else null",
@@ -44,6 +55,7 @@ export const webhookSchema = z
         "how its requests are signed: `service` (X-Service-Timestamp, X-Service-Signature) or `standard` (Standard Webhooks: webhook-id, webhook-timestamp, webhook-signature; during a rotation's grace both secrets sign)",
       example: "service",
     }),
+    last_pulled_at: timestamp.nullable().meta({ description: "a listen webhook's last pull; null: never pulled, or a push webhook" }),
     created_at: timestamp,
     updated_at: timestamp,
   })

@@ -14,7 +14,8 @@ export interface DeliveryFilter {
   cursor?: Cursor;
 }
 
-const toView = (d: Delivery): DeliveryView => ({
+/** A row of the deliveries log as answered. */
+export const toDeliveryView = (d: Delivery): DeliveryView => ({
   id: d.id,
   event_id: d.eventId,
   webhook_id: d.webhookId,
@@ -34,5 +35,5 @@ export async function listDeliveries(deps: ApiDeps, accountId: string, filter: D
     ...(filter.event_id ? { eventId: filter.event_id } : {}),
     ...(filter.webhook_id ? { webhookId: filter.webhook_id } : {}),
   };
-  return keysetPage("createdAt", filter, where, (query) => deps.prisma.delivery.findMany(query), toView);
+  return keysetPage("createdAt", filter, where, (query) => deps.prisma.delivery.findMany(query), toDeliveryView);
 }

@@ -19,7 +19,8 @@ export const TIMELINE_ATTEMPTS = 20;
 export interface TimelineAttempt {
   id: string;
   webhook_id: string;
-  url: string;
+  /** Null for an attempt pulled by a listen webhook. */
+  url: string | null;
   trigger: string;
   attempt: number;
   response_status: number | null;
@@ -35,7 +36,7 @@ export interface TimelineAttempt {
 export interface PendingReplay {
   replay_id: string;
   webhook_id: string;
-  destination_url: string;
+  destination_url: string | null;
   requested_at: string;
 }
 

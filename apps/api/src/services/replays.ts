@@ -24,7 +24,8 @@ export type { ReplayAccepted };
 interface DestinationRow {
   id: string;
   webhook_id: string;
-  url: string;
+  /** Null for a listen webhook: a replay to it without target_url is pulled. */
+  url: string | null;
   enabled: boolean;
 }
 
@@ -32,7 +33,7 @@ interface DestinationRow {
  * Plans the replays of one event (docs/api.md, "Replay") and accepts them: the replay rows and
  * their work queue rows are committed together, then the answer (202) follows.
  * Without `target_url`: one replay per destination (or only `webhook_id`'s) whose webhook is
- * still enabled, to its current URL. With `target_url`: one replay there, signed with the secret
+ * still enabled or paused (there it waits for the resume), to its current URL. With `target_url`: one replay there, signed with the secret
  * of `webhook_id` or of the only destination, even if that webhook is disabled.
  * @throws AppError not_found (unknown event, or another account's), payload_expired (410, payload
  *   purged), conflict (nothing to replay to: no destination, none enabled, several and no
@@ -49,9 +50,9 @@ export async function requestReplay(deps: ApiDeps, principal: Principal, eventId
     throw new AppError("payload_expired", "payload_purged", "the event's payload is past retention and can no longer be replayed");
 
   // docs/api.md, "Replay": to a target_url, a disabled or deleted webhook's secret still signs;
-  // without one, only enabled webhooks get a replay.
+  // without one, only enabled webhooks get a replay, and paused ones, where it waits for the resume.
   let destinations = await deps.prisma.$queryRaw<DestinationRow[]>`
-    SELECT d.id, d.webhook_id, w.url, (w.status = 'enabled' AND w.deleted_at IS NULL) AS enabled
+    SELECT d.id, d.webhook_id, w.url, (w.status IN ('enabled', 'paused') AND w.deleted_at IS NULL) AS enabled
       FROM destinations d JOIN webhooks w ON w.id = d.webhook_id
      WHERE d.event_id = ${eventId} AND d.account_id = ${principal.accountId}
      ORDER BY d.id`;

@@ -15,7 +15,7 @@ import { checkDestinationUrl, normalizeDestinationUrl } from "@mailhooks/url-pol
 import type { ApiDeps } from "../deps.js";
 import { AppError, invalidInput, notFound } from "../errors.js";
 import { keysetPage, type Page, type PageRequest } from "../http/pagination.js";
-import type { WebhookView, WebhookWithSecretView } from "../schemas/webhooks.js";
+import { WEBHOOK_MODES, type WebhookView, type WebhookWithSecretView } from "../schemas/webhooks.js";
 import {
   decryptHeaders,
   encryptHeaders,
@@ -87,16 +87,32 @@ export const signatureSchemeSchema = z.enum(SIGNATURE_SCHEMES, { message: "must 
   example: "standard",
 });
 
-/** POST /v1/webhooks. The options' defaults (no limit, every inbox, no headers, a secret made here, `service`) are applied by createWebhook, so that they stay optional in the OpenAPI document. */
-export const createWebhookSchema = z.strictObject({
-  url: httpsUrl,
-  events: webhookEvents,
-  rate_limit: rateLimitSchema.optional(),
-  inbox_ids: inboxIdsSchema.optional(),
-  headers: webhookHeadersSchema.optional(),
-  secret: ownSecretSchema.optional(),
-  signature_scheme: signatureSchemeSchema.optional(),
-});
+/**
+ * POST /v1/webhooks. The options' defaults (push, no limit, every inbox, no headers, a secret made
+ * here, `service`) are applied by createWebhook, so that they stay optional in the OpenAPI
+ * document. `url` is null exactly for a listen webhook (docs/develop-locally.md).
+ */
+export const createWebhookSchema = z
+  .strictObject({
+    url: httpsUrl.nullable().meta({ description: 'an absolute https:// URL; null for a listen webhook (`mode: "listen"`)' }),
+    mode: z
+      .enum(WEBHOOK_MODES, { message: "must be push or listen" })
+      .optional()
+      .meta({ description: "push (the default): deliveries are POSTed to `url`; listen: `url` is null and deliveries wait until pulled" }),
+    events: webhookEvents,
+    rate_limit: rateLimitSchema.optional(),
+    inbox_ids: inboxIdsSchema.optional(),
+    headers: webhookHeadersSchema.optional(),
+    secret: ownSecretSchema.optional(),
+    signature_scheme: signatureSchemeSchema.optional(),
+  })
+  .superRefine((input, ctx) => {
+    const listen = input.mode === "listen";
+    if (listen && input.url !== null)
+      ctx.addIssue({ code: "custom", path: ["url"], message: 'must be null for a listen webhook (mode "listen")' });
+    if (!listen && input.url === null)
+      ctx.addIssue({ code: "custom", path: ["url"], message: 'must be an absolute https:// URL (null only with mode "listen")' });
+  });
 export type CreateWebhookInput = z.infer<typeof createWebhookSchema>;
 
 export type { WebhookView };
@@ -116,6 +132,8 @@ type WebhookRecord = Pick<
   | "inboxIds"
   | "headers"
   | "signatureScheme"
+  | "mode"
+  | "lastPulledAt"
   | "createdAt"
   | "updatedAt"
 >;
@@ -128,6 +146,7 @@ export function toWebhookView(w: WebhookRecord, keyring: Keyring): WebhookView {
   return {
     id: w.id,
     url: w.url,
+    mode: w.mode === "listen" ? "listen" : "push",
     events: w.events as WebhookView["events"],
     status: w.status,
     disabled_reason: w.status === "disabled" ? (w.disabledReason ?? "manual") : null,
@@ -137,6 +156,7 @@ export function toWebhookView(w: WebhookRecord, keyring: Keyring): WebhookView {
     inbox_ids: w.inboxIds && w.inboxIds.length > 0 ? w.inboxIds : null,
     headers: maskedHeaders(keyring, w.headers ?? null),
     signature_scheme: w.signatureScheme === "standard" ? "standard" : "service",
+    last_pulled_at: w.lastPulledAt?.toISOString() ?? null,
     created_at: w.createdAt.toISOString(),
     updated_at: w.updatedAt.toISOString(),
   };
@@ -156,6 +176,8 @@ function rowView(w: WebhookRow, keyring: Keyring): WebhookView {
       inboxIds: w.inbox_ids ?? [],
       headers: w.headers,
       signatureScheme: w.signature_scheme,
+      mode: w.mode,
+      lastPulledAt: w.last_pulled_at,
       createdAt: w.created_at,
       updatedAt: w.updated_at,
     },
@@ -198,7 +220,7 @@ export async function createWebhook(
   input: CreateWebhookInput,
   idempotency?: WebhookIdempotency,
 ): Promise<{ webhook: WebhookWithSecretView; created: boolean }> {
-  assertDeliverableUrl(deps, input.url, "url");
+  if (input.url !== null) assertDeliverableUrl(deps, input.url, "url");
   const secret = input.secret ?? generateSecret();
   let registered;
   try {
@@ -206,6 +228,7 @@ export async function createWebhook(
       accountId,
       queuePrefix: deps.config.QUEUE_PREFIX,
       url: input.url,
+      mode: input.mode ?? "push",
       events: input.events,
       secret: deps.keyring.encrypt(secret),
       maxWebhooks: deps.config.MAX_WEBHOOKS_PER_ACCOUNT,
@@ -279,14 +302,23 @@ async function assertStandardSecret(deps: ApiDeps, accountId: string, webhookId:
 }
 
 /**
- * Changes url, events, status, rate_limit, inbox_ids, headers (the whole set, stored
- * encrypted) or signature_scheme. The secret is kept and no test event is sent. Disabling ends the
+ * Changes url (not a listen webhook's), events, status, rate_limit, inbox_ids, headers (the whole
+ * set, stored encrypted) or signature_scheme. The secret is kept and no test event is sent. Disabling ends the
  * webhook's pending destinations as `cancelled`: they get no further attempt.
  * @throws AppError not_found, conflict (`standard` for a secret made before standard base64:
- *   assertStandardSecret)
+ *   assertStandardSecret; a url for a listen webhook)
  */
 export async function updateWebhook(deps: ApiDeps, accountId: string, webhookId: string, input: UpdateWebhookInput): Promise<WebhookView> {
-  if (input.url !== undefined) assertDeliverableUrl(deps, input.url, "url");
+  if (input.url !== undefined) {
+    assertDeliverableUrl(deps, input.url, "url");
+    // A webhook's mode never changes, so this read cannot go stale.
+    if ((await findWebhook(deps, accountId, webhookId)).mode === "listen")
+      throw new AppError(
+        "conflict",
+        "listen_webhook",
+        "a listen webhook has no URL: create a webhook with a url for deliveries pushed to it",
+      );
+  }
   if (input.signature_scheme === "standard") await assertStandardSecret(deps, accountId, webhookId);
   const row = await changeWebhook(
     deps.pool,

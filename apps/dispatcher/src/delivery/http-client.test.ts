@@ -2,7 +2,8 @@ import type https from "node:https";
 import type { Got } from "got";
 import { GIB, listenHttps, startHostileReceiver, testCertificate, type HostileReceiver } from "@mailhooks/receiver";
 import { parsePrivateTargets } from "@mailhooks/url-policy";
-import { BODY_WAIT_MS, createHttpClient, RESPONSE_BODY_LIMIT_BYTES, statusOfHead } from "./http-client.js";
+import { RESPONSE_BODY_LIMIT_BYTES } from "@mailhooks/delivery-state";
+import { BODY_WAIT_MS, createHttpClient, statusOfHead } from "./http-client.js";
 import { sendSigned, type SendInput } from "./send.js";
 
 /**

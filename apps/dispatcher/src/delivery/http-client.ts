@@ -4,6 +4,7 @@ import https from "node:https";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import got, { type Got } from "got";
+import { RESPONSE_BODY_LIMIT_BYTES } from "@mailhooks/delivery-state";
 import { BLOCKED_CODE, createPublicOnlyLookup, ipLiteral, isAllowedAddress, type PrivateTargets } from "@mailhooks/url-policy";
 
 /**
@@ -32,9 +33,6 @@ export interface HttpClientOptions {
   /** ALLOW_PRIVATE_TARGETS: false (public addresses only), true (any), or the ranges also allowed. */
   allowPrivateTargets: PrivateTargets;
 }
-
-/** How much of a receiver's body is kept for the deliveries log (docs/api.md, "Deliveries log"), in bytes. */
-export const RESPONSE_BODY_LIMIT_BYTES = 4096;
 
 /**
  * How long the body excerpt may take once the headers are in, in ms. A receiver that answers

@@ -3,7 +3,8 @@ import { listenHttps, testCertificate } from "@mailhooks/receiver";
 import { verify } from "@mailhooks/verify";
 import { Webhook } from "standardwebhooks";
 import { createHttpClient } from "./http-client.js";
-import { classifyError, decodeExcerpt, sendSigned, type SendInput } from "./send.js";
+import { decodeExcerpt } from "@mailhooks/delivery-state";
+import { classifyError, sendSigned, type SendInput } from "./send.js";
 
 interface Received {
   url: string;

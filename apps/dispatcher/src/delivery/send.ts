@@ -1,7 +1,8 @@
 import { Readable } from "node:stream";
 import type { Got } from "got";
-import { EVENT_ID_HEADER, signatureHeaders, type RequestSigning } from "@mailhooks/signing";
+import { deliveryHeaders, type RequestSigning } from "@mailhooks/signing";
 import { BLOCKED_CODE, checkDestinationUrl, type PrivateTargets } from "@mailhooks/url-policy";
+import { decodeExcerpt } from "@mailhooks/delivery-state";
 import { postForAnswer } from "./http-client.js";
 
 /**
@@ -67,17 +68,6 @@ export function classifyError(error: unknown): AttemptError {
 }
 
 /**
- * The body excerpt as text: UTF-8 with every invalid sequence replaced by U+FFFD. A multi-byte
- * character cut by the byte limit is dropped rather than replaced (it was not invalid), and NUL
- * becomes U+FFFD too, since PostgreSQL text cannot hold it.
- */
-export function decodeExcerpt(bytes: Buffer, truncated: boolean): string {
-  // `stream: true` holds back (here: drops) an incomplete sequence at the very end.
-  const text = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true }).decode(bytes, { stream: truncated });
-  return text.replaceAll("\u0000", "\uFFFD");
-}
-
-/**
  * A body larger than this many bytes is written in slices of this size, each once the socket
  * has taken the previous ones (stream backpressure): TLS encrypts a write whole, so a 10 MiB
  * Buffer written at once would sit encrypted in memory, once per receiver, for as long as the
@@ -109,19 +99,18 @@ export async function sendSigned(client: Got, input: SendInput): Promise<Attempt
   // Node does not call the agent's lookup for IP literals, so they are checked here first.
   const refused = checkDestinationUrl(input.url, { allowPrivateTargets: input.allowPrivateTargets });
   if (refused) return { ok: false, responseStatus: null, error: refused, responseBody: null, durationMs: 0 };
-  const signature = signatureHeaders(input.signing, input.eventId, Math.floor(Date.now() / 1000), input.body);
+  const headers = deliveryHeaders({
+    signing: input.signing,
+    eventId: input.eventId,
+    body: input.body,
+    own: input.headers,
+    timestamp: Math.floor(Date.now() / 1000),
+  });
   try {
     const sent = requestBody(input.body);
     const answer = await postForAnswer(client, input.url, {
       body: sent.body,
-      headers: {
-        "user-agent": "mailhooks-dispatcher/1",
-        ...input.headers,
-        ...(sent.contentLength ? { "content-length": sent.contentLength } : {}),
-        "content-type": "application/json",
-        [EVENT_ID_HEADER.toLowerCase()]: input.eventId,
-        ...signature,
-      },
+      headers: { ...headers, ...(sent.contentLength ? { "content-length": sent.contentLength } : {}) },
     });
     const status = answer.statusCode;
     const responseBody = answer.body === null ? null : decodeExcerpt(answer.body, answer.truncated);

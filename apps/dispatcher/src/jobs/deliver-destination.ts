@@ -11,8 +11,7 @@ import {
   releaseWork,
   loadPayload,
   recordDestinationAttempts,
-  signingSecretAt,
-  signingSecretsAt,
+  signingAt,
   type AttemptOutcome,
   type AttemptWebhook,
   type PayloadRef,
@@ -72,19 +71,6 @@ export interface SigningInput {
 }
 
 /**
- * How a request of `webhook` sent at `at` is signed (docs/receivers/standard-webhooks.md), its
- * secrets decrypted: under `service` the one secret that signs then (signingSecretAt), under
- * `standard` every one that does (signingSecretsAt: both during a rotation's grace).
- * @throws SecretDecryptionError when no configured key opens a secret
- */
-export function signingAt(keyring: Keyring, webhook: Pick<AttemptWebhook, "secrets" | "signatureScheme">, at: Date): RequestSigning {
-  if (webhook.signatureScheme === "standard") {
-    return { scheme: "standard", secrets: signingSecretsAt(webhook.secrets, at).map((stored) => keyring.decrypt(stored)) };
-  }
-  return { scheme: "service", secret: keyring.decrypt(signingSecretAt(webhook.secrets, at)) };
-}
-
-/**
  * Sends `body` to `request.url` (see sendSigned), with the webhook's own headers decrypted just
  * before and dropped right after.
  * @throws SecretDecryptionError, StoredHeadersError from the stored headers
@@ -122,7 +108,7 @@ export async function sendStoredEnvelope(
   if (held === null)
     return { result: { ok: false, responseStatus: null, error: "payload_expired", responseBody: null, durationMs: 0 }, sent: false };
   try {
-    const signing = signingAt(ctx.keyring, work, new Date());
+    const signing = signingAt((stored) => ctx.keyring.decrypt(stored), work, new Date());
     return {
       result: await sendToWebhook(ctx, { url, signing, eventId: work.eventId, storedHeaders: work.storedHeaders }, held.body),
       sent: true,
@@ -191,6 +177,8 @@ export async function deliverDestination(ctx: WorkerContext, work: LeasedWork): 
   // Paused between the claim and now: the work waits for the resume, no attempt used.
   if (destination.webhookPaused) return releaseWork(ctx.pool, [work]);
   if (!destination.webhookEnabled) return cancelDestination(ctx.pool, work.workId);
+  // A listen webhook's destinations are pulled, never claimed (unless disabled: cancelled above).
+  if (destination.url === null) throw new Error(`destination ${work.workId} of a listen webhook was claimed`);
   const { attempt } = destination;
   // A payload purged before it could be delivered sends nothing, and no retry can change that.
   const { result, sent } = await sendStoredEnvelope(ctx, destination, destination.url);

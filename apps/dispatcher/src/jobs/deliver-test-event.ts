@@ -1,23 +1,16 @@
-import {
-  buildExampleEnvelope,
-  buildOperationalEnvelope,
-  buildTestEnvelope,
-  EVENT_TYPES,
-  isOperationalEventType,
-  OPERATIONAL_EXAMPLES,
-  type EventType,
-} from "@mailhooks/events";
+import { buildTestDeliveryEnvelope } from "@mailhooks/events";
 import {
   cancelTestDelivery,
   dropEndedWork,
   loadTestDelivery,
   releaseWork,
   recordTestAttempt,
+  signingAt,
   testDeliveryRowId,
   type LeasedWork,
 } from "@mailhooks/delivery-state";
 import { observeAttempt } from "../metrics.js";
-import { sendToWebhook, signingAt, untilRecorded, type DeliveryContext } from "./deliver-destination.js";
+import { sendToWebhook, untilRecorded, type DeliveryContext } from "./deliver-destination.js";
 
 /**
  * A test request (docs/api.md, "Test events"), one attempt, no retry, one delivery row with
@@ -38,22 +31,14 @@ export async function deliverTestEvent(ctx: DeliveryContext, work: LeasedWork): 
   if (testDelivery.webhookPaused) return releaseWork(ctx.pool, [work]);
   if (!testDelivery.webhookEnabled) return cancelTestDelivery(ctx.pool, testDeliveryId);
   const now = new Date();
-  let body: string;
-  if (testDelivery.eventType === null) body = buildTestEnvelope(testDelivery.webhookId, testDelivery.url, now);
-  else if ((EVENT_TYPES as readonly string[]).includes(testDelivery.eventType))
-    body = buildExampleEnvelope(testDelivery.eventType as EventType, now);
-  else if (isOperationalEventType(testDelivery.eventType))
-    body = buildOperationalEnvelope(testDelivery.eventType, now, {
-      ...OPERATIONAL_EXAMPLES[testDelivery.eventType],
-      webhookId: testDelivery.webhookId,
-      url: testDelivery.url,
-    });
-  else throw new Error(`test delivery ${testDeliveryId} asks for an unknown event_type`);
+  // Only a disabled listen webhook's test is ever claimed (and cancelled above): the rest are pulled.
+  if (testDelivery.url === null) throw new Error(`test delivery ${testDeliveryId} of a listen webhook was claimed`);
+  const body = buildTestDeliveryEnvelope(testDelivery, now);
   const result = await sendToWebhook(
     ctx,
     {
       url: testDelivery.url,
-      signing: signingAt(ctx.keyring, testDelivery, now),
+      signing: signingAt((stored) => ctx.keyring.decrypt(stored), testDelivery, now),
       eventId: testDeliveryRowId(testDeliveryId),
       storedHeaders: testDelivery.storedHeaders,
     },

@@ -29,6 +29,8 @@ export async function replayEvent(ctx: WorkerContext, work: LeasedWork): Promise
     await cancelReplay(ctx.pool, replay);
     return;
   }
+  // A listen webhook's replay to its own destination is pulled, never claimed (unless disabled: cancelled above).
+  if (replay.destinationUrl === null) throw new Error(`replay ${work.workId} of a listen webhook was claimed`);
   // A payload purged between the request and the attempt sends nothing (payload_expired). Whichever secret signs at this
   // moment signs, also for an override URL.
   const { result } = await sendStoredEnvelope(ctx, replay, replay.destinationUrl);

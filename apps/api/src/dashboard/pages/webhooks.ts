@@ -67,7 +67,7 @@ const emptyValues = (): FormValues => ({
 });
 
 const valuesOf = (w: WebhookView): FormValues => ({
-  url: w.url,
+  url: w.url ?? "",
   events: w.events,
   rate_limit: w.rate_limit === null ? "" : String(w.rate_limit),
   inbox_ids: (w.inbox_ids ?? []).join(", "),

@@ -62,7 +62,7 @@ export const webhookPaths: ZodOpenApiPathsObject = {
       tags: ["Webhooks"],
       summary: "Register a webhook",
       description:
-        "Registers an endpoint and queues a test event (`webhook.test`) to it at once. The answer is the only one, with GET /v1/webhooks/{id}/secret, that shows the secret. `rate_limit` (default null: no limit), `inbox_ids` (default null: every inbox) and `headers` (default `{}`; values stored encrypted, answered as `***`) are optional, and so are `secret` (your own, so that your receiver is ready before the test event; default: one made for you) and `signature_scheme` (default `service`).",
+        'Registers an endpoint and queues a test event (`webhook.test`) to it at once. The answer is the only one, with GET /v1/webhooks/{id}/secret, that shows the secret. `rate_limit` (default null: no limit), `inbox_ids` (default null: every inbox) and `headers` (default `{}`; values stored encrypted, answered as `***`) are optional, and so are `secret` (your own, so that your receiver is ready before the test event; default: one made for you) and `signature_scheme` (default `service`). `url: null` with `mode: "listen"` makes a listen webhook: nothing is sent, its deliveries (the test event first) wait until pulled (GET /v1/webhooks/{id}/pending; `npm run listen`).',
       idempotency: idempotencyHeader,
       body: createRequest,
       result: webhookWithSecretSchema,
@@ -93,7 +93,7 @@ export const webhookPaths: ZodOpenApiPathsObject = {
         ...errorResponses({
           ...JSON_BODY_ERRORS,
           404: true,
-          409: '`signature_scheme: "standard"` for a secret made before secrets were standard base64 (URL-safe alphabet): rotate the secret first',
+          409: '`signature_scheme: "standard"` for a secret made before secrets were standard base64 (URL-safe alphabet): rotate the secret first; a `url` for a listen webhook',
         }),
       },
     },
