@@ -30,6 +30,12 @@ function between(html: string, start: string, end: string): string {
   return html.slice(from, to < 0 ? undefined : to + end.length);
 }
 
+/**
+ * How far the page is wider than the screen, in px. An expression rather than a function: this
+ * file is type-checked without lib "dom" (only browser.test.ts and layout.test.ts have it).
+ */
+const overflow = (page: Page) => page.evaluate<number>("document.documentElement.scrollWidth - window.innerWidth");
+
 const checkbox = (kind: string, checked = false) =>
   `<input type="checkbox" id="event-${kind}" name="events" value="${kind}"${checked ? " checked" : ""}><label for="event-${kind}">${kind}</label>`;
 
@@ -267,7 +273,7 @@ describe("dashboard: pausing and operational events", () => {
       await page.screenshot({ path: join(SHOTS, "20-webhook-paused.png"), fullPage: true });
       expect((await account.api("GET", `/v1/webhooks/${id}`)).body.status).toBe("paused");
       await page.setViewportSize({ width: 375, height: 900 });
-      expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBe(0);
+      expect(await overflow(page)).toBe(0);
       await page.setViewportSize({ width: 1280, height: 900 });
 
       await page.getByRole("button", { name: "Resume", exact: true }).click();
@@ -284,7 +290,7 @@ describe("dashboard: pausing and operational events", () => {
       await page.setViewportSize({ width: 375, height: 900 });
       for (const url of [`/dashboard/webhooks/${id}`, "/dashboard/webhooks/new", "/dashboard/events?event_type=webhook.failing"]) {
         await page.goto(url);
-        expect([url, await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)]).toEqual([url, 0]);
+        expect([url, await overflow(page)]).toEqual([url, 0]);
       }
       expect(problems).toEqual([]);
       await page.context().close();
