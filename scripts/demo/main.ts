@@ -3,11 +3,12 @@
  * (README.md, "The two commands"). Starts an embedded PostgreSQL and a redis-server when nothing answers
  * at DATABASE_URL or REDIS_URL; applies the migrations, starts the API and a dispatcher as
  * separate processes, and an HTTPS reference receiver that verifies every signature; registers
- * webhooks (one of them scoped to one inbox); feeds real RFC 5322 messages to two inboxes through
+ * webhooks (one of them scoped to one inbox, one subscribed to the operational events); feeds real RFC 5322 messages to two inboxes through
  * POST /v1/inboxes/{id}/messages and the other five kinds through POST /v1/events; makes the receiver fail some deliveries so that retries and
  * a failed event happen; replays the failed event once its endpoint is back; and prints a report
  * read back from the API. Exits 1 when a signature did not verify, an expected delivery is
- * missing, or the scoped webhook received an event of another inbox or missed one of its own. With --keep, everything stays up after the report until Ctrl-C.
+ * missing, the scoped webhook received an event of another inbox or missed one of its own, or the
+ * operations webhook did not receive `destination.failed` for the failed event. With --keep, everything stays up after the report until Ctrl-C.
  */
 import { randomUUID } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
@@ -17,7 +18,7 @@ import { ensureLocalCertificate, startReceiver } from "@mailhooks/receiver";
 import { createApiKey } from "@mailhooks/access";
 import { createCommand } from "@mailhooks/command-line";
 import { apiConfigSchema, loadConfig } from "@mailhooks/config";
-import { EVENT_TYPES } from "@mailhooks/events";
+import { EVENT_TYPES, isOperationalEventType, OPERATIONAL_EVENT_TYPES } from "@mailhooks/events";
 import { createApiClient, dataOf, listAll, postRawMessage, type ApiClient, type Schemas } from "@mailhooks/api-client";
 import { keepLines, NOT_KEPT_LINE } from "./keep.js";
 import { freePort, startNode, waitForHttp, type StartedProcess } from "@mailhooks/processes";
@@ -51,6 +52,27 @@ const OTHER_INBOX = "sales@inbox.example.net";
 
 function log(line: string) {
   console.log(`demo: ${line}`);
+}
+
+/**
+ * Waits until `done` holds for the account's operational events (docs/api.md, "Operational
+ * events"), read from GET /v1/events, and returns them with their details; after `timeoutMs` (ms)
+ * returns what there is, for the report's check to judge.
+ */
+async function waitForOperational(
+  api: ApiClient,
+  done: (events: Schemas["EventDetail"][]) => boolean,
+  timeoutMs: number,
+): Promise<Schemas["EventDetail"][]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const listed = (await listAll(api, "/v1/events")).filter((e) => isOperationalEventType(e.event_type));
+    const events = await Promise.all(
+      listed.map(async (e) => dataOf(await api.GET("/v1/events/{event_id}", { params: { path: { event_id: e.event_id } } }))),
+    );
+    if ((done(events) && events.every((e) => e.status !== "pending")) || Date.now() > deadline) return events;
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 /** Waits until the audit log holds `count` entries (one per replay, written once it ends). */
@@ -113,7 +135,7 @@ try {
   const cert = await ensureLocalCertificate(path.join(ROOT, ".tmp/demo-certs"));
   const secrets = new Map<string, Promise<string>>();
   const resolvers = new Map<string, (secret: string) => void>();
-  for (const hook of ["/hooks/inbox", "/hooks/archive", "/hooks/support"])
+  for (const hook of ["/hooks/inbox", "/hooks/archive", "/hooks/support", "/hooks/operations"])
     secrets.set(hook, new Promise((resolve) => resolvers.set(hook, resolve)));
   const firstTries = new Set<string>();
   const archive = { up: false };
@@ -178,9 +200,12 @@ try {
   const scopedHook = await register(receiver.url("/hooks/support"), allKinds, [INBOX]);
   resolvers.get("/hooks/inbox")!(inboxHook.secret);
   resolvers.get("/hooks/archive")!(archiveHook.secret);
+  // docs/api.md, "Operational events": told about the other webhooks (the archive's failed event).
+  const operationsHook = await register(receiver.url("/hooks/operations"), [...OPERATIONAL_EVENT_TYPES]);
   resolvers.get("/hooks/support")!(scopedHook.secret);
+  resolvers.get("/hooks/operations")!(operationsHook.secret);
   log(
-    `webhooks ${inboxHook.id} (all six kinds), ${archiveHook.id} (message.clicked, endpoint down) and ${scopedHook.id} (all six kinds, inbox ${INBOX} only)`,
+    `webhooks ${inboxHook.id} (all six kinds), ${archiveHook.id} (message.clicked, endpoint down), ${scopedHook.id} (all six kinds, inbox ${INBOX} only) and ${operationsHook.id} (the operational events)`,
   );
 
   const files = (await readdir(mailDir)).filter((f) => f.endsWith(".eml")).sort();
@@ -199,7 +224,7 @@ try {
     log(`${file} -> ${inbox}: ${accepted.event_type} ${accepted.event_id}`);
     if (!firstReceived && accepted.event_type === "message.received") {
       const payload = (await getEvent(accepted.event_id)).payload;
-      if (payload) {
+      if (payload?.event === "message.received") {
         const d = payload.data;
         firstReceived = { messageId: d.messageId, threadId: d.threadId, from: d.from, to: d.to, subject: d.subject };
       }
@@ -267,6 +292,17 @@ try {
   }
   const audit = await waitForAudit(api, replays);
   details = await Promise.all(eventIds.map(getEvent));
+  // The failed event's destination.failed (made when it failed) is delivered meanwhile.
+  const operational = await waitForOperational(
+    api,
+    (events) =>
+      failedBeforeReplay.every((id) =>
+        events.some(
+          (e) => e.event_type === "destination.failed" && e.payload?.event === "destination.failed" && e.payload.data.eventId === id,
+        ),
+      ),
+    15_000,
+  );
 
   const deliveries = await listAll(api, "/v1/deliveries");
   const scoped = {
@@ -274,7 +310,16 @@ try {
     inboxId: INBOX,
     deliveries: await listAll(api, "/v1/deliveries", { webhook_id: scopedHook.id }),
   };
-  const facts: DemoFacts = { events: details, failedBeforeReplay, audit, deliveries, arrivals: receiver.arrivals, webhooks: 3, scoped };
+  const facts: DemoFacts = {
+    events: details,
+    failedBeforeReplay,
+    audit,
+    deliveries,
+    arrivals: receiver.arrivals,
+    webhooks: 4,
+    scoped,
+    operations: { webhookId: operationsHook.id, path: "/hooks/operations", events: operational },
+  };
   exitCode = printReport(facts) ? 0 : 1;
   reportDone = true;
 

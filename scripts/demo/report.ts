@@ -21,6 +21,35 @@ export interface DemoFacts {
     /** GET /v1/deliveries?webhook_id=<webhookId>: every attempt made to it. */
     deliveries: Schemas["Delivery"][];
   };
+  /** The webhook subscribed to the operational kinds (docs/api.md, "Operational events"), at `path` of the receiver. */
+  operations: {
+    webhookId: string;
+    path: string;
+    /** GET /v1/events/{id} of every operational event of the account. */
+    events: Schemas["EventDetail"][];
+  };
+}
+
+/** An operational envelope as the operations webhook received it (verified, answered 2xx). */
+interface OperationalArrival {
+  event: string;
+  data: Record<string, unknown>;
+}
+
+/**
+ * What the operations webhook received: the envelopes of its verified, accepted arrivals other
+ * than test events; `missed` the failed events for which no `destination.failed` about them came.
+ */
+export function operationsReceipt(facts: Pick<DemoFacts, "arrivals" | "operations" | "failedBeforeReplay">) {
+  const received: OperationalArrival[] = facts.arrivals
+    .filter((a) => a.path === facts.operations.path && a.verified && a.status >= 200 && a.status < 300 && a.event !== "webhook.test")
+    .map((a) => JSON.parse(a.body) as OperationalArrival);
+  const failedNotices = received.filter((e) => e.event === "destination.failed");
+  return {
+    received,
+    failedNotices,
+    missed: facts.failedBeforeReplay.filter((id) => !failedNotices.some((e) => e.data.eventId === id)),
+  };
 }
 
 /**
@@ -62,10 +91,11 @@ export function printReport(facts: DemoFacts): boolean {
   const verified = arrivals.filter((a) => a.verified).length;
   const byTrigger = countBy(deliveries, (d) => d.trigger);
   const scoped = scopedReceipt(events, facts.scoped);
+  const operations = operationsReceipt(facts);
 
   // Every destination that ended delivered must have a verified arrival of that event's bytes.
   const missing: string[] = [];
-  for (const event of events) {
+  for (const event of [...events, ...facts.operations.events]) {
     for (const dest of event.destinations) {
       if (dest.status !== "delivered") continue;
       const body = JSON.stringify(event.payload);
@@ -91,6 +121,10 @@ export function printReport(facts: DemoFacts): boolean {
       `the scoped webhook received every event of ${facts.scoped.inboxId} and none of another inbox`,
       scoped.foreign.length === 0 && scoped.missed.length === 0 && scoped.ofInbox.length > 0,
     ],
+    [
+      "the operations webhook received destination.failed for the failed event",
+      failedBeforeReplay.length > 0 && operations.missed.length === 0,
+    ],
   ];
 
   console.log("\n=== demo report (read back from the API) ===");
@@ -107,7 +141,16 @@ export function printReport(facts: DemoFacts): boolean {
   console.log(
     `scoped webhook:        inbox ${facts.scoped.inboxId} only: ${scoped.received.length} of ${events.length} events (${fmt(countBy(scoped.received, (e) => e.event_type))})`,
   );
+  console.log(
+    `operational events:    ${fmt(countBy(operations.received, (e) => e.event))} at ${facts.operations.path}${operations.failedNotices
+      .map(
+        (e) =>
+          `; destination.failed about ${String(e.data.eventId)}: ${String(e.data.attempts)} attempts, last ${String(e.data.lastStatus ?? e.data.lastError)}`,
+      )
+      .join("")}`,
+  );
   for (const line of missing) console.log(`missing delivery:      ${line}`);
+  for (const id of operations.missed) console.log(`no destination.failed: ${id}`);
   for (const id of scoped.foreign)
     console.log(`scoped webhook got:    ${id} of ${events.find((e) => e.event_id === id)?.inbox_id ?? "an unknown event"}`);
   for (const id of scoped.missed) console.log(`scoped webhook missed: ${id}`);

@@ -54,6 +54,7 @@ function facts(scopedDeliveries: Schemas["Delivery"][]): DemoFacts {
     arrivals: [],
     webhooks: 2,
     scoped: { webhookId: SCOPED, inboxId: INBOX, deliveries: scopedDeliveries },
+    operations: { webhookId: "wh_operations", path: "/hooks/operations", events: [] },
   };
 }
 

@@ -1,4 +1,4 @@
-import { EVENT_TYPES } from "@mailhooks/events";
+import { EVENT_TYPES, OPERATIONAL_EVENT_TYPES } from "@mailhooks/events";
 
 /**
  * Presentation helpers for the templates: times in UTC ISO 8601 with a relative hint, delivery
@@ -47,9 +47,18 @@ const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => HTML_ESCAPE
 /** Characters after which a URL or an address may break onto the next line. */
 const BREAK_AFTER = /([/.?&=#@_-]+)/;
 
+/**
+ * The kinds a webhook subscribes to, as the forms and menus group them: the six email kinds, then
+ * the operational ones (docs/api.md, "Operational events"), each group under its own label.
+ */
+export const EVENT_KIND_GROUPS: readonly { id: string; label: string; kinds: readonly string[] }[] = [
+  { id: "email", label: "Email events", kinds: EVENT_TYPES },
+  { id: "operational", label: "Operational events", kinds: OPERATIONAL_EVENT_TYPES },
+];
+
 export function present(now: Date) {
   return {
-    eventTypes: EVENT_TYPES as readonly string[],
+    eventKindGroups: EVENT_KIND_GROUPS,
     time(value: string | Date | null | undefined): ShownTime | null {
       if (value === null || value === undefined) return null;
       const date = new Date(value);

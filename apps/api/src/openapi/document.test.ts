@@ -1,6 +1,14 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import {
+  buildOperationalEnvelope,
+  OPERATIONAL_DATA_KEYS,
+  OPERATIONAL_EVENT_TYPES,
+  OPERATIONAL_EXAMPLES,
+  SUBSCRIBABLE_EVENT_TYPES,
+} from "@mailhooks/events";
+import { envelopeSchema, operationalEnvelopeSchemas } from "../schemas/events.js";
 import { createOpenApiDocument, openApiFileText } from "./document.js";
 
 const committed = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../../openapi.json");
@@ -58,5 +66,29 @@ describe("the OpenAPI document", () => {
     expect(webhook.required).toEqual(expect.arrayContaining(["disabled_reason", "secret_activates_at"]));
     const delivery = doc.components?.schemas?.Delivery as { required: string[] };
     expect(delivery.required).toContain("response_body");
+  });
+
+  test("`webhooks` describes every kind a webhook subscribes to and the test event, each operational kind with its envelope and an example", () => {
+    const doc = createOpenApiDocument();
+    expect(Object.keys(doc.webhooks ?? {}).sort()).toEqual([...SUBSCRIBABLE_EVENT_TYPES, "webhook.test"].sort());
+    for (const kind of SUBSCRIBABLE_EVENT_TYPES) {
+      const body = doc.webhooks?.[kind]?.post?.requestBody as { content: Record<string, { example?: unknown; schema?: unknown }> };
+      const media = body.content["application/json"];
+      expect([kind, media.example]).toEqual([kind, expect.objectContaining({ event: kind })]);
+      expect(media.schema).toBeDefined();
+    }
+    for (const kind of OPERATIONAL_EVENT_TYPES) {
+      const media = (doc.webhooks?.[kind]?.post?.requestBody as { content: Record<string, { example: unknown; schema: { $ref: string } }> })
+        .content["application/json"];
+      // The example is what the service sends: the envelope built from the kind's example data.
+      const sent = JSON.parse(buildOperationalEnvelope(kind, new Date(1795341600_000), OPERATIONAL_EXAMPLES[kind])) as unknown;
+      expect(media.example).toEqual(sent);
+      expect(operationalEnvelopeSchemas[kind].parse(media.example)).toEqual(sent);
+      expect(envelopeSchema.parse(sent)).toEqual(sent);
+      // The schema lists the data's keys in the order the envelope carries them.
+      expect(Object.keys(operationalEnvelopeSchemas[kind].shape.data.shape)).toEqual(OPERATIONAL_DATA_KEYS[kind]);
+      expect(media.schema.$ref).toMatch(/^#\/components\/schemas\/[A-Za-z]+Envelope$/);
+      expect(doc.components?.schemas?.[media.schema.$ref.split("/").pop()!]).toBeDefined();
+    }
   });
 });

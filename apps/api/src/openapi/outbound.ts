@@ -1,6 +1,14 @@
 import { z } from "zod";
 import type { ZodOpenApiPathItemObject, ZodOpenApiPathsObject } from "zod-openapi";
-import { EVENT_EXAMPLES, EVENT_TYPES, TEST_EVENT_TYPE, type EventType } from "@mailhooks/events";
+import {
+  EVENT_EXAMPLES,
+  EVENT_TYPES,
+  OPERATIONAL_EVENT_TYPES,
+  OPERATIONAL_EXAMPLES,
+  TEST_EVENT_TYPE,
+  type EventType,
+  type OperationalEventType,
+} from "@mailhooks/events";
 import {
   EVENT_ID_HEADER,
   SIGNATURE_HEADER,
@@ -9,13 +17,14 @@ import {
   STANDARD_TIMESTAMP_HEADER,
   TIMESTAMP_HEADER,
 } from "@mailhooks/signing";
-import { envelopeSchemas, testEnvelopeSchema } from "../schemas/events.js";
+import { envelopeSchemas, operationalEnvelopeSchemas, testEnvelopeSchema } from "../schemas/events.js";
 import { json } from "./paths/media.js";
 
 /**
  * The requests the service sends to receivers (spec "Outbound request to the receiver";
  * docs/receivers.md), as the document's `webhooks`: one per envelope `event`, each with the
- * example a test request of that kind sends (EVENT_EXAMPLES, with a fresh messageId).
+ * example a test request of that kind sends (EVENT_EXAMPLES, with a fresh messageId;
+ * OPERATIONAL_EXAMPLES, about the webhook tested).
  */
 
 const signedHeaders = z.object({
@@ -60,6 +69,18 @@ const OWN_HEADERS =
 /** The envelope a receiver gets for `kind`, with the kind's example data. */
 const exampleEnvelope = (kind: EventType) => ({ event: kind, timestamp: 1795341600, data: EVENT_EXAMPLES[kind] });
 
+/** The envelope of an operational kind, with the kind's example data. */
+const operationalExample = (kind: OperationalEventType) => ({ event: kind, timestamp: 1795341600, data: OPERATIONAL_EXAMPLES[kind] });
+
+/** When each operational kind is sent (docs/api.md, "Operational events"). */
+const OPERATIONAL_WHEN: Record<OperationalEventType, string> = {
+  "webhook.failing": "Sent once when another webhook of the account has failed 5 attempts in a row; not again until it recovers.",
+  "webhook.recovered": "Sent at another webhook's first 2xx after its `webhook.failing`.",
+  "webhook.disabled": "Sent when another webhook of the account is disabled, by a person (`manual`) or by auto-disable (`failing`).",
+  "destination.failed":
+    "Sent when an email event's delivery to another webhook of the account has failed for good (its initial attempt and every retry).",
+};
+
 const responses = {
   "2XX": { description: "received; any 2xx within DELIVERY_TIMEOUT_MS (30 s) is a success" },
   default: {
@@ -78,6 +99,22 @@ export const outboundWebhooks: ZodOpenApiPathsObject = Object.fromEntries<ZodOpe
         description: `The body is the compact JSON envelope exactly as signed. Deliveries may repeat (retries, replays): de-duplicate by \`${EVENT_ID_HEADER}\`. ${OWN_HEADERS} \`POST /v1/webhooks/{id}/test\` with this \`event_type\` sends this example with a fresh \`messageId\` ending \`@example.invalid\`.`,
         requestParams: { header: signedHeaders },
         requestBody: { required: true, content: { "application/json": { schema: envelopeSchemas[kind], example: exampleEnvelope(kind) } } },
+        responses,
+      },
+    },
+  ]),
+  ...OPERATIONAL_EVENT_TYPES.map((kind): [OperationalEventType, ZodOpenApiPathItemObject] => [
+    kind,
+    {
+      post: {
+        operationId: `${kind.replace(".", "_")}_webhook`,
+        summary: `${kind} delivered to your endpoint (an operational event)`,
+        description: `${OPERATIONAL_WHEN[kind]} An event of the account (\`inbox_id\` null), delivered to every webhook subscribed to \`${kind}\` except the one it is about, retried and replayable like any event; none is made about an operational event's own delivery. De-duplicate by \`${EVENT_ID_HEADER}\`. ${OWN_HEADERS} \`POST /v1/webhooks/{id}/test\` with this \`event_type\` sends this example about the webhook tested (its \`webhookId\` and \`url\`).`,
+        requestParams: { header: signedHeaders },
+        requestBody: {
+          required: true,
+          content: { "application/json": { schema: operationalEnvelopeSchemas[kind], example: operationalExample(kind) } },
+        },
         responses,
       },
     },

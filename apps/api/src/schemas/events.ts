@@ -1,5 +1,13 @@
 import { z } from "zod";
-import { EVENT_TYPES, eventDataSchemas, SUBSCRIBABLE_EVENT_TYPES, TEST_EVENT_TYPE, type EventType } from "@mailhooks/events";
+import {
+  EVENT_TYPES,
+  eventDataSchemas,
+  OPERATIONAL_EVENT_TYPES,
+  SUBSCRIBABLE_EVENT_TYPES,
+  TEST_EVENT_TYPE,
+  type EventType,
+  type OperationalEventType,
+} from "@mailhooks/events";
 import { prefixedId, timestamp } from "./common.js";
 import { webhookId } from "./webhooks.js";
 
@@ -67,6 +75,71 @@ export const envelopeSchemas = Object.fromEntries(EVENT_TYPES.map((kind) => [kin
   ReturnType<typeof envelopeOf>
 >;
 
+/**
+ * The `data` of each operational kind (docs/api.md, "Operational events"), keys in the envelope's
+ * order (OPERATIONAL_DATA_KEYS of @mailhooks/events).
+ */
+const aboutWebhook = {
+  webhookId: webhookId.meta({ description: "the webhook it is about (never the one receiving it)" }),
+  url: z.string().meta({ description: "that webhook's URL", example: "https://receiver.example.com/hooks" }),
+};
+const lastFailure = {
+  lastStatus: z.number().int().nullable().meta({ description: "the last failed attempt's HTTP status; null when no answer came" }),
+  lastError: z
+    .string()
+    .nullable()
+    .meta({ description: "the last failed attempt's `error` as the deliveries log shows it (`timeout`, ...); null when an answer came" }),
+};
+const failingSince = timestamp.meta({ description: "when the failed attempts in a row began" });
+
+export const operationalDataSchemas = {
+  "webhook.failing": z.strictObject({
+    ...aboutWebhook,
+    failingSince,
+    consecutiveFailures: z.number().int().min(1).meta({ description: "attempts failed in a row when it was made (5)" }),
+    ...lastFailure,
+  }),
+  "webhook.recovered": z.strictObject({
+    ...aboutWebhook,
+    failingSince,
+    recoveredAt: timestamp.meta({ description: "its first 2xx after `webhook.failing`" }),
+  }),
+  "webhook.disabled": z.strictObject({
+    ...aboutWebhook,
+    reason: z
+      .enum(["manual", "failing"])
+      .meta({ description: "`manual`: by a person (PATCH, the dashboard); `failing`: by auto-disable (its `disabled_reason`)" }),
+  }),
+  "destination.failed": z.strictObject({
+    eventId: eventId.meta({ description: "the email event that was not delivered" }),
+    eventType: z.enum(EVENT_TYPES).meta({ description: "that event's kind" }),
+    ...aboutWebhook,
+    attempts: z.number().int().min(1).meta({ description: "attempts made: the initial one and its retries" }),
+    ...lastFailure,
+  }),
+} satisfies Record<OperationalEventType, z.ZodObject>;
+
+const OPERATIONAL_ENVELOPE_NAMES: Record<OperationalEventType, string> = {
+  "webhook.failing": "WebhookFailing",
+  "webhook.recovered": "WebhookRecovered",
+  "webhook.disabled": "WebhookDisabled",
+  "destination.failed": "DestinationFailed",
+};
+
+const operationalEnvelopeOf = (kind: OperationalEventType) =>
+  z
+    .strictObject({
+      event: z.literal(kind),
+      timestamp: z.number().int().meta({ description: "when it happened, in Unix seconds (its event's `occurred_at`)" }),
+      data: operationalDataSchemas[kind],
+    })
+    .meta({ id: `${OPERATIONAL_ENVELOPE_NAMES[kind]}Envelope` });
+
+/** The envelope of each operational kind, e.g. `DestinationFailedEnvelope`. */
+export const operationalEnvelopeSchemas = Object.fromEntries(
+  OPERATIONAL_EVENT_TYPES.map((kind) => [kind, operationalEnvelopeOf(kind)]),
+) as Record<OperationalEventType, ReturnType<typeof operationalEnvelopeOf>>;
+
 /** The test event's envelope (docs/api.md, "Test events"): sent once when a webhook is created. */
 export const testEnvelopeSchema = z
   .strictObject({
@@ -76,11 +149,13 @@ export const testEnvelopeSchema = z
   })
   .meta({ id: "TestEventEnvelope" });
 
+type AnyEnvelope = ReturnType<typeof envelopeOf> | ReturnType<typeof operationalEnvelopeOf>;
+
 export const envelopeSchema = z
-  .discriminatedUnion(
-    "event",
-    EVENT_TYPES.map((kind) => envelopeSchemas[kind]) as unknown as [ReturnType<typeof envelopeOf>, ...ReturnType<typeof envelopeOf>[]],
-  )
+  .discriminatedUnion("event", [
+    ...EVENT_TYPES.map((kind) => envelopeSchemas[kind]),
+    ...OPERATIONAL_EVENT_TYPES.map((kind) => operationalEnvelopeSchemas[kind]),
+  ] as unknown as [AnyEnvelope, ...AnyEnvelope[]])
   .meta({
     id: "Envelope",
     description: "the envelope whose compact JSON serialization (keys in this order) is the exact body signed and sent",

@@ -5,7 +5,6 @@ import { invalidInput, isAppError } from "../../errors.js";
 import { paginationShape } from "../../http/pagination.js";
 import { parseOrThrow } from "../../http/validate.js";
 import { resourceId } from "../../routes/webhooks.js";
-import { EVENT_TYPES } from "@mailhooks/events";
 import {
   latestTestDelivery,
   requestTestDelivery,
@@ -34,7 +33,7 @@ import { dashboardPrincipal } from "../session.js";
 /**
  * Settings > Webhooks (spec: "enter the URL, select events, save"; docs/api.md, "Webhooks" and
  * 4a): the list with each webhook's health, "Add webhook", and a webhook's page (edit,
- * enable/disable, delete, send a test event of a chosen kind; its secret: webhook-secret.ts).
+ * enable, pause, resume and disable, delete, send a test event of a chosen kind; its secret: webhook-secret.ts).
  * Each handler parses, calls the service the JSON routes call, and renders. Header values are
  * write-only here too: typed once, then shown as `***`, never rendered back (not even after a
  * refused form).
@@ -177,6 +176,8 @@ export function webhookPages(deps: ApiDeps): Router {
       saved: "Saved.",
       enabled: "The webhook is enabled: new events are delivered to it.",
       disabled: "The webhook is disabled: it gets no new deliveries until you enable it.",
+      paused: "The webhook is paused: nothing is sent to its URL until you resume it; what arrives meanwhile waits and is not lost.",
+      resumed: "The webhook is resumed: what waited is being sent, oldest first.",
       tested: "A test event is on its way; its outcome shows below.",
     };
     render(
@@ -189,7 +190,6 @@ export function webhookPages(deps: ApiDeps): Router {
         health: health.get(id)!,
         testDelivery,
         waitingWork,
-        eventTypes: EVENT_TYPES,
         values: valuesOf(webhook),
         errors: {},
         newHeaderRows: NEW_HEADER_ROWS,
@@ -229,11 +229,14 @@ export function webhookPages(deps: ApiDeps): Router {
     res.redirect(303, `/dashboard/webhooks/${encodeURIComponent(idOf(req))}?done=saved`);
   });
 
+  /** Enable, Pause, Resume (enabled again) and Disable: PATCH's `status` (docs/api.md, "Webhooks"). */
   router.post("/webhooks/:id/status", async (req, res) => {
     const status = parseOrThrow(updateWebhookSchema.shape.status, field(req.body, "status") || undefined, "status");
-    if (!status) throw invalidInput([{ path: "status", message: "must be enabled or disabled" }]);
+    if (!status) throw invalidInput([{ path: "status", message: "must be enabled, paused or disabled" }]);
+    const before = await getWebhook(deps, accountOf(req), idOf(req));
     await updateWebhook(deps, accountOf(req), idOf(req), { status });
-    res.redirect(303, `/dashboard/webhooks/${encodeURIComponent(idOf(req))}?done=${status}`);
+    const done = status === "enabled" && before.status === "paused" ? "resumed" : status;
+    res.redirect(303, `/dashboard/webhooks/${encodeURIComponent(idOf(req))}?done=${done}`);
   });
 
   router.post("/webhooks/:id/test", async (req, res) => {
