@@ -359,7 +359,8 @@ export async function neighbours(b: Bench, sizes: NeighbourSizes): Promise<Neigh
     await redis.server.destroy();
     hanging.close();
     // Work left waiting would outlive the run in a database that is kept (--grown).
-    for (const table of ["work_items", "webhook_queues", "dispatchers"]) await db.query(`DELETE FROM ${table} WHERE queue_prefix = $1`, [queuePrefix]);
+    for (const table of ["work_items", "webhook_queues", "dispatchers"])
+      await db.query(`DELETE FROM ${table} WHERE queue_prefix = $1`, [queuePrefix]);
     await db.end();
     log(`neighbours: hanging webhooks disabled, the phase's processes stopped (${Date.now() - cleanupStart} ms)`);
   }

@@ -110,7 +110,9 @@ describe("work whose job Redis lost", () => {
     expect((await stack.api("GET", `/v1/audit-log?event_id=${eventId}`)).body.data).toHaveLength(1);
     // Every unit of work ended with its row: nothing is left to claim, so nothing more can come.
     expect((await stack.pool.query("SELECT count(*)::int AS n FROM work_items WHERE queue_prefix = $1", [stack.prefix])).rows[0].n).toBe(0);
-    await expect(hr.receiver.waitFor((all) => all.filter((a) => a.path === "/lost").length > 3, 3 * VISIBILITY_MS)).rejects.toThrow(TIMED_OUT);
+    await expect(hr.receiver.waitFor((all) => all.filter((a) => a.path === "/lost").length > 3, 3 * VISIBILITY_MS)).rejects.toThrow(
+      TIMED_OUT,
+    );
     expect(dispatcher.running()).toBe(true);
     await stopDispatcher();
   });

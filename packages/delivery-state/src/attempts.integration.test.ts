@@ -33,7 +33,7 @@ import type { LeasedWork } from "./work-queue.js";
  * The owner of delivery state on its own, against the test database (`npm test` migrates it):
  * jobs that run twice write once, a job whose lease is not its work's current, live one loads
  * nothing, the work queue row follows each attempt in the statement that records it, the failing
- * streak counts rows written, cancellations, and the status rules of CONTRACT.md section 5. Every
+ * streak counts rows written, cancellations, and the status rules of docs/api.md, "Statuses". Every
  * test makes its own account; the work this file accepts carries a queue prefix of its own, so no
  * relay of another test claims it, and its rows are removed at the end. `lease` stands for the
  * claim (claimWork, whose decision is tested on its own): it leases one unit of work as a claim does.
@@ -482,7 +482,7 @@ describe("test deliveries", () => {
   });
 });
 
-describe("status rules (CONTRACT.md section 5)", () => {
+describe('status rules (docs/api.md, "Statuses")', () => {
   /** An account with `n` webhooks and one event to all of them: the event id and its destination targets. */
   async function fanOut(n: number) {
     const accountId = await newAccount();
@@ -594,7 +594,7 @@ describe("status rules (CONTRACT.md section 5)", () => {
   });
 });
 
-describe("work that cannot be carried out ends with a row that says why (CONTRACT.md section 8)", () => {
+describe('work that cannot be carried out ends with a row that says why (docs/api.md, "Deliveries log")', () => {
   test("failWithoutAttempt: a destination gets an internal_error row at its next attempt number, a replay its row and audit entry, a test delivery its row; once", async () => {
     const { accountId, hook, eventId, destinationId, target } = await oneDestination();
     await record(target, 0, FAILED, "retry");

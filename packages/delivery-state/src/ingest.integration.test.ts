@@ -6,7 +6,7 @@ import { acceptEvents, createEventAcceptor, type EventInput } from "./ingest.js"
 
 /**
  * Accepting events against the test database: one clock (PostgreSQL's) for every time ingest
- * writes, and the scope of a webhook (`inbox_ids`, CONTRACT.md section 4). Each test makes its
+ * writes, and the scope of a webhook (`inbox_ids`, docs/api.md, "Webhooks"). Each test makes its
  * own account; the work queue rows carry a queue prefix of this file's own and are removed at the end.
  */
 const pool: pg.Pool = createPool(process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/webhooks_test", 4);

@@ -40,7 +40,13 @@ describe("webhooks' state", () => {
     expect(made.webhook).toMatchObject({ rate_limit: 7, inbox_ids: ["in_1"], headers: "stored-headers" });
     const kept = await changeWebhook(pool, accountId, made.webhook.id, { url: "https://receiver.example/h2" }, "test-webhooks");
     expect(kept).toMatchObject({ rate_limit: 7, inbox_ids: ["in_1"], headers: "stored-headers" });
-    const cleared = await changeWebhook(pool, accountId, made.webhook.id, { rateLimit: null, inboxIds: null, headers: null }, "test-webhooks");
+    const cleared = await changeWebhook(
+      pool,
+      accountId,
+      made.webhook.id,
+      { rateLimit: null, inboxIds: null, headers: null },
+      "test-webhooks",
+    );
     expect(cleared).toMatchObject({ rate_limit: null, inbox_ids: null, headers: null });
   });
 

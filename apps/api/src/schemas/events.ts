@@ -81,7 +81,10 @@ export const envelopeSchemas = Object.fromEntries(EVENT_TYPES.map((kind) => [kin
  */
 const aboutWebhook = {
   webhookId: webhookId.meta({ description: "the webhook it is about (never the one receiving it)" }),
-  url: z.string().meta({ description: "that webhook's URL", example: "https://receiver.example.com/hooks" }),
+  url: z
+    .string()
+    .nullable()
+    .meta({ description: "that webhook's URL; null for a listen webhook", example: "https://receiver.example.com/hooks" }),
 };
 const lastFailure = {
   lastStatus: z.number().int().nullable().meta({ description: "the last failed attempt's HTTP status; null when no answer came" }),
@@ -106,9 +109,10 @@ export const operationalDataSchemas = {
   }),
   "webhook.disabled": z.strictObject({
     ...aboutWebhook,
-    reason: z
-      .enum(["manual", "failing"])
-      .meta({ description: "`manual`: by a person (PATCH, the dashboard); `failing`: by auto-disable (its `disabled_reason`)" }),
+    reason: z.enum(["manual", "failing", "idle"]).meta({
+      description:
+        "`manual`: by a person (PATCH, the dashboard); `failing`: by auto-disable; `idle`: a listen webhook not pulled for LISTEN_IDLE_HOURS (its `disabled_reason`)",
+    }),
   }),
   "destination.failed": z.strictObject({
     eventId: eventId.meta({ description: "the email event that was not delivered" }),
