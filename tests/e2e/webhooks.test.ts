@@ -166,7 +166,7 @@ describe("webhooks", () => {
     const unknownEvent = await patch({ events: ["message.sent", "message.exploded"] });
     expectValidation(unknownEvent);
     expect(unknownEvent.body.error.details.some((d: { path: string }) => d.path.startsWith("events"))).toBe(true);
-    expectValidation(await patch({ status: "paused" }), "status");
+    expectValidation(await patch({ status: "frozen" }), "status");
     expectValidation(await patch({ status: null }), "status");
     expectValidation(await patch({ secret: "whsec_mine" }));
     expectValidation(await patch({ url: hook.url, colour: "blue" }));

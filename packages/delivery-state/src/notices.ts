@@ -74,8 +74,9 @@ interface NoticeRow {
  * each becomes an event of its account (id: the notice's; `inbox_id` null) with its envelope, one
  * destination (and its unit of work) per enabled or paused webhook of the account subscribed to
  * its kind, other than the webhook it is about (`inbox_ids` does not filter them), and the notice
- * is deleted. Notices another transaction holds are left to it (SKIP LOCKED). Returns the events
- * made, by kind, and whether notices may be left.
+ * is deleted. A notice no webhook subscribes to makes no event: an account that does not use
+ * operational events never sees them among its events. Notices another transaction holds are
+ * left to it (SKIP LOCKED). Returns the events made, by kind, and whether notices may be left.
  */
 export async function publishNotices(
   pool: pg.Pool,
@@ -89,19 +90,19 @@ export async function publishNotices(
            ORDER BY occurred_at, id LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
     );
     const made: Partial<Record<OperationalEventType, number>> = {};
-    for (const notice of rows) {
-      await makeEvent(client, queuePrefix, notice);
-      made[notice.kind] = (made[notice.kind] ?? 0) + 1;
-    }
+    for (const notice of rows) if (await makeEvent(client, queuePrefix, notice)) made[notice.kind] = (made[notice.kind] ?? 0) + 1;
     if (rows.length > 0) await run(client, sql`DELETE FROM notices WHERE id = ANY(${rows.map((r) => r.id)}::text[])`);
     return { made, more: rows.length === limit };
   });
 }
 
-/** One notice's event, its payload, its destinations and their units of work (a repeat is a no-op: the event id exists). */
-async function makeEvent(client: Queryable, queuePrefix: string, notice: NoticeRow): Promise<void> {
+/**
+ * One notice's event, its payload, its destinations and their units of work; none without a
+ * subscriber, nor for a repeat (the event id exists). Whether the event was made.
+ */
+async function makeEvent(client: Queryable, queuePrefix: string, notice: NoticeRow): Promise<boolean> {
   const payload = buildOperationalEnvelope(notice.kind, notice.occurred_at, notice.data);
-  await run(
+  const { rows } = await run<{ made: number }>(
     client,
     sql`WITH subscribers AS (
           SELECT w.id AS webhook_id FROM webhooks w
@@ -111,7 +112,7 @@ async function makeEvent(client: Queryable, queuePrefix: string, notice: NoticeR
           INSERT INTO events (id, account_id, event_type, inbox_id, message_id, thread_id, status, pending_destinations, occurred_at, created_at)
           SELECT ${notice.id}, ${notice.account_id}, ${notice.kind}, NULL, '', '',
                  ${eventStatusSql({ pending: sql`n`, failed: sql`0` })}, n, ${notice.occurred_at}, now()
-            FROM (SELECT count(*)::int AS n FROM subscribers) c
+            FROM (SELECT count(*)::int AS n FROM subscribers) c WHERE n > 0
           ON CONFLICT (id) DO NOTHING
           RETURNING id, created_at
         ), body AS (
@@ -122,8 +123,9 @@ async function makeEvent(client: Queryable, queuePrefix: string, notice: NoticeR
             FROM subscribers s, ev
           RETURNING id, webhook_id, account_id
         ), ${enqueueCte(queuePrefix, sql`SELECT ${JOB_NAMES.delivery}::text, id, webhook_id, account_id, false FROM dst`)}
-        SELECT count(*) FROM queued`,
+        SELECT (SELECT count(*) FROM ev)::int AS made, (SELECT count(*) FROM queued) AS queued`,
   );
+  return rows[0]?.made === 1;
 }
 
 /** Notices waiting to be made into events, for the metrics. */
