@@ -43,7 +43,7 @@ test("`keys dashboard-link` with the API's PORT prints a link on that port, whic
   const port = new URL(stack.baseUrl).port;
   const run = await runCli("keys", ["dashboard-link", "--account", name], env({ PORT: port }));
   expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: "" });
-  expect(run.stdout).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${port}/dashboard/sign-in/[A-Za-z0-9_-]{43}\\n$`));
+  expect(run.stdout).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${port}/dashboard/sign-in/[0-9a-f]{12}[A-Za-z0-9_-]{43}\\n$`));
   const page = await fetch(run.stdout.trim());
   expect(page.status).toBe(200);
   const signedIn = await fetch(run.stdout.trim(), { method: "POST", redirect: "manual" });
@@ -63,7 +63,7 @@ test("`keys dashboard-link` where no API answers on PORT prints no link, says wh
 
   const given = await runCli("keys", ["dashboard-link", "--account", name, "--base-url", "https://hooks.example.com"], env({}));
   expect({ code: given.code, stderr: given.stderr }).toEqual({ code: 0, stderr: "" });
-  expect(given.stdout).toMatch(/^https:\/\/hooks\.example\.com\/dashboard\/sign-in\/[A-Za-z0-9_-]{43}\n$/);
+  expect(given.stdout).toMatch(/^https:\/\/hooks\.example\.com\/dashboard\/sign-in\/[0-9a-f]{12}[A-Za-z0-9_-]{43}\n$/);
   const bad = await runCli("keys", ["dashboard-link", "--account", name, "--base-url", "hooks.example.com"], env({}));
   expect(bad.code).toBe(2);
   expect(bad.stderr).toContain("must be an absolute URL");

@@ -94,7 +94,7 @@ test("the README's quick start runs as written: a webhook, a test request and an
     ].sort(),
   );
   // And a sign-in link to the API on PORT; then `kill %1 %2` stopped the service.
-  expect(output).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${port}/dashboard/sign-in/[A-Za-z0-9_-]{43}$`, "m"));
+  expect(output).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${port}/dashboard/sign-in/[0-9a-f]{12}[A-Za-z0-9_-]{43}$`, "m"));
   await waitUntil(
     () =>
       fetch(`http://127.0.0.1:${port}/healthz`).then(
