@@ -37,6 +37,7 @@ export const ALONE_FILES = [
   "tests/e2e/delivery-core.test.ts",
   "tests/e2e/fairness.test.ts",
   "tests/e2e/hostile-input.test.ts",
+  "tests/e2e/listen-wait.test.ts",
   "tests/e2e/malformed-clients.test.ts",
   "tests/e2e/rate-limit.test.ts",
   "tests/e2e/replay.test.ts",
