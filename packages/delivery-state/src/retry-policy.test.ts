@@ -1,4 +1,4 @@
-import { attemptBudget, decideAfterAttempt, lastAttempt, type AttemptOutcome } from "./retry-policy.js";
+import { decideAfterAttempt, type AttemptOutcome } from "./retry-policy.js";
 
 describe("decideAfterAttempt", () => {
   const spec = [10_000, 60_000, 300_000];
@@ -36,14 +36,5 @@ describe("decideAfterAttempt", () => {
     expect(delayAfter(spec, 0, "succeeded")).toBe("delivered");
     expect(delayAfter(spec, 3, "succeeded")).toBe("delivered");
     expect(delayAfter(spec, 0, "unretryable")).toBe("failed");
-  });
-});
-
-describe("attemptBudget", () => {
-  it("gives the initial attempt and every retry, fewer for work resumed later, and one past the last retry", () => {
-    expect([0, 1, 3, 4, 7].map((first) => attemptBudget([10, 60, 300], first))).toEqual([4, 3, 1, 1, 1]);
-    expect(attemptBudget([], 0)).toBe(1);
-    expect(lastAttempt([10, 60, 300])).toBe(3);
-    expect(lastAttempt([])).toBe(0);
   });
 });

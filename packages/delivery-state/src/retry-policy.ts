@@ -1,8 +1,7 @@
 /**
  * The retry policy (spec "Limits"; docs/api.md, "Retries"): what follows an
  * attempt of a destination is decided here, once, and every other place asks: the dispatcher's
- * attempt and backoff, the relay's attempt budget, the sweeper's resumption and the dashboard's
- * next retry. One counting convention, the deliveries log's: attempt 0 is the initial attempt,
+ * attempt, a listen webhook's answered pull (listen.ts) and the dashboard's next retry. One counting convention, the deliveries log's: attempt 0 is the initial attempt,
  * attempt n is retry n, and the retry after a failed attempt n waits `retryDelaysMs[n]` ms
  * (DELIVERY_RETRY_DELAYS_MS), counted from that attempt's end.
  */
@@ -42,26 +41,4 @@ export function decideAfterAttempt(
   const delayMs = outcome === "failed" ? retryDelaysMs[attempt] : undefined;
   if (delayMs === undefined) return { next: "failed" };
   return { next: "retry", attempt: attempt + 1, delayMs, at: new Date(endedAt.getTime() + delayMs) };
-}
-
-/**
- * How many attempts work that starts at attempt `firstAttempt` may make on the schedule, every
- * one failing (1 at least: one past the last retry still runs and ends the work): BullMQ's
- * `attempts` of a delivery job.
- */
-export function attemptBudget(retryDelaysMs: readonly number[], firstAttempt: number): number {
-  let attempts = 1;
-  for (let attempt = firstAttempt; decideAfterAttempt(retryDelaysMs, attempt, "failed", new Date(0)).next === "retry"; attempt++)
-    attempts++;
-  return attempts;
-}
-
-/** `attemptBudget` over one schedule: what the relay's DeliveryQueue is given. */
-export function attemptBudgetOf(retryDelaysMs: readonly number[]): (firstAttempt: number) => number {
-  return (firstAttempt) => attemptBudget(retryDelaysMs, firstAttempt);
-}
-
-/** The number of the last attempt the schedule allows (the last retry's; 0 with no retry). */
-export function lastAttempt(retryDelaysMs: readonly number[]): number {
-  return attemptBudget(retryDelaysMs, 0) - 1;
 }
