@@ -9,8 +9,6 @@ import { dropEndedWork, loadDestinations, recordDestinationAttempts } from "./de
 import { loadReplay, recordReplayAttempt } from "./replay-attempts.js";
 import { loadTestDelivery, recordTestAttempt, testDeliveryRowId } from "./test-attempts.js";
 import { decideAfterAttempt } from "./retry-policy.js";
-import { cancelPendingOfWebhook } from "./status.js";
-import { disabledNotice } from "./notices.js";
 import { WORK_CHANNEL } from "./work-queue.js";
 
 /**
@@ -279,40 +277,4 @@ async function deliveryRowExists(db: Queryable, input: { accountId: string; webh
     sql`SELECT 1 FROM deliveries WHERE id = ${input.pullId} AND webhook_id = ${input.webhookId} AND account_id = ${input.accountId}`,
   );
   return rows.length > 0;
-}
-
-/**
- * LISTEN_IDLE_HOURS (docs/develop-locally.md): disables, with `disabled_reason: "idle"`, the
- * listen webhooks neither pulled nor changed for `idleMs`, cancels what waited for them (their
- * pending destinations; their replays and tests are ended when claimed) and writes a
- * `webhook.disabled` notice for each, at most `batch` webhooks per call, each in a transaction
- * of its own.
- * @returns how many were disabled
- */
-export async function disableIdleListenWebhooks(pool: pg.Pool, idleMs: number, queuePrefix: string, batch = 100): Promise<number> {
-  const { rows } = await run<{ id: string }>(
-    pool,
-    sql`SELECT id FROM webhooks
-         WHERE mode = 'listen' AND status <> 'disabled'
-           AND (last_pulled_at IS NULL OR last_pulled_at < now() - make_interval(secs => ${idleMs / 1000}))
-           AND greatest(coalesce(last_pulled_at, created_at), updated_at) < now() - make_interval(secs => ${idleMs / 1000})
-         ORDER BY last_pulled_at NULLS FIRST LIMIT ${batch}`,
-  );
-  let disabled = 0;
-  for (const { id } of rows) {
-    const done = await inTransaction(pool, async (client) => {
-      const { rowCount } = await run(
-        client,
-        sql`UPDATE webhooks SET status = 'disabled', disabled_reason = 'idle', paused_at = NULL, updated_at = now()
-             WHERE id = ${id} AND mode = 'listen' AND status <> 'disabled'
-               AND greatest(coalesce(last_pulled_at, created_at), updated_at) < now() - make_interval(secs => ${idleMs / 1000})`,
-      );
-      if (!rowCount) return false;
-      await run(client, cancelPendingOfWebhook(id));
-      await run(client, disabledNotice(id, queuePrefix, "idle"));
-      return true;
-    });
-    if (done) disabled++;
-  }
-  return disabled;
 }

@@ -170,6 +170,42 @@ export async function autoDisableWebhook(pool: pg.Pool, webhookId: string, queue
 }
 
 /**
+ * LISTEN_IDLE_HOURS (docs/develop-locally.md): disables, with `disabled_reason: "idle"`, the
+ * listen webhooks neither pulled nor changed for `idleMs`, cancels what waited for them (their
+ * pending destinations; their replays and tests are ended when claimed) and writes a
+ * `webhook.disabled` notice for each, at most `batch` webhooks per call, each in a transaction
+ * of its own.
+ * @returns how many were disabled
+ */
+export async function disableIdleListenWebhooks(pool: pg.Pool, idleMs: number, queuePrefix: string, batch = 100): Promise<number> {
+  const { rows } = await run<{ id: string }>(
+    pool,
+    sql`SELECT id FROM webhooks
+         WHERE mode = 'listen' AND status <> 'disabled'
+           AND (last_pulled_at IS NULL OR last_pulled_at < now() - make_interval(secs => ${idleMs / 1000}))
+           AND greatest(coalesce(last_pulled_at, created_at), updated_at) < now() - make_interval(secs => ${idleMs / 1000})
+         ORDER BY last_pulled_at NULLS FIRST LIMIT ${batch}`,
+  );
+  let disabled = 0;
+  for (const { id } of rows) {
+    const done = await inTransaction(pool, async (client) => {
+      const { rowCount } = await run(
+        client,
+        sql`UPDATE webhooks SET status = 'disabled', disabled_reason = 'idle', paused_at = NULL, updated_at = now()
+             WHERE id = ${id} AND mode = 'listen' AND status <> 'disabled'
+               AND greatest(coalesce(last_pulled_at, created_at), updated_at) < now() - make_interval(secs => ${idleMs / 1000})`,
+      );
+      if (!rowCount) return false;
+      await run(client, cancelPendingOfWebhook(id));
+      await run(client, disabledNotice(id, queuePrefix, "idle"));
+      return true;
+    });
+    if (done) disabled++;
+  }
+  return disabled;
+}
+
+/**
  * Rewrites every stored secret that `reencrypt` changes (the command that moves all secrets to
  * the first key of SECRET_ENCRYPTION_KEYS): the secret, the previous secret and the encrypted
  * extra headers, `batchSize` webhooks at a time; each row is only written if it was not changed
