@@ -139,4 +139,36 @@ describe("graceful shutdown", () => {
     // The event it accepted while stopping is stored.
     expect((await acct.api("GET", `/v1/events/${answer.body.event_id}`)).status).toBe(200);
   });
+
+  test("SIGTERM answers a waiting pull of a listen webhook at once (empty), then exits 0", async () => {
+    const acct = await stack.newAccount();
+    const port = await freePort();
+    const api = startApiProcess("api-pull", { PORT: String(port), QUEUE_PREFIX: stack.prefix, LOG_LEVEL: "info" });
+    await waitForOutput(api, "api listening", 30_000);
+    const call = (method: string, path: string, body?: unknown) =>
+      fetch(`http://127.0.0.1:${port}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${acct.apiKey}`, "content-type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    const hook = await (await call("POST", "/v1/webhooks", { url: null, mode: "listen", events: ["message.sent"] })).json();
+    const [test] = (await (await call("GET", `/v1/webhooks/${hook.id}/pending`)).json()).data;
+    expect((await call("POST", `/v1/webhooks/${hook.id}/pending/${test.delivery_id}`, { status: 200, duration_ms: 1 })).status).toBe(200);
+    const before = (await stack.pool.query("SELECT last_pulled_at FROM webhooks WHERE id = $1", [hook.id])).rows[0].last_pulled_at;
+
+    const pulling = call("GET", `/v1/webhooks/${hook.id}/pending?wait=30`);
+    // It waits once this pull was stamped.
+    await waitUntil(
+      async () => (await stack.pool.query("SELECT last_pulled_at FROM webhooks WHERE id = $1", [hook.id])).rows[0].last_pulled_at,
+      (at) => at.getTime() !== before.getTime(),
+    );
+    const signalledAt = Date.now();
+    api.child.kill("SIGTERM");
+    const answer = await pulling;
+    expect(answer.status).toBe(200);
+    expect((await answer.json()).data).toEqual([]);
+    const exit = await waitForExit(api, 15_000);
+    expect({ code: exit.code, signal: exit.signal }).toEqual({ code: 0, signal: null });
+    expect(exit.at - signalledAt).toBeLessThan(3_000);
+  });
 });

@@ -30,8 +30,11 @@ export interface WaitingPlace {
 export interface PullWaiters {
   /** A place for one waiting pull of `accountId`, or null when the account (or the process) holds all it may. */
   enter(accountId: string): WaitingPlace | null;
-  /** Resolves when work of `webhookId` is notified, after `ms`, when `signal` aborts, or at close. */
-  wait(webhookId: string, ms: number, signal: AbortSignal): Promise<void>;
+  /**
+   * Resolves when work of `webhookId` is notified, after `ms`, or when `signal` aborts: true; at
+   * close (the process stops), false: the pull answers with what it has.
+   */
+  wait(webhookId: string, ms: number, signal: AbortSignal): Promise<boolean>;
   /** Wakes every waiting pull and stops listening. */
   close(): Promise<void>;
 }
@@ -77,15 +80,16 @@ export function createPullWaiters(options: { databaseUrl?: string } = {}): PullW
       };
     },
     wait(webhookId, ms, signal) {
-      if (closed || signal.aborted) return Promise.resolve();
-      return new Promise<void>((resolve) => {
+      if (closed) return Promise.resolve(false);
+      if (signal.aborted) return Promise.resolve(true);
+      return new Promise<boolean>((resolve) => {
         const done = () => {
           clearTimeout(timer);
           signal.removeEventListener("abort", done);
           const set = waiting.get(webhookId);
           set?.delete(done);
           if (set?.size === 0) waiting.delete(webhookId);
-          resolve();
+          resolve(!closed);
         };
         const timer = setTimeout(done, ms);
         signal.addEventListener("abort", done);

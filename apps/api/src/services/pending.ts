@@ -107,7 +107,7 @@ export async function pullPending(
       const left = deadline - Date.now();
       if (pulled.items.length > 0 || left <= 0 || signal.aborted) return { data: pulled.items.map((item) => pendingView(deps, item)) };
       // At least a few ms: work found due but locked by a concurrent pull is leased by it at its commit.
-      await deps.pulls.wait(webhookId, Math.min(left, Math.max(pulled.nextInMs ?? left, 20)), signal);
+      if (!(await deps.pulls.wait(webhookId, Math.min(left, Math.max(pulled.nextInMs ?? left, 20)), signal))) return { data: [] };
     }
   } finally {
     place?.release();
