@@ -11,6 +11,7 @@ const json = (status: number, body: unknown, headers: Record<string, string> = {
 const webhook = {
   id: "wh_019a2b3c4d5e7f00a1b2c3d4e5f60718",
   url: "https://example.com/h",
+  mode: "push",
   events: ["message.sent"],
   status: "enabled",
   disabled_reason: null,
@@ -19,6 +20,7 @@ const webhook = {
   inbox_ids: null,
   headers: {},
   signature_scheme: "service",
+  last_pulled_at: null,
   created_at: "2026-11-22T10:00:00.000Z",
   updated_at: "2026-11-22T10:00:00.000Z",
 };
