@@ -151,8 +151,10 @@ describe("graceful shutdown", () => {
         headers: { authorization: `Bearer ${acct.apiKey}`, "content-type": "application/json" },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
-    const hook = await (await call("POST", "/v1/webhooks", { url: null, mode: "listen", events: ["message.sent"] })).json();
-    const [test] = (await (await call("GET", `/v1/webhooks/${hook.id}/pending`)).json()).data;
+    const hook = (await (await call("POST", "/v1/webhooks", { url: null, mode: "listen", events: ["message.sent"] })).json()) as {
+      id: string;
+    };
+    const [test] = ((await (await call("GET", `/v1/webhooks/${hook.id}/pending`)).json()) as { data: { delivery_id: string }[] }).data;
     expect((await call("POST", `/v1/webhooks/${hook.id}/pending/${test.delivery_id}`, { status: 200, duration_ms: 1 })).status).toBe(200);
     const before = (await stack.pool.query("SELECT last_pulled_at FROM webhooks WHERE id = $1", [hook.id])).rows[0].last_pulled_at;
 
@@ -166,7 +168,7 @@ describe("graceful shutdown", () => {
     api.child.kill("SIGTERM");
     const answer = await pulling;
     expect(answer.status).toBe(200);
-    expect((await answer.json()).data).toEqual([]);
+    expect(((await answer.json()) as { data: unknown[] }).data).toEqual([]);
     const exit = await waitForExit(api, 15_000);
     expect({ code: exit.code, signal: exit.signal }).toEqual({ code: 0, signal: null });
     expect(exit.at - signalledAt).toBeLessThan(3_000);
