@@ -157,6 +157,19 @@ describe("operational events with two dispatchers, one killed mid-streak", () =>
     });
     const hook = await createHook(stack, hr, "/streak", ["message.clicked"]);
     await createHook(stack, hr, "/streak-observer", OPERATIONAL);
+    // The creation's test event is answered 200: recorded after the first failures, it would end
+    // their streak, and fewer than the 20 failed events auto-disable needs would be left.
+    await waitUntil(
+      async () =>
+        (
+          await stack.pool.query<{ n: number }>(
+            "SELECT count(*)::int AS n FROM deliveries WHERE webhook_id = $1 AND response_status = 200",
+            [hook.id],
+          )
+        ).rows[0].n,
+      (n) => n === 1,
+      30_000,
+    );
     for (let i = 0; i < 12; i++)
       await stack.api("POST", "/v1/events", { event_type: "message.clicked", data: sampleData("message.clicked") });
     await waitUntil(

@@ -215,9 +215,12 @@ describe("Standard Webhooks (signature_scheme: standard)", () => {
     expect(failing.status).toBe(201);
     const observed = (kind: string) => at(observerPath).filter((a) => a.event === kind && a.status === 200);
     const waitForObserved = (kind: string, count: number) =>
+      // Each waits on up to four attempts 200 ms apart and a notice's event: a minute leaves room
+      // for a machine busy with the rest of the suite.
       waitUntil(
         async () => observed(kind),
         (list) => list.length >= count,
+        60_000,
       );
 
     // Two events fail for good (four attempts each): a destination.failed each, and webhook.failing
