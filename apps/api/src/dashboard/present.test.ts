@@ -1,4 +1,4 @@
-import { present } from "./present.js";
+import { present, webhookName } from "./present.js";
 import { asList, asUtc, byField } from "./forms.js";
 
 /** The dashboard's presentation helpers: times in UTC ISO 8601 with a relative hint, outcomes in words, form shapes. */
@@ -32,6 +32,16 @@ describe("dashboard presentation", () => {
       "https://<wbr>hooks.<wbr>example.<wbr>com/<wbr>a-<wbr>b?<wbr>x=<wbr>1&amp;<wbr>y=<wbr>&lt;2&gt;",
     );
     expect(h.breakable(`"'`)).toBe("&quot;&#39;");
+  });
+
+  test("a null URL (a listen webhook's) is named, never shown as null", () => {
+    expect(h.destination(null)).toBe('<span class="muted">(pulled by listen)</span>');
+    expect(h.destination("https://a.example/x?y=<1>")).toBe(h.breakable("https://a.example/x?y=<1>"));
+    expect(h.webhookName({ id: "wh_019a2b3c4d5e7f00a1b2c3d4e5f60718", url: null })).toBe("listen webhook wh_019a2b…0718");
+    expect(h.webhookName({ id: "wh_019a2b3c4d5e7f00a1b2c3d4e5f60718", url: "https://a.example/" })).toBe("https://a.example/");
+    expect(webhookName({ id: "wh_019a2b3c4d5e7f00a1b2c3d4e5f60718", url: null })).toBe(
+      "listen webhook wh_019a2b3c4d5e7f00a1b2c3d4e5f60718",
+    );
   });
 
   test("outcomes and errors in words", () => {

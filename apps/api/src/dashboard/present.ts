@@ -56,7 +56,27 @@ export const EVENT_KIND_GROUPS: readonly { id: string; label: string; kinds: rea
   { id: "operational", label: "Operational events", kinds: OPERATIONAL_EVENT_TYPES },
 ];
 
+/**
+ * What a log shows where an attempt's or a replay's URL is null: it was pulled by a listen
+ * webhook's developer (`npm run listen`, docs/develop-locally.md), not sent to a URL.
+ */
+export const PULLED_BY_LISTEN = "(pulled by listen)";
+
+/** A webhook as a title, a heading or a menu names it: its URL; a listen webhook (no URL) by its mode and id. */
+export function webhookName(webhook: { id: string; url: string | null }, short = (id: string) => id): string {
+  return webhook.url ?? `listen webhook ${short(webhook.id)}`;
+}
+
 export function present(now: Date) {
+  const shortId = (id: string) => {
+    const match = SERVICE_ID.exec(id);
+    return match ? `${match[1]}${match[2].slice(0, 6)}…${match[2].slice(-4)}` : id;
+  };
+  const breakable = (text: string) =>
+    text
+      .split(BREAK_AFTER)
+      .map((part, i) => (i % 2 === 1 ? `${escapeHtml(part)}<wbr>` : escapeHtml(part)))
+      .join("");
   return {
     eventKindGroups: EVENT_KIND_GROUPS,
     time(value: string | Date | null | undefined): ShownTime | null {
@@ -89,20 +109,23 @@ export function present(now: Date) {
      * the last 4 hex digits); any other text as it is. The full id goes in a `title` and a copy
      * button beside it (views/partials/ident.eta).
      */
-    shortId(id: string): string {
-      const match = SERVICE_ID.exec(id);
-      return match ? `${match[1]}${match[2].slice(0, 6)}…${match[2].slice(-4)}` : id;
-    },
+    shortId,
     /**
      * A URL or an address as escaped HTML that may break onto the next line only after `/`, `.`,
      * `?`, `&`, `=`, `#`, `@`, `_` or `-` (a `<wbr>` after each run of them), never inside a
      * word: for `<%~ %>` output, which is otherwise only used to include templates.
      */
-    breakable(text: string): string {
-      return text
-        .split(BREAK_AFTER)
-        .map((part, i) => (i % 2 === 1 ? `${escapeHtml(part)}<wbr>` : escapeHtml(part)))
-        .join("");
+    breakable,
+    /**
+     * Where an attempt or a replay went, as escaped HTML (`<%~ %>`): its URL, breakable; for null
+     * (pulled by a listen webhook), PULLED_BY_LISTEN.
+     */
+    destination(url: string | null): string {
+      return url === null ? `<span class="muted">${escapeHtml(PULLED_BY_LISTEN)}</span>` : breakable(url);
+    },
+    /** A webhook in a title, a heading or a menu (webhookName), a listen webhook's id shortened. */
+    webhookName(webhook: { id: string; url: string | null }): string {
+      return webhookName(webhook, shortId);
     },
     /** A query string of the non-empty entries of `params`. */
     query(params: Record<string, string | undefined | null>): string {

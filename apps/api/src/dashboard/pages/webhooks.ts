@@ -26,6 +26,7 @@ import {
   type WebhookView,
 } from "../../services/webhooks.js";
 import { asLines, asList, asOptionalInteger, byField, field, filterQuery, formErrors, rawField } from "../forms.js";
+import { webhookName } from "../present.js";
 import { refusalInWords } from "../refusal-words.js";
 import { render } from "../render.js";
 import { dashboardPrincipal } from "../session.js";
@@ -97,7 +98,8 @@ function formInput(body: unknown) {
       signature_scheme: field(body, "signature_scheme"),
     } satisfies FormValues,
     input: {
-      url: rawField(body, "url"),
+      // A listen webhook's form has no URL field (it has no URL): an edit then leaves it out.
+      ...("url" in fields ? { url: rawField(body, "url") } : {}),
       events: asList(fields.events),
       ...("rate_limit" in fields ? { rate_limit: asOptionalInteger(field(body, "rate_limit")) } : {}),
       ...("inbox_ids" in fields ? { inbox_ids: asLines(field(body, "inbox_ids")) } : {}),
@@ -176,15 +178,21 @@ export function webhookPages(deps: ApiDeps): Router {
       saved: "Saved.",
       enabled: "The webhook is enabled: new events are delivered to it.",
       disabled: "The webhook is disabled: it gets no new deliveries until you enable it.",
-      paused: "The webhook is paused: nothing is sent to its URL until you resume it; what arrives meanwhile waits and is not lost.",
-      resumed: "The webhook is resumed: what waited is being sent, oldest first.",
+      paused:
+        webhook.mode === "listen"
+          ? "The webhook is paused: pulls get nothing until you resume it; what arrives meanwhile waits and is not lost."
+          : "The webhook is paused: nothing is sent to its URL until you resume it; what arrives meanwhile waits and is not lost.",
+      resumed:
+        webhook.mode === "listen"
+          ? "The webhook is resumed: what waited is handed out to pulls, oldest first."
+          : "The webhook is resumed: what waited is being sent, oldest first.",
       tested: "A test event is on its way; its outcome shows below.",
     };
     render(
       res,
       "webhooks/show",
       {
-        title: webhook.url,
+        title: webhookName(webhook),
         nav: "webhooks",
         webhook,
         health: health.get(id)!,
@@ -249,7 +257,8 @@ export function webhookPages(deps: ApiDeps): Router {
   /** The test event's outcome, polled by htmx while it is pending. */
   router.get("/webhooks/:id/test-event", async (req, res) => {
     const id = idOf(req);
-    render(res, "webhooks/test-event", { webhook: { id }, testDelivery: await latestTestDelivery(deps, accountOf(req), id) });
+    const [webhook, testDelivery] = await Promise.all([getWebhook(deps, accountOf(req), id), latestTestDelivery(deps, accountOf(req), id)]);
+    render(res, "webhooks/test-event", { webhook, testDelivery });
   });
 
   router.get("/webhooks/:id/delete", async (req, res) => {
