@@ -136,7 +136,7 @@ describe("docs/api.md, A typed client", () => {
    * Fails while the OpenAPI document gives `grace_seconds` (POST /v1/webhooks/{id}/secret/rotate)
    * a `default` that openapi-typescript turns into a required field: the generated
    * RotateSecretRequest then says `grace_seconds: number`, and a client cannot leave it out as the
-   * API allows (docs/api.md, "Webhooks": default 86400). The schema is in apps/api/src/services/webhooks.ts.
+   * API allows (docs/api.md, "Webhooks": default 86400). The schema is in apps/api/src/services/webhook-input.ts.
    */
   test("accepts a rotation with the default grace period (an empty body), as the API does", async () => {
     writeFileSync(

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
-import type { WebhookEnvelope, WebhookVerificationErrorCode } from "../src/core.js";
+import type { WebhookEnvelope } from "../src/core.js";
+import type { WebhookVerificationErrorCode } from "../src/verification-error.js";
 
 /**
  * The shape of test-vectors.json, and its loader for the tests. One vector is one request as a

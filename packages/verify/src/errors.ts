@@ -1,4 +1,4 @@
-import { isWebhookVerificationError, type WebhookVerificationErrorCode } from "./core.js";
+import { isWebhookVerificationError, type WebhookVerificationErrorCode } from "./verification-error.js";
 
 /**
  * The JSON the adapters answer with status 401, in the service's own error shape:

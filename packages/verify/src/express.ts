@@ -1,6 +1,6 @@
 import { verifyEvent } from "./index.js";
 import { unauthorizedBody } from "./errors.js";
-import type { SecretInput, VerifyOptions } from "./core.js";
+import type { SecretInput, VerifyOptions } from "./arguments.js";
 import type { WebhookEvent } from "./events.js";
 
 /**

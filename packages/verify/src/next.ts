@@ -1,6 +1,7 @@
 import { verifyEvent } from "./web.js";
 import { unauthorizedBody, unauthorizedResponse } from "./errors.js";
-import type { HeadersLike, SecretInput, VerifyOptions } from "./core.js";
+import type { SecretInput, VerifyOptions } from "./arguments.js";
+import type { HeadersLike } from "./headers.js";
 import type { WebhookEvent } from "./events.js";
 
 /**

@@ -9,18 +9,11 @@ export {
   STANDARD_ID_HEADER,
   STANDARD_TIMESTAMP_HEADER,
   STANDARD_SIGNATURE_HEADER,
-  DEFAULT_TOLERANCE_SECONDS,
-  WebhookVerificationError,
-  isWebhookVerificationError,
-} from "./core.js";
-export type {
-  WebhookVerificationErrorCode,
-  HeadersInput,
-  HeadersLike,
-  RawBody,
-  SecretInput,
-  SignatureScheme,
-  VerifyOptions,
-} from "./core.js";
+} from "./headers.js";
+export { DEFAULT_TOLERANCE_SECONDS } from "./arguments.js";
+export { WebhookVerificationError, isWebhookVerificationError } from "./verification-error.js";
+export type { WebhookVerificationErrorCode } from "./verification-error.js";
+export type { HeadersInput, HeadersLike, SignatureScheme } from "./headers.js";
+export type { RawBody, SecretInput, VerifyOptions } from "./arguments.js";
 export { EMAIL_EVENT_TYPES, OPERATIONAL_EVENT_TYPES } from "./events.js";
 export type * from "./events.js";

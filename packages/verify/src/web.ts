@@ -1,5 +1,7 @@
 import { anyMatch, checkRequest, verifiedEnvelope, verifiedEvent } from "./core.js";
-import type { HeadersInput, RawBody, SecretInput, SignedRequest, VerifyOptions } from "./core.js";
+import type { RawBody, SecretInput, VerifyOptions } from "./arguments.js";
+import type { SignedRequest } from "./core.js";
+import type { HeadersInput } from "./headers.js";
 import type { WebhookEnvelope, WebhookEvent } from "./events.js";
 
 /**

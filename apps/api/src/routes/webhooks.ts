@@ -6,15 +6,8 @@ import { requireJson } from "../http/body.js";
 import { hasNoNul, NO_NUL_MESSAGE, parseOrThrow } from "../http/validate.js";
 import { paginationShape } from "../http/pagination.js";
 import { exampleKindOf, requestTestDelivery, testDeliveryRequestSchema } from "../services/webhook-health.js";
-import {
-  createWebhook,
-  createWebhookSchema,
-  deleteWebhook,
-  getWebhook,
-  listWebhooks,
-  updateWebhook,
-  updateWebhookSchema,
-} from "../services/webhooks.js";
+import { createWebhookSchema, updateWebhookSchema } from "../services/webhook-input.js";
+import { createWebhook, deleteWebhook, getWebhook, listWebhooks, updateWebhook } from "../services/webhooks.js";
 import { getWebhookSecret, rotateSecretSchema, rotateWebhookSecret } from "../services/webhook-secrets.js";
 import { answerPending, pendingAnswerSchema, pendingQuerySchema, pullPending } from "../services/pending.js";
 import { idempotencyFrom } from "./events.js";

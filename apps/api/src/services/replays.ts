@@ -5,7 +5,7 @@ import type { ApiDeps } from "../deps.js";
 import { AppError, notFound } from "../errors.js";
 import type { Principal } from "@mailhooks/access";
 import type { ReplayAccepted } from "../schemas/events.js";
-import { assertDeliverableUrl, httpsUrl } from "./webhooks.js";
+import { assertDeliverableUrl, httpsUrl } from "./webhook-input.js";
 
 /**
  * Replay (spec "Replay an event"; docs/api.md, "Replay"). Answers at once; each replay is one

@@ -14,15 +14,14 @@ import {
   webhookWaitingWork,
 } from "../../services/webhook-health.js";
 import { editedHeaders } from "../../services/webhook-options.js";
+import { createWebhookSchema, updateWebhookSchema } from "../../services/webhook-input.js";
 import {
   createWebhook,
-  createWebhookSchema,
   currentHeaders,
   deleteWebhook,
   getWebhook,
   listWebhooks,
   updateWebhook,
-  updateWebhookSchema,
   type WebhookView,
 } from "../../services/webhooks.js";
 import { asLines, asList, asOptionalInteger, byField, field, filterQuery, formErrors, rawField } from "../forms.js";

@@ -4,7 +4,7 @@ import { idempotencyKey } from "../../routes/events.js";
 import { listQuery, resourceId } from "../../routes/webhooks.js";
 import { testDeliveryRequestSchema } from "../../services/webhook-health.js";
 import { rotateSecretSchema } from "../../services/webhook-secrets.js";
-import { createWebhookSchema, updateWebhookSchema } from "../../services/webhooks.js";
+import { createWebhookSchema, updateWebhookSchema } from "../../services/webhook-input.js";
 import { webhookListSchema } from "../../schemas/lists.js";
 import {
   rotatedSecretSchema,
