@@ -70,13 +70,11 @@ async function readExcerpt(response: Response): Promise<string> {
   if (!response.body) return "";
   const chunks: Uint8Array[] = [];
   let size = 0;
-  const reader = response.body.getReader();
-  while (size < RESPONSE_READ_LIMIT_BYTES) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    chunks.push(value);
-    size += value.byteLength;
+  // Leaving the loop early cancels the stream: the rest is never downloaded.
+  for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
+    chunks.push(chunk);
+    size += chunk.byteLength;
+    if (size >= RESPONSE_READ_LIMIT_BYTES) break;
   }
-  if (size >= RESPONSE_READ_LIMIT_BYTES) await reader.cancel().catch(() => undefined);
   return Buffer.concat(chunks).subarray(0, RESPONSE_READ_LIMIT_BYTES).toString("utf8");
 }
