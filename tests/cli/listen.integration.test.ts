@@ -108,7 +108,7 @@ describe("npm run -s listen", () => {
     return created.body as { id: string; secret: string };
   };
 
-  test("creates a listen webhook, forwards signed deliveries with the receiver's status in the log, and resumes with --webhook after Ctrl-C, oldest first, each once", async () => {
+  test("creates a listen webhook, forwards signed deliveries with the receiver's status in the log, and resumes with --webhook after SIGTERM, oldest first, each once", async () => {
     const account = await stack.newAccount();
     const statuses = [200, 201, 202];
     let n = 0;
@@ -139,7 +139,7 @@ describe("npm run -s listen", () => {
       await waitForOutput(first, new RegExp(`message\\.sent ${id} ${statuses[i]} \\d+ ms\\n`));
     }
 
-    first.child.kill("SIGINT");
+    first.child.kill("SIGTERM");
     const stopped = await waitForExit(first, 10_000);
     expect(stopped.code).toBe(0);
 
@@ -191,6 +191,31 @@ describe("npm run -s listen", () => {
     expect(local.events().map((a) => a.eventId)).toEqual([id, id]);
     await waitForOutput(cli, new RegExp(`message\\.sent ${id} \\(retry 1\\) 200 \\d+ ms`));
   }, 30_000);
+
+  test("a receiver that is not listening is answered connection_error, and the event is retried until it fails", async () => {
+    const account = await stack.newAccount();
+    const hook = await createListen(account.api);
+    const cli = listen(["--forward-to", `http://127.0.0.1:${await freePort()}/hooks`, "--webhook", hook.id], account.apiKey);
+    const id = await send(account.api);
+    await waitUntil(
+      () => eventStatus(account.api, id),
+      (s) => s === "failed",
+    );
+    const rows = await deliveryRows(account, { event_id: id });
+    expect(rows.map((r) => [r.attempt, r.response_status, r.error])).toEqual([0, 1, 2, 3].map((n) => [n, null, "connection_error"]));
+    await waitForOutput(cli, new RegExp(`message\\.sent ${id} connection_error \\(ECONNREFUSED\\) \\d+ ms`));
+  }, 30_000);
+
+  test("a webhook the API does not hand out (unknown, or a push webhook's) stops it with exit 1 and the API's reason", async () => {
+    const account = await stack.newAccount();
+    const push = await account.api("POST", "/v1/webhooks", { url: "https://127.0.0.1:9/h", events: ["message.sent"] });
+    const unknown = listen(["--forward-to", "http://127.0.0.1:9/hooks", "--webhook", `wh_${"0".repeat(32)}`], account.apiKey);
+    const pushed = listen(["--forward-to", "http://127.0.0.1:9/hooks", "--webhook", push.body.id as string], account.apiKey);
+    expect((await waitForExit(unknown, 60_000)).code).toBe(1);
+    expect((await waitForExit(pushed, 60_000)).code).toBe(1);
+    expect(unknown.output()).toContain("404 not_found");
+    expect(pushed.output()).toContain("409 conflict");
+  }, 90_000);
 
   test("stopped (Ctrl-C) or killed while the receiver holds a request, it answers nothing; the item is handed out again after 60 s", async () => {
     const account = await stack.newAccount();
