@@ -39,10 +39,13 @@ function fromSource(script: string): string[] {
 }
 
 /** Arguments a command needs besides the option under test (commander reports a missing one first). */
-const REQUIRED: Record<string, string[]> = { replay: ["--since", "2026-11-01T00:00:00Z", "--until", "2026-11-02T00:00:00Z"] };
+const REQUIRED: Record<string, string[]> = {
+  replay: ["--since", "2026-11-01T00:00:00Z", "--until", "2026-11-02T00:00:00Z"],
+  listen: ["--forward-to", "http://127.0.0.1:9/hooks"],
+};
 
 const commands: [label: string, invoke: (args: string[]) => Promise<Run>, required: string[]][] = [
-  ...["keys", "replay", "db:migrate", "demo", "bench", "test", "test:unit", "build", "start", "openapi"].map(
+  ...["keys", "replay", "listen", "db:migrate", "demo", "bench", "test", "test:unit", "build", "start", "openapi"].map(
     (script): [string, (args: string[]) => Promise<Run>, string[]] => [
       `npm run -s ${script}`,
       (args) => run(npm, ["run", "-s", script, "--", ...args]),
@@ -60,6 +63,7 @@ describe("command lines", () => {
   test("the root scripts point at the entry points tested here", () => {
     expect(scripts.keys).toContain("apps/cli/src/keys.ts");
     expect(scripts.replay).toContain("apps/cli/src/replay.ts");
+    expect(scripts.listen).toContain("apps/cli/src/listen.ts");
     expect(scripts["db:migrate"]).toContain("apps/cli/src/migrate.ts");
     expect(scripts.start).toContain("scripts/start-all.ts");
     expect(scripts.openapi).toContain("scripts/openapi.ts");
