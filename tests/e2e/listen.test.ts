@@ -223,6 +223,8 @@ describe("LISTEN_IDLE_HOURS=0.001 (3.6 s)", () => {
     const idle = (await stack.api("POST", "/v1/webhooks", { url: null, mode: "listen", events: ["message.sent"] })).body;
     const pulled = (await stack.api("POST", "/v1/webhooks", { url: null, mode: "listen", events: ["message.clicked"] })).body;
     const sent = await stack.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
+    // A replay waiting to be pulled too: its audit entry says cancelled once the webhook is disabled.
+    expect((await stack.api("POST", `/v1/events/${sent.body.event_id}/replay`, {})).status).toBe(202);
     const keepPulling = setInterval(() => void stack.api("GET", `/v1/webhooks/${pulled.id}/pending?limit=1`), 500);
     try {
       const disabled = await waitUntil(
@@ -232,6 +234,11 @@ describe("LISTEN_IDLE_HOURS=0.001 (3.6 s)", () => {
       expect(disabled).toMatchObject({ disabled_reason: "idle", mode: "listen" });
       expect((await stack.api("GET", `/v1/events/${sent.body.event_id}`)).body.status).toBe("failed");
       expect((await stack.api("GET", `/v1/webhooks/${pulled.id}`)).body.status).toBe("enabled");
+      const audit = await waitUntil(
+        async () => (await stack.api("GET", `/v1/audit-log?event_id=${sent.body.event_id}`)).body.data,
+        (entries: { error: string | null }[]) => entries.length === 1 && entries[0].error !== null,
+      );
+      expect(audit[0]).toMatchObject({ response_status: null, error: "cancelled", destination_url: null });
     } finally {
       clearInterval(keepPulling);
     }

@@ -75,6 +75,8 @@ describe("a paused webhook", () => {
     const sent = await stack.api("POST", "/v1/events", { event_type: "message.delivered", data: sampleData("message.delivered") });
     expect(sent.status).toBe(201);
     expect((await stack.api("GET", `/v1/webhooks/${hook.id}`)).body.status).toBe("paused");
+    // A replay waits for the resume too.
+    expect((await stack.api("POST", `/v1/events/${sent.body.event_id}/replay`, {})).status).toBe(202);
     const disabled = await stack.api("PATCH", `/v1/webhooks/${hook.id}`, { status: "disabled" });
     expect(disabled.body).toMatchObject({ status: "disabled", disabled_reason: "manual" });
     // Disabling cancels what waited.
@@ -82,5 +84,12 @@ describe("a paused webhook", () => {
       async () => (await stack.api("GET", `/v1/events/${sent.body.event_id}`)).body.status,
       (s) => s === "failed",
     );
+    // ... and ends the waiting replay unsent: its audit entry says cancelled.
+    const audit = await waitUntil(
+      async () => (await stack.api("GET", `/v1/audit-log?event_id=${sent.body.event_id}`)).body.data,
+      (entries: { error: string | null }[]) => entries.length === 1,
+    );
+    expect(audit[0]).toMatchObject({ response_status: null, error: "cancelled" });
+    expect(emailArrivals(hr.receiver.arrivals, "/paused-2")).toEqual([]);
   }, 60_000);
 });

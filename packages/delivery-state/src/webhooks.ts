@@ -1,6 +1,6 @@
 import type pg from "pg";
 import sql from "sql-template-tag";
-import { inTransaction, run } from "./db.js";
+import { inTransaction, run, type Queryable } from "./db.js";
 import { cancelPendingOfWebhook } from "./status.js";
 import { disabledNotice } from "./notices.js";
 import { backInRound } from "./work-queue.js";
@@ -114,7 +114,7 @@ export async function changeWebhook(
     );
     const now = rows[0];
     if (now.status === "disabled" && was.status !== "disabled") {
-      await run(client, cancelPendingOfWebhook(webhookId));
+      await endWork(client, webhookId);
       await run(client, disabledNotice(webhookId, queuePrefix, "manual"));
     }
     if ((now.status === "enabled" && was.status !== "enabled") || (change.rateLimit !== undefined && change.rateLimit !== was.rate_limit))
@@ -163,7 +163,7 @@ export async function autoDisableWebhook(pool: pg.Pool, webhookId: string, queue
            WHERE id = ${webhookId} AND status = 'enabled' AND deleted_at IS NULL`,
     );
     if (!rowCount) return false;
-    await run(client, cancelPendingOfWebhook(webhookId));
+    await endWork(client, webhookId);
     await run(client, disabledNotice(webhookId, queuePrefix, "failing"));
     return true;
   });
@@ -196,7 +196,7 @@ export async function disableIdleListenWebhooks(pool: pg.Pool, idleMs: number, q
                AND greatest(coalesce(last_pulled_at, created_at), updated_at) < now() - make_interval(secs => ${idleMs / 1000})`,
       );
       if (!rowCount) return false;
-      await run(client, cancelPendingOfWebhook(id));
+      await endWork(client, id);
       await run(client, disabledNotice(id, queuePrefix, "idle"));
       return true;
     });
@@ -251,7 +251,17 @@ export async function deleteWebhook(pool: pg.Pool, accountId: string, webhookId:
            WHERE id = ${webhookId} AND account_id = ${accountId} AND deleted_at IS NULL`,
     );
     if (!rowCount) return false;
-    await run(client, cancelPendingOfWebhook(webhookId));
+    await endWork(client, webhookId);
     return true;
   });
+}
+
+/**
+ * What a webhook's disabling or deletion does to its work, in the caller's transaction: its
+ * pending destinations are cancelled, and it is put back in the claim's round, so that what it
+ * parked while paused or listening (replays, test requests) is claimed and ended unsent.
+ */
+async function endWork(client: Queryable, webhookId: string): Promise<void> {
+  await run(client, cancelPendingOfWebhook(webhookId));
+  await run(client, backInRound(webhookId));
 }
