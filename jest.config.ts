@@ -26,7 +26,8 @@ export const INTEGRATION_SUFFIX = ".integration.test.ts";
  * receivers, rate_limit spacing, retry and deadline timing, takeover after a kill, a shutdown's
  * length, a parse's time, a process's memory), and those whose effects or measures are the whole
  * database's (the retention purge drops and locks the shared payload partitions; PostgreSQL's
- * index statistics and the key notifications every stack hears count another file's work too).
+ * index statistics and the key notifications every stack hears count another file's work too; a
+ * short LISTEN_IDLE_HOURS disables every idle listen webhook of the database, another file's too).
  * `npm test` and `npm run test:unit` (scripts/jest-run.mjs, runInTiers) run every other file of
  * the run first, one worker per core, then these one at a time, whichever subset is asked for.
  * JEST_ALONE_FILES=exclude leaves them out, =only runs just them.
@@ -38,6 +39,7 @@ export const ALONE_FILES = [
   "tests/e2e/fairness.test.ts",
   "tests/e2e/hostile-input.test.ts",
   "tests/e2e/listen-wait.test.ts",
+  "tests/e2e/listen.test.ts",
   "tests/e2e/malformed-clients.test.ts",
   "tests/e2e/rate-limit.test.ts",
   "tests/e2e/replay.test.ts",
@@ -59,6 +61,7 @@ export const ALONE_FILES = [
   "tests/chaos/shutdown.test.ts",
   "tests/chaos/slow-clients.test.ts",
   "tests/dashboard/limits.test.ts",
+  "tests/dashboard/listen.test.ts",
   "packages/processes/src/processes.integration.test.ts",
   "apps/dispatcher/src/delivery/http-client.test.ts",
   "apps/dispatcher/src/delivery/send.test.ts",
