@@ -88,7 +88,6 @@ export interface NeighbourResult {
   queued: number;
   /** Pending destinations of the hanging webhooks at the start of the loaded run (SQL count). */
   backlog: number;
-  /** Outbox rows of the phase left when Redis was measured (the relay had stopped moving them). */
   /** Units of work of the phase's deployment still waiting in PostgreSQL once the claims ran. */
   waitingLeft: number;
   relayWaitMs: number;
