@@ -60,6 +60,17 @@ async function forgetUndelivered(databaseUrl: string, prefix: string): Promise<v
   await client.end();
 }
 
+/** A setting of the PostgreSQL of `databaseUrl` (SHOW). */
+async function postgresSetting(databaseUrl: string, name: string): Promise<string> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    return (await client.query<Record<string, string>>(`SHOW ${name}`)).rows[0][name];
+  } finally {
+    await client.end();
+  }
+}
+
 async function main() {
   const startedAt = Date.now();
   log(
@@ -80,6 +91,12 @@ async function main() {
     log("preparing an empty database");
     await recreateDatabase(databaseUrl);
   }
+
+  // The work queue's rows are inserted, leased and deleted by the thousand: with autovacuum off,
+  // their dead versions pile up for the whole run and every claim reads through them. No production
+  // PostgreSQL runs so; the run says when this one does (docs/operations.md, "Running it").
+  const autovacuum = await postgresSetting(databaseUrl, "autovacuum");
+  if (autovacuum !== "on") log(`PostgreSQL's autovacuum is ${autovacuum}: the queue tables bloat as the run goes, unlike in production`);
 
   log("starting the receiver, the API, a dispatcher, the bare Express route and the load generator");
   const b = await startBench(ROOT, databaseUrl, REDIS_URL);
@@ -278,6 +295,7 @@ async function main() {
       memoryGb: Math.round(os.totalmem() / 2 ** 30),
       node: process.version,
       loadAverageAtEnd: os.loadavg(),
+      postgresAutovacuum: autovacuum,
     },
     settings: { concurrency: CONCURRENCY, sizes, pacedRate, retryDelayMs: RETRY_DELAY_MS },
     figures: f,
