@@ -180,7 +180,20 @@ describe("operational events with two dispatchers, one killed mid-streak", () =>
     );
     other.child.kill("SIGKILL");
     await other.exited;
-    // 20 events over 1.8 s of failures: auto-disable.
+    // Once the streak is older than the 1.8 s of WEBHOOK_AUTO_DISABLE_AFTER_HOURS, twelve more
+    // events: the failure that makes its 20th failed event disables it. (Sent at once, all 24 may
+    // fail within 1.8 s of the first, and nothing fails after to disable it.)
+    await waitUntil(
+      async () =>
+        (
+          await stack.pool.query<{ old: boolean }>(
+            "SELECT coalesce(failing_since < now() - interval '1.9 seconds', false) AS old FROM webhooks WHERE id = $1",
+            [hook.id],
+          )
+        ).rows[0].old,
+      (old) => old,
+      30_000,
+    );
     for (let i = 0; i < 12; i++)
       await stack.api("POST", "/v1/events", { event_type: "message.clicked", data: sampleData("message.clicked") });
     const arrivals = await hr.receiver.waitFor((all) => operational(all, "/streak-observer", "webhook.disabled").length === 1, 60_000);
