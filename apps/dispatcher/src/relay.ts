@@ -105,26 +105,30 @@ export function startRelay(options: RelayOptions): Relay {
     }
     if (draining) return { claimed: [], poisoned: [], nextInMs: null, more: false };
     if (notices) {
+      // One batch per pass, so that a backlog of notices neither holds the claim back nor outlasts
+      // the heartbeat; a failure leaves them for the next pass and does not stop the claim.
       notices = false;
       try {
-        for (let more = true; more;) {
-          const published = await publishNotices(options.pool, options.queuePrefix);
-          for (const [kind, count] of Object.entries(published.made)) options.metrics.operationalEvents.inc({ kind }, count);
-          more = published.more;
+        const published = await publishNotices(options.pool, options.queuePrefix);
+        for (const [kind, count] of Object.entries(published.made)) options.metrics.operationalEvents.inc({ kind }, count);
+        if (published.more) {
+          notices = true;
+          wanted = true;
         }
       } catch (error) {
         notices = true;
-        throw error;
+        options.logger.warn("could not make operational events of notices; the next pass tries again", { error: (error as Error).message });
       }
+    }
+    // Before the notified webhooks are taken: a ping that throws leaves them for the next pass.
+    if (redisFailed) {
+      await options.queue.ping();
+      redisFailed = false;
     }
     const heard = [...notified];
     notified.clear();
     const again = rediscover;
     rediscover = false;
-    if (redisFailed) {
-      await options.queue.ping();
-      redisFailed = false;
-    }
     let claimed: ClaimPass;
     try {
       claimed = await claimWork(options.pool, {
