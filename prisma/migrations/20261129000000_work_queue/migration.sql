@@ -13,9 +13,9 @@ CREATE TABLE "work_items" (
     "webhook_id" TEXT NOT NULL,
     "account_id" TEXT NOT NULL,
     "attempt" INTEGER NOT NULL DEFAULT 0,
-    "due_at" TIMESTAMPTZ(6) NOT NULL DEFAULT now(),
+    "due_at" TIMESTAMPTZ(3) NOT NULL DEFAULT now(),
     "lease" INTEGER NOT NULL DEFAULT 0,
-    "leased_until" TIMESTAMPTZ(6),
+    "leased_until" TIMESTAMPTZ(3),
     "reserved" BOOLEAN NOT NULL DEFAULT false,
     "expirations" INTEGER NOT NULL DEFAULT 0,
     "bypass_pause" BOOLEAN NOT NULL DEFAULT false,
@@ -38,8 +38,8 @@ CREATE TABLE "webhook_queues" (
     "queue_prefix" TEXT NOT NULL,
     "webhook_id" TEXT NOT NULL,
     "account_id" TEXT NOT NULL,
-    "ready_at" TIMESTAMPTZ(6),
-    "turn_at" TIMESTAMPTZ(6),
+    "ready_at" TIMESTAMPTZ(3),
+    "turn_at" TIMESTAMPTZ(3),
 
     CONSTRAINT "webhook_queues_pkey" PRIMARY KEY ("queue_prefix", "webhook_id")
 );
@@ -52,7 +52,7 @@ CREATE TABLE "dispatchers" (
     "queue_prefix" TEXT NOT NULL,
     "slots" INTEGER NOT NULL,
     "reserve" INTEGER NOT NULL,
-    "seen_until" TIMESTAMPTZ(6) NOT NULL,
+    "seen_until" TIMESTAMPTZ(3) NOT NULL,
 
     CONSTRAINT "dispatchers_pkey" PRIMARY KEY ("id")
 );
