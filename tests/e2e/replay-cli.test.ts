@@ -124,6 +124,27 @@ describe("bulk replay CLI", () => {
     );
   });
 
+  test("an event of a paused webhook: the dry run predicts a replay, as the real run makes one (it waits for the resume)", async () => {
+    const account = await stack.newAccount();
+    let secret: string | undefined;
+    const receiver = await stack.startReceiver({ secretFor: () => secret });
+    const hook = await account.api("POST", "/v1/webhooks", { url: receiver.url("/paused"), events: ["message.sent"] });
+    secret = hook.body.secret as string;
+    expect((await account.api("PATCH", `/v1/webhooks/${hook.body.id}`, { status: "paused" })).status).toBe(200);
+    const since = new Date(Date.now() - 1000).toISOString();
+    await account.api("POST", "/v1/events", { event_type: "message.sent", data: sampleData("message.sent") });
+    const until = new Date(Date.now() + 1000).toISOString();
+    const args = ["--since", since, "--until", until, "--pause-ms", "0"];
+
+    const dry = await replay(stack.baseUrl, account.apiKey, [...args, "--dry-run"]);
+    expect(dry.stdout).toContain("summary: matched 1, would replay 1, skipped as expired 0, would fail 0");
+    expect(dry.code).toBe(0);
+    const run = await replay(stack.baseUrl, account.apiKey, args);
+    expect(run.stdout).toContain("summary: matched 1, replayed 1, skipped as expired 0, failed 0");
+    expect(run.code).toBe(0);
+    expect(linesOf(dry.stdout)).toEqual(linesOf(run.stdout));
+  });
+
   test("refuses bad arguments with a message naming them", async () => {
     const res = await replay(stack.baseUrl, stack.apiKey, ["--since", "yesterday", "--until", new Date().toISOString()]);
     expect(res.code).toBe(2);

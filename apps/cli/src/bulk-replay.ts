@@ -60,9 +60,9 @@ export type Prediction = { outcome: "replayed"; replays: number } | { outcome: "
  * status (a deleted webhook is not among them). In the API's order: 410 once the payload is gone;
  * 409 when `webhookId` is not a destination, when there is no destination, when a `targetUrl` has
  * several destinations to choose from and no `webhookId`, and, without a `targetUrl`, when no
- * destination's webhook is enabled; else one replay per destination left.
+ * destination's webhook is enabled or paused; else one replay per destination left.
  */
-export function predictReplay(
+function predictReplay(
   event: { payload_retained: boolean; destinations: { webhook_id: string }[] },
   webhookStatus: ReadonlyMap<string, string>,
   options: Pick<BulkReplayOptions, "targetUrl" | "webhookId">,
@@ -82,7 +82,8 @@ export function predictReplay(
   if (options.targetUrl !== undefined && destinations.length > 1)
     return conflict("the event has several destinations: name the one whose secret signs the replay with webhook_id");
   if (options.targetUrl === undefined) {
-    destinations = destinations.filter((d) => webhookStatus.get(d.webhook_id) === "enabled");
+    // A paused webhook's replay is made too: it waits for the resume.
+    destinations = destinations.filter((d) => ["enabled", "paused"].includes(webhookStatus.get(d.webhook_id) ?? ""));
     if (destinations.length === 0) return conflict("the event's webhooks are disabled: enable one, or replay to a target_url");
   }
   return { outcome: "replayed", replays: destinations.length };
