@@ -205,6 +205,11 @@ describe("listen webhooks", () => {
     expectError(sixth, 429, "rate_limited");
     expect(sixth.headers.get("retry-after")).toBe("1");
     expect((await api("GET", `/v1/webhooks/${hook.id}/pending`)).status).toBe(200);
+    // A pull that finds work waiting answers it: only waiting takes a place.
+    const other = await createListen(["message.clicked"]);
+    const found = await api("GET", `/v1/webhooks/${other.id}/pending?wait=3`);
+    expect(found.status).toBe(200);
+    expect(found.body.data.map((item: { trigger: string }) => item.trigger)).toEqual(["test"]);
     for (const res of await Promise.all(waiting)) expect(res.body.data).toEqual([]);
   }, 30_000);
 });

@@ -93,21 +93,24 @@ export async function pullPending(
   query: PendingQuery,
   signal: AbortSignal,
 ): Promise<PendingListView> {
+  // Past the account's waiting pulls, a pull still answers the work that waits now; with none, 429.
   const place = query.wait > 0 ? deps.pulls.enter(accountId) : undefined;
-  if (place === null) {
-    throw new AppError("rate_limited", "waiting_pulls", "too many waiting pulls for this account; retry in 1 s", {
-      headers: { "Retry-After": "1" },
-    });
-  }
   try {
-    const deadline = Date.now() + query.wait * 1000;
+    const deadline = Date.now() + (place ? query.wait * 1000 : 0);
     for (;;) {
       const pulled = await pullWork(deps.pool, accountId, webhookId, query.limit);
       if (pulled.webhook !== "listen") throw refusal(pulled.webhook);
+      if (place === null && pulled.items.length === 0) {
+        throw new AppError("rate_limited", "waiting_pulls", "too many waiting pulls for this account; retry in 1 s", {
+          headers: { "Retry-After": "1" },
+        });
+      }
       const left = deadline - Date.now();
       if (pulled.items.length > 0 || left <= 0 || signal.aborted) return { data: pulled.items.map((item) => pendingView(deps, item)) };
       // At least a few ms: work found due but locked by a concurrent pull is leased by it at its commit.
-      if (!(await deps.pulls.wait(webhookId, Math.min(left, Math.max(pulled.nextInMs ?? left, 20)), signal))) return { data: [] };
+      const woken = await deps.pulls.wait(webhookId, Math.min(left, Math.max(pulled.nextInMs ?? left, 20)), signal);
+      // Closing, or the client gone: no pull more, which would hand out work to nobody for 60 s.
+      if (!woken || signal.aborted) return { data: [] };
     }
   } finally {
     place?.release();

@@ -18,7 +18,7 @@ export const pendingPaths: ZodOpenApiPathsObject = {
       tags: ["Webhooks"],
       summary: "Pull a listen webhook's pending deliveries",
       description:
-        'For a webhook created with `url: null, mode: "listen"` (what `npm run listen` makes): its deliveries wait here, oldest first, until pulled. Answers at once when some wait, else within `wait` seconds, as soon as one comes. Each item is the exact body and the signed headers the webhook\'s scheme would send (signed now); POST what your receiver answered to /v1/webhooks/{id}/pending/{delivery_id}. An item not answered within 60 s is handed out again. An account may have 5 waiting pulls at once (per API process): past it 429. A paused webhook hands out nothing.',
+        'For a webhook created with `url: null, mode: "listen"` (what `npm run listen` makes): its deliveries wait here, oldest first, until pulled. Answers at once when some wait, else within `wait` seconds, as soon as one comes. Each item is the exact body and the signed headers the webhook\'s scheme would send (signed now); POST what your receiver answered to /v1/webhooks/{id}/pending/{delivery_id}. An item not answered within 60 s is handed out again. An account may have 5 waiting pulls at once (per API process): past it, a pull that finds nothing waiting is 429. A paused webhook hands out nothing.',
       requestParams: { path: z.object({ id: webhookPath }), query: pendingQuerySchema },
       responses: {
         "200": { description: "the pulled deliveries (empty when none came within `wait`)", content: json(pendingListSchema) },
@@ -26,7 +26,7 @@ export const pendingPaths: ZodOpenApiPathsObject = {
           404: true,
           409: "the webhook is not a listen webhook, or it is disabled",
           422: true,
-          429: "too many requests, or the account's waiting pulls are all held",
+          429: "too many requests, or the account's waiting pulls are all held and nothing waits",
         }),
       },
     },
