@@ -53,6 +53,7 @@ export const ALONE_FILES = [
   "tests/chaos/kill-under-load.test.ts",
   "tests/chaos/lost-work.test.ts",
   "tests/chaos/raw-message-memory.test.ts",
+  "tests/chaos/redis-down-new-webhook.test.ts",
   "tests/chaos/redis-flush.test.ts",
   "tests/chaos/raw-message-shapes.test.ts",
   "tests/chaos/redis-restart.test.ts",
