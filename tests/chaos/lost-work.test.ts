@@ -162,7 +162,7 @@ describe("work whose job Redis lost", () => {
       ["initial", 0, 500],
       ["retry", 1, 200],
     ]);
-    await expect(hr.receiver.waitFor((a) => emailArrivals(a, "/mid-retry").length > 2, 3 * VISIBILITY_MS)).rejects.toThrow();
+    await expect(hr.receiver.waitFor((a) => emailArrivals(a, "/mid-retry").length > 2, 3 * VISIBILITY_MS)).rejects.toThrow(TIMED_OUT);
   });
 
   test("another deployment's expired leases (another QUEUE_PREFIX, same database) are left alone", async () => {

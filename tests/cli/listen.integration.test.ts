@@ -164,7 +164,13 @@ describe("npm run -s listen", () => {
     ).toEqual(later);
     expect(second.stdout()).not.toContain("created listen webhook");
     // Nothing more comes: each arrived once.
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await expect(
+      waitUntil(
+        () => local.events().length,
+        (count) => count > 8,
+        1_000,
+      ),
+    ).rejects.toThrow(TIMED_OUT);
     expect(local.events()).toHaveLength(8);
   }, 90_000);
 
