@@ -14,13 +14,13 @@ import { WORK_CHANNEL } from "@mailhooks/delivery-state";
  * Waiting pulls one account may have at once in one API process (each process counts its own:
  * behind N processes, N times this). Past it a pull is answered 429 with Retry-After.
  */
-export const MAX_WAITING_PULLS_PER_ACCOUNT = 5;
+const MAX_WAITING_PULLS_PER_ACCOUNT = 5;
 
 /**
  * Waiting pulls one API process holds at once, whatever the accounts: each is an open connection
  * and a timer, a few KiB; past it a pull is answered 429 rather than held.
  */
-export const MAX_WAITING_PULLS = 1_000;
+const MAX_WAITING_PULLS = 1_000;
 
 /** A held place among the waiting pulls; released when the pull answers. */
 export interface WaitingPlace {

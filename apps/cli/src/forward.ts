@@ -17,7 +17,7 @@ const RESPONSE_READ_LIMIT_BYTES = 8192;
 /** Hosts `npm run -s listen` forwards to without --allow-external: 127.0.0.0/8, ::1 and localhost. */
 export function isLoopbackHost(hostname: string): boolean {
   const host = hostname.replace(/^\[|\]$/g, "").toLowerCase();
-  if (host === "localhost" || host.endsWith(".localhost") || host === "::1" || host === "0:0:0:0:0:0:0:1") return true;
+  if (host === "localhost" || host.endsWith(".localhost") || host === "::1") return true;
   const v4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(host);
   return v4 !== null && Number(v4[1]) === 127 && v4.slice(2).every((part) => Number(part) <= 255);
 }

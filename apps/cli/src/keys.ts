@@ -29,7 +29,7 @@ const linkEnvironment = apiConfigSchema.pick({ DATABASE_URL: true, PUBLIC_URL: t
  * PUBLIC_URL, else `http://127.0.0.1:PORT`. `local` is true for the last: the API must then answer
  * on this machine, which `dashboard-link` checks before it makes a link.
  */
-export function linkBase(baseUrl: string | undefined, env: { PUBLIC_URL?: string; PORT: number }): { url: string; local: boolean } {
+function linkBase(baseUrl: string | undefined, env: { PUBLIC_URL?: string; PORT: number }): { url: string; local: boolean } {
   if (baseUrl !== undefined) return { url: baseUrl, local: false };
   if (env.PUBLIC_URL !== undefined) return { url: env.PUBLIC_URL, local: false };
   return { url: `http://127.0.0.1:${env.PORT}`, local: true };

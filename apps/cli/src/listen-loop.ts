@@ -12,7 +12,7 @@ import { forward, type Forwarded } from "./forward.js";
 type Pending = Schemas["PendingDelivery"];
 
 /** How long an item stays handed out to its pull before the API hands it out again, in ms (docs/api.md). */
-export const PULL_VISIBILITY_MS = 60_000;
+const PULL_VISIBILITY_MS = 60_000;
 /** The wait of each pull, in seconds (the API allows up to 30). */
 const PULL_WAIT_S = 25;
 /** A pull that has not answered this long after its wait is taken as lost, in ms. */

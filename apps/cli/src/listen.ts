@@ -155,7 +155,7 @@ async function createListenWebhook(api: ApiClient, events: string[], inboxIds: s
     });
     if (res.data !== undefined) {
       console.log(`created listen webhook ${res.data.id} for ${res.data.events.join(", ")}`);
-      console.log(`secret ${res.data.secret} (shown once: your receiver verifies signatures with it)`);
+      console.log(`secret ${res.data.secret} (your receiver verifies signatures with it; GET /v1/webhooks/{id}/secret shows it again)`);
       console.log(`to resume later: npm run -s listen -- --forward-to <URL> --webhook ${res.data.id}`);
       return res.data.id;
     }

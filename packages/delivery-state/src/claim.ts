@@ -52,7 +52,7 @@ export interface ClaimPass {
 }
 
 /** The claim lock of a deployment: an advisory lock whose key is a hash of its prefix (a signed 64-bit integer). */
-export function claimLockKey(queuePrefix: string): bigint {
+function claimLockKey(queuePrefix: string): bigint {
   return createHash("sha256").update(`claim ${queuePrefix}`).digest().readBigInt64BE(0);
 }
 

@@ -127,9 +127,3 @@ async function makeEvent(client: Queryable, queuePrefix: string, notice: NoticeR
   );
   return rows[0]?.made === 1;
 }
-
-/** Notices waiting to be made into events, for the metrics. */
-export async function noticesWaiting(db: Queryable, queuePrefix: string): Promise<number> {
-  const { rows } = await run<{ n: number }>(db, sql`SELECT count(*)::int AS n FROM notices WHERE queue_prefix = ${queuePrefix}`);
-  return rows[0]?.n ?? 0;
-}

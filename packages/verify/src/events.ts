@@ -121,7 +121,7 @@ export interface WebhookRecoveredData {
   messageId?: undefined;
 }
 
-/** webhook.disabled: a webhook was disabled, by a person (`manual`) or because every attempt failed (`failing`). */
+/** webhook.disabled: a webhook was disabled, by a person (`manual`), because every attempt failed (`failing`), or, a listen webhook, because nobody pulled it (`idle`). */
 export interface WebhookDisabledData {
   webhookId: string;
   url: string | null;

@@ -51,7 +51,7 @@ const BREAK_AFTER = /([/.?&=#@_-]+)/;
  * The kinds a webhook subscribes to, as the forms and menus group them: the six email kinds, then
  * the operational ones (docs/api.md, "Operational events"), each group under its own label.
  */
-export const EVENT_KIND_GROUPS: readonly { id: string; label: string; kinds: readonly string[] }[] = [
+const EVENT_KIND_GROUPS: readonly { id: string; label: string; kinds: readonly string[] }[] = [
   { id: "email", label: "Email events", kinds: EVENT_TYPES },
   { id: "operational", label: "Operational events", kinds: OPERATIONAL_EVENT_TYPES },
 ];
@@ -60,7 +60,7 @@ export const EVENT_KIND_GROUPS: readonly { id: string; label: string; kinds: rea
  * What a log shows where an attempt's or a replay's URL is null: it was pulled by a listen
  * webhook's developer (`npm run listen`, docs/develop-locally.md), not sent to a URL.
  */
-export const PULLED_BY_LISTEN = "(pulled by listen)";
+const PULLED_BY_LISTEN = "(pulled by listen)";
 
 /** A webhook as a title, a heading or a menu names it: its URL; a listen webhook (no URL) by its mode and id. */
 export function webhookName(webhook: { id: string; url: string | null }, short = (id: string) => id): string {

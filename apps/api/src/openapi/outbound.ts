@@ -76,7 +76,8 @@ const operationalExample = (kind: OperationalEventType) => ({ event: kind, times
 const OPERATIONAL_WHEN: Record<OperationalEventType, string> = {
   "webhook.failing": "Sent once when another webhook of the account has failed 5 attempts in a row; not again until it recovers.",
   "webhook.recovered": "Sent at another webhook's first 2xx after its `webhook.failing`.",
-  "webhook.disabled": "Sent when another webhook of the account is disabled, by a person (`manual`) or by auto-disable (`failing`).",
+  "webhook.disabled":
+    "Sent when another webhook of the account is disabled, by a person (`manual`), by auto-disable (`failing`), or, a listen webhook, for not being pulled for LISTEN_IDLE_HOURS (`idle`).",
   "destination.failed":
     "Sent when an email event's delivery to another webhook of the account has failed for good (its initial attempt and every retry).",
 };

@@ -95,7 +95,7 @@ const lastFailure = {
 };
 const failingSince = timestamp.meta({ description: "when the failed attempts in a row began" });
 
-export const operationalDataSchemas = {
+const operationalDataSchemas = {
   "webhook.failing": z.strictObject({
     ...aboutWebhook,
     failingSince,

@@ -33,7 +33,7 @@ const digits = (name: string, min: number, max: number, fallback: number) => {
 };
 
 /** The longest a pull waits for work, in seconds. */
-export const MAX_PULL_WAIT_S = 30;
+const MAX_PULL_WAIT_S = 30;
 
 /** GET /v1/webhooks/{id}/pending. */
 export const pendingQuerySchema = z.strictObject({
@@ -43,7 +43,7 @@ export const pendingQuerySchema = z.strictObject({
 export type PendingQuery = z.infer<typeof pendingQuerySchema>;
 
 /** The errors the deliveries log knows for an attempt that got no answer (docs/api.md, "Deliveries log"). */
-export const ANSWER_ERRORS = ["timeout", "connection_error", "tls_error", "dns_error"] as const;
+const ANSWER_ERRORS = ["timeout", "connection_error", "tls_error", "dns_error"] as const;
 
 /** POST /v1/webhooks/{id}/pending/{delivery_id}: what the local receiver answered, or why it did not. */
 export const pendingAnswerSchema = z

@@ -19,7 +19,7 @@ export function generateSecret(): string {
 }
 
 /** The fewest and the most bytes a caller's own secret may decode to. */
-export const OWN_SECRET_BYTES = { min: 24, max: 64 } as const;
+const OWN_SECRET_BYTES = { min: 24, max: 64 } as const;
 
 /**
  * `secret` at creation (POST /v1/webhooks): a secret of the caller's own, so that a receiver can
