@@ -84,8 +84,8 @@ describe("command lines", () => {
     expect(res.stdout).toMatch(needs);
   });
 
-  // `npm start` used to build first (a prestart script) and `npm run openapi` to write
-  // openapi.json whatever its arguments: --help and usage errors come before any work.
+  // --help and usage errors come before any work: no build before `npm start`'s own, no
+  // openapi.json written by `npm run openapi -- --help`.
   test("npm start has no prestart step: it answers --help before its own build", () => {
     expect(scripts.prestart).toBeUndefined();
   });

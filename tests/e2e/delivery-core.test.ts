@@ -6,15 +6,12 @@ import { startDispatcherOn, type InProcessDispatcher } from "../support/delivery
 import { killAll, ROOT, startService, serviceEnv } from "../chaos/support/processes.js";
 
 /**
- * The delivery core's one decision (docs/scheduler.md), held to what an operator met with the
- * design it replaced, each case measured on that design first:
- * - a webhook's never-tried events waited behind its own retries (jobs sleeping out their retry
- *   delay held the webhook's job limit): 16 of 60 events had an initial attempt within 12 s;
- * - cancelled work still took rate_limit turns: one new event after 40 cancelled ones arrived
- *   after 41.5 s at `rate_limit: 1`;
- * - limits were per dispatcher: two dispatchers held twice a webhook's limit;
- * - `rate_limit` trusted each dispatcher's clock: one dispatcher 2 s ahead made 12 requests in
- *   one second for `rate_limit: 5`.
+ * The delivery core's one decision (docs/scheduler.md):
+ * - a webhook's never-tried events do not wait behind its own retries (a retry waiting for its
+ *   delay holds no slot);
+ * - cancelled work takes no rate_limit turn;
+ * - limits are the deployment's, whatever the number of dispatchers;
+ * - `rate_limit` holds on PostgreSQL's clock, whatever a dispatcher's clock says.
  */
 const DEADLINE_MS = 1_000;
 

@@ -2,7 +2,7 @@ import { INSECURE_DEVELOPMENT_KEY } from "@mailhooks/secrets";
 import { apiConfigSchema, ConfigError, dispatcherConfigSchema, loadConfig, usesInsecureDevelopmentKey } from "./index.js";
 
 // The defaults of docs/configuration.md, copied from its table.
-const CONTRACT_DEFAULTS = {
+const DOCUMENTED_DEFAULTS = {
   DATABASE_URL: "postgresql://postgres@127.0.0.1:5432/webhooks",
   REDIS_URL: "redis://127.0.0.1:6379",
   QUEUE_PREFIX: "whk",
@@ -27,13 +27,13 @@ function configErrorOf(fn: () => unknown): ConfigError {
 describe("defaults", () => {
   it("API defaults are the documented ones", () => {
     const config = loadConfig(apiConfigSchema, {});
-    expect(config).toMatchObject({ ...CONTRACT_DEFAULTS, PORT: 3000 });
+    expect(config).toMatchObject({ ...DOCUMENTED_DEFAULTS, PORT: 3000 });
     expect(config.ADMIN_USERNAME).toBeUndefined();
     expect(config.ADMIN_PASSWORD).toBeUndefined();
   });
 
   it("dispatcher defaults are the documented ones", () => {
-    expect(loadConfig(dispatcherConfigSchema, {})).toMatchObject({ ...CONTRACT_DEFAULTS, METRICS_PORT: 9464 });
+    expect(loadConfig(dispatcherConfigSchema, {})).toMatchObject({ ...DOCUMENTED_DEFAULTS, METRICS_PORT: 9464 });
   });
 
   it("an empty string counts as unset", () => {

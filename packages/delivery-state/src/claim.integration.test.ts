@@ -7,10 +7,8 @@ import { claimWork, prepareStatement, takeStatement, type ClaimOptions } from ".
 import { run } from "./db.js";
 
 /**
- * The claim against PostgreSQL (docs/scheduler.md, "What holds"): a pass costs what it takes.
- * With 2,000 webhooks of 5 waiting rows each, the claim the old design ran locked all 10,000 rows
- * (the lock sat in each webhook's subquery, before the pass's limit) to take 500, and a pass that
- * took nothing still probed every webhook. Here the plans are read with EXPLAIN (ANALYZE, BUFFERS):
+ * The claim against PostgreSQL (docs/scheduler.md, "What holds"): a pass costs what it takes,
+ * with 2,000 webhooks of 5 waiting rows each. The plans are read with EXPLAIN (ANALYZE, BUFFERS):
  * the rows locked are exactly the rows taken, and what a pass reads is bounded by the slots and
  * the leases, not by the webhooks that wait. Also: leases expire and are claimed again, and the
  * limits are the deployment's.
