@@ -82,6 +82,12 @@ describe("the claim", () => {
       sql`INSERT INTO webhook_queues (queue_prefix, webhook_id, account_id, ready_at)
           SELECT ${prefix}, w, ${accountId}, now() - interval '1 minute' FROM unnest(${webhookIds}::text[]) AS w`,
     );
+    // A live dispatcher of 64 slots and 8 reserve slots, for every test of this prefix.
+    await run(
+      pool,
+      sql`INSERT INTO dispatchers (id, queue_prefix, slots, reserve, seen_until)
+          VALUES (${`d-${prefix}`}, ${prefix}, 64, 8, now() + interval '1 minute')`,
+    );
     await pool.query("ANALYZE work_items, webhook_queues");
   });
   afterAll(async () => {
@@ -107,11 +113,6 @@ describe("the claim", () => {
   });
 
   test("the first statement reads the round's first webhooks, as many as the slots and leases allow, whatever waits behind them", async () => {
-    await run(
-      pool,
-      sql`INSERT INTO dispatchers (id, queue_prefix, slots, reserve, seen_until)
-          VALUES (${`d-${prefix}`}, ${prefix}, 64, 8, now() + interval '1 minute')`,
-    );
     const plan = await explain(pool, prepareStatement(prefix, []));
     // 2,000 webhooks in the round: 72 read (the slots and reserve), each with its webhook's row.
     expect(blocks(plan)).toBeLessThan(72 * 12);
@@ -149,6 +150,40 @@ describe("the claim", () => {
     expect(rows[0].expirations).toBe(1);
     for (const table of ["work_items", "webhook_queues", "dispatchers"])
       await pool.query(`DELETE FROM ${table} WHERE queue_prefix = $1`, [own]);
+  });
+
+  test("webhooks parked out of a full read of the round leave room at once for a due webhook behind them", async () => {
+    const own = `parked-${randomUUID()}`;
+    const accountId = `acc_${own}`;
+    await run(pool, sql`INSERT INTO accounts (id, name) VALUES (${accountId}, ${accountId})`);
+    // Slots 1 and reserve 1: a pass reads two webhooks of the round. Three paused ones come first.
+    const hooks = ["p1", "p2", "p3", "enabled"].map((name) => `wh_${own}_${name}`);
+    await run(
+      pool,
+      sql`WITH h AS (
+            INSERT INTO webhooks (id, account_id, url, events, secret, status)
+            SELECT id, ${accountId}, 'https://127.0.0.1/parked', ARRAY['message.sent'], 'whsec_x',
+                   (CASE WHEN id LIKE '%enabled' THEN 'enabled' ELSE 'paused' END)::"WebhookStatus"
+              FROM unnest(${hooks}::text[]) AS id RETURNING id
+          ), w AS (
+            INSERT INTO work_items (queue_prefix, kind, work_id, webhook_id, account_id, due_at)
+            SELECT ${own}, 'delivery', id || '_work', id, ${accountId}, now() - interval '1 minute' FROM h RETURNING 1
+          ), q AS (
+            INSERT INTO webhook_queues (queue_prefix, webhook_id, account_id, ready_at)
+            SELECT ${own}, id, ${accountId}, now() - make_interval(mins => 10 - ord::int)
+              FROM unnest(${hooks}::text[]) WITH ORDINALITY AS t(id, ord) RETURNING 1
+          )
+          INSERT INTO dispatchers (id, queue_prefix, slots, reserve, seen_until) VALUES (${`d-${own}`}, ${own}, 1, 1, now() + interval '1 minute')`,
+    );
+    const first = await claimWork(pool, options({ queuePrefix: own }));
+    expect(first.claimed).toEqual([]);
+    // The two paused webhooks read are parked; the relay must pass again rather than sleep.
+    expect(first.more).toBe(true);
+    const second = await claimWork(pool, options({ queuePrefix: own }));
+    expect(second.claimed.map((c) => c.workId)).toEqual([`${hooks[3]}_work`]);
+    for (const table of ["work_items", "webhook_queues", "dispatchers"])
+      await pool.query(`DELETE FROM ${table} WHERE queue_prefix = $1`, [own]);
+    await pool.query("DELETE FROM webhooks WHERE id = ANY($1)", [hooks]);
   });
 
   test("a row of a kind no dispatcher runs cannot be written", async () => {

@@ -47,7 +47,10 @@ export interface ClaimPass {
   poisoned: { kind: WorkJobName; workId: string }[];
   /** In how many ms something comes due (a retry, a rate_limit turn, a lease's expiry); null: nothing known. */
   nextInMs: number | null;
-  /** A grant found fewer rows due than it allowed while other webhooks found no slot: another pass may give them those. */
+  /**
+   * Another pass may start more now: a grant found fewer rows due than it allowed while other
+   * webhooks found no slot, or the round's read was full and webhooks of it were parked.
+   */
   more: boolean;
 }
 
@@ -99,7 +102,10 @@ export async function claimWork(pool: pg.Pool, options: ClaimOptions): Promise<C
         claimed,
         poisoned: state.poisoned.flatMap((p) => (isWorkJobName(p.kind) ? [{ kind: p.kind, workId: p.work_id }] : [])),
         nextInMs: next === null ? null : Math.max(0, Number(next)),
-        more: claimed.length < granted && decision.unserved > 0,
+        // Another pass at once: slots a grant left unused may go to others, and webhooks parked
+        // out of a full read leave room for due webhooks behind them (which no due time names).
+        more:
+          (claimed.length < granted && decision.unserved > 0) || (decision.parked.length > 0 && state.round.length >= state.round_limit),
       };
     },
     { lock_timeout: ms, statement_timeout: ms, idle_in_transaction_session_timeout: ms, advisory_lock: claimLockKey(options.queuePrefix) },
@@ -111,6 +117,8 @@ interface ClaimState {
   now_ms: number;
   slots: number;
   reserve: number;
+  /** How many webhooks of the round the statement reads at most. */
+  round_limit: number;
   leases: { webhook_id: string; account_id: string; leases: number; reserved: number }[];
   round: {
     webhook_id: string;
@@ -196,6 +204,7 @@ export function prepareStatement(prefix: string, notified: readonly string[]): S
       'now_ms', (extract(epoch FROM now()) * 1000)::float8,
       'slots', (SELECT slots FROM capacity),
       'reserve', (SELECT reserve FROM capacity),
+      'round_limit', (SELECT n FROM size),
       'leases', (SELECT coalesce(json_agg(l), '[]') FROM leases l),
       'round', (SELECT coalesce(json_agg(c ORDER BY c.ready_at), '[]') FROM (
                  SELECT f.webhook_id, f.account_id, f.ready_at, w.status::text AS status, w.mode, w.rate_limit,
