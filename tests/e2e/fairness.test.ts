@@ -122,12 +122,10 @@ describe("fair delivery across webhooks and accounts", () => {
     const ownHealthy = await createHook(stack, hr, "/own-healthy-2", ["message.clicked"]);
     const otherHealthy = await createHook(other, hr, "/other-healthy-2", ["message.opened"]);
     await queueBacklog(stack.api, "message.opened", 100);
-    // While they hang for the first time, none of them known slow yet, they hold the C slots and
-    // their account's share of the reserve; the other account finds the rest of the reserve, and
-    // its jobs are fetched past the new webhooks' refused ones by the worker's fetching slots
-    // (docs/scheduler.md, "Held jobs"). With 128 jobs a webhook and one fetching slot this took up
-    // to 1.2 s (a fresh-clone .ci/run on 2026-11-26); with 16 and R of them, 0.3 to 0.42 s alone
-    // but 0.99 s in a fresh-clone .ci/run, too close to 1 s to hold it there: one deadline here.
+    // While they hang for the first time, never answered yet, they hold the slots and their
+    // account's share of the reserve; the other account finds the rest of the reserve, in a lane
+    // of its own (docs/scheduler.md). On a loaded machine a first contact can take most of a
+    // second: one deadline here.
     const firstContact = await pacedLatencies(other.api, "message.opened", "/other-healthy-2", 20);
     console.log(`first contact: another account's latencies ${Math.min(...firstContact)} to ${Math.max(...firstContact)} ms`);
     expect(Math.max(...firstContact)).toBeLessThan(DEADLINE_MS);

@@ -70,7 +70,7 @@ export function startInProcessDispatcher(
       // As main.ts stops: claim nothing more, let the attempts in flight end, then stop.
       relay?.drain();
       idleListen.close();
-      await delivery.worker.close();
+      await delivery.close();
       await relay?.close();
       agent.destroy();
       await queue.close();

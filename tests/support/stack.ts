@@ -208,7 +208,12 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       // A stack whose Redis is unreachable (REDIS_URL at a closed port) never connected: the
       // queue would wait for a connection forever, so only a connected one is cleaned up.
       const connected = redis.status === "ready";
-      if (connected) await queue.obliterate({ force: true }).catch(() => undefined);
+      if (connected) {
+        await queue.obliterate({ force: true }).catch(() => undefined);
+        const reserveLane = new Queue(QUEUE_NAMES.reserveDeliveries, { connection: redis, prefix: keyPrefix });
+        await reserveLane.obliterate({ force: true }).catch(() => undefined);
+        await reserveLane.close();
+      }
       await queue.close();
       if (connected) await redis.quit().catch(() => undefined);
       else redis.disconnect();

@@ -89,7 +89,7 @@ async function shutdown(signal: string) {
   // in flight end with their leases renewed, then stop the relay.
   relay?.drain();
   idleListen.close();
-  await Promise.all([delivery.worker.close(), maintenance.close()]);
+  await Promise.all([delivery.close(), maintenance.close()]);
   await relay?.close();
   metricsServer.close();
   await relayQueue.close();

@@ -13,7 +13,7 @@ import {
   type ClaimPass,
   type LeasedWork,
 } from "@mailhooks/delivery-state";
-import type { DeliveryQueue } from "@mailhooks/queue";
+import { DeliveryAddError, type DeliveryQueue } from "@mailhooks/queue";
 import type { DispatcherMetrics } from "./metrics.js";
 
 /**
@@ -62,8 +62,8 @@ export interface Relay {
 /**
  * The relay of one dispatcher (docs/scheduler.md): the loop that claims work and hands it to the
  * deliveries queue. A pass runs the claim (@mailhooks/delivery-state claimWork: the one decision,
- * under the deployment's claim lock), then adds one job per claimed unit of work, after the claim
- * committed; should Redis refuse them, their leases are given back at once. The relay passes again
+ * under the deployment's claim lock), then adds one job per claimed unit of work to its lane, after
+ * the claim committed; should Redis refuse them, their leases are given back at once. The relay passes again
  * as soon as something may have changed: work notified on WORK_CHANNEL (a LISTEN connection of its
  * own, which reconnects by itself; after each reconnection every webhook with waiting work is looked
  * for, since notifications were lost meanwhile), work ended on this dispatcher (`wake`), or the
@@ -148,7 +148,8 @@ export function startRelay(options: RelayOptions): Relay {
         await options.queue.add(claimed.claimed);
       } catch (error) {
         redisFailed = true;
-        await releaseWork(options.pool, claimed.claimed).catch((release: Error) =>
+        const notAdded = error instanceof DeliveryAddError ? [...error.notAdded] : claimed.claimed;
+        await releaseWork(options.pool, notAdded).catch((release: Error) =>
           options.logger.warn("could not give claimed work back; its leases expire", { error: release.message }),
         );
         throw error;
@@ -247,9 +248,9 @@ export function startConfiguredRelay(
 }
 
 /**
- * The reserve slots of a dispatcher with `slots` slots: an eighth of them, at least one. Its worker
- * runs slots + reserve attempts at most; the reserve goes only to webhooks holding nothing
- * (@mailhooks/scheduler decide), so that their first attempt never waits for the others'.
+ * The reserve slots of a dispatcher with `slots` slots: an eighth of them, at least one, run by a
+ * worker of their own beside the slots' (a lane of their own); the reserve goes only to webhooks
+ * holding nothing (@mailhooks/scheduler decide), so that their first attempt never waits for the others'.
  */
 export function reserveSlots(slots: number): number {
   return Math.max(1, Math.floor(slots / 8));

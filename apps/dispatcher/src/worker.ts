@@ -18,21 +18,24 @@ export const UNREADABLE_SECRET_WAIT_MS = 60_000;
 export interface DeliveryWorkerOptions {
   connection: RedisClient;
   prefix: string;
-  /** Attempts this worker runs at once: the dispatcher's slots and reserve slots. */
-  concurrency: number;
+  /** Attempts this worker runs at once: the dispatcher's slots (DISPATCHER_CONCURRENCY) and, in the reserve's lane, its reserve slots. */
+  slots: number;
+  reserve: number;
   /** Called whenever a job's work ended here (its slot is free: the relay may claim). */
   onEnded?: () => void;
 }
 
-/** The deliveries worker and the leases of what it runs now (the relay's heartbeat renews them). */
+/** The deliveries workers (one per lane) and the leases of what they run now (the relay's heartbeat renews them). */
 export interface DeliveryWorker {
-  worker: Worker;
   running: () => LeasedWork[];
+  /** Takes no more jobs and resolves once the attempts running have ended (BullMQ Worker.close). */
+  close: () => Promise<void>;
 }
 
 /**
- * The BullMQ worker of the deliveries queue (docs/scheduler.md). Thin: every job it is given was
- * claimed for it, so it runs every one, its data parsed by the job schema, through the handler of
+ * The BullMQ workers of the deliveries queues (docs/scheduler.md): one for the slots' lane, running
+ * `slots` attempts at once, and one for the reserve's lane, running `reserve`. Thin: every job they
+ * are given was claimed for them, so they run every one, its data parsed by the job schema, through the handler of
  * its kind. A job of another shape (left in Redis by an earlier version: its work is in the work
  * queue and is claimed again) is dropped unread. What an attempt meets is sorted by one rule:
  * - PostgreSQL or Redis unreachable before the attempt (isInfrastructureError): nothing is sent
@@ -87,22 +90,34 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
     }
   };
 
-  const worker = new Worker(QUEUE_NAMES.deliveries, processor, {
-    connection: options.connection,
-    prefix: options.prefix,
-    concurrency: options.concurrency,
-    // The work's lease in PostgreSQL is what recovers work whose dispatcher died; a job BullMQ
-    // finds stalled is not run a second time beside the lease's recovery.
-    maxStalledCount: 0,
+  const lanes = [
+    [QUEUE_NAMES.deliveries, options.slots],
+    [QUEUE_NAMES.reserveDeliveries, options.reserve],
+  ] as const;
+  const workers = lanes.map(([queue, concurrency]) => {
+    const worker = new Worker(queue, processor, {
+      connection: options.connection,
+      prefix: options.prefix,
+      concurrency,
+      // The work's lease in PostgreSQL is what recovers work whose dispatcher died; a job BullMQ
+      // finds stalled is not run a second time beside the lease's recovery.
+      maxStalledCount: 0,
+    });
+    worker.on("error", (error) => ctx.logger.error("worker error", { error: error.message, queue }));
+    return worker;
   });
-  worker.on("error", (error) => ctx.logger.error("worker error", { error: error.message }));
-  return { worker, running: () => [...running.values()] };
+  return {
+    running: () => [...running.values()],
+    close: async () => {
+      await Promise.all(workers.map((worker) => worker.close()));
+    },
+  };
 }
 
 /**
  * The delivery worker of a dispatcher configured by `config` (apps/dispatcher/src/main.ts, and
  * the tests' in-process dispatchers): which settings feed the deliveries (retry delays, private
- * targets, secret keys, auto-disable) and the worker (slots and reserve) is written here once.
+ * targets, secret keys, auto-disable) and the workers (slots and reserve) is written here once.
  */
 export function createConfiguredDeliveryWorker(
   config: DispatcherConfig,
@@ -123,7 +138,8 @@ export function createConfiguredDeliveryWorker(
     {
       connection: wiring.connection,
       prefix: wiring.prefix,
-      concurrency: config.DISPATCHER_CONCURRENCY + reserveSlots(config.DISPATCHER_CONCURRENCY),
+      slots: config.DISPATCHER_CONCURRENCY,
+      reserve: reserveSlots(config.DISPATCHER_CONCURRENCY),
       onEnded: wiring.onEnded,
     },
   );

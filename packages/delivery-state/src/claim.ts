@@ -76,7 +76,13 @@ export async function claimWork(pool: pg.Pool, options: ClaimOptions): Promise<C
         now: state.now_ms,
         slots: state.slots,
         reserve: state.reserve,
-        leases: state.leases.map((l) => ({ webhookId: l.webhook_id, accountId: l.account_id, leases: l.leases, reserved: l.reserved })),
+        leases: state.leases.map((l) => ({
+          webhookId: l.webhook_id,
+          accountId: l.account_id,
+          leases: l.leases,
+          reserved: l.reserved,
+          answering: l.answering,
+        })),
         candidates: state.round.map((c) => ({
           webhookId: c.webhook_id,
           accountId: c.account_id,
@@ -86,15 +92,26 @@ export async function claimWork(pool: pg.Pool, options: ClaimOptions): Promise<C
           turnAt: c.turn_at_ms,
           bypassWaiting: c.bypass_waiting,
           failing: c.failing,
+          answering: c.answering,
         })),
       });
-      const taken = await run<{ claimed: { kind: string; work_id: string; lease: number }[]; next_in_ms: number | null }>(
-        client,
-        takeStatement(options.queuePrefix, decision, options.visibilityTimeoutMs),
-        "delivery_state_claim_take",
-      );
-      const claimed = taken.rows[0].claimed.flatMap((r) =>
-        isWorkJobName(r.kind) ? [{ kind: r.kind, workId: r.work_id, lease: r.lease }] : [],
+      const taken = await run<{
+        claimed: { kind: string; work_id: string; lease: number; reserved: boolean; webhook_id: string; ready: boolean }[];
+        next_in_ms: number | null;
+      }>(client, takeStatement(options.queuePrefix, decision, options.visibilityTimeoutMs), "delivery_state_claim_take");
+      const priorities = new Map(decision.grants.map((g) => [g.webhookId, g.priority]));
+      const claimed = taken.rows[0].claimed.flatMap((r): ClaimedWork[] =>
+        isWorkJobName(r.kind)
+          ? [
+              {
+                kind: r.kind,
+                workId: r.work_id,
+                lease: r.lease,
+                reserved: r.reserved,
+                ...(r.ready ? { priority: priorities.get(r.webhook_id) } : {}),
+              },
+            ]
+          : [],
       );
       const granted = decision.grants.reduce((sum, g) => sum + g.count, 0);
       const next = taken.rows[0].next_in_ms;
@@ -119,7 +136,7 @@ interface ClaimState {
   reserve: number;
   /** How many webhooks of the round the statement reads at most. */
   round_limit: number;
-  leases: { webhook_id: string; account_id: string; leases: number; reserved: number }[];
+  leases: { webhook_id: string; account_id: string; leases: number; reserved: number; answering: boolean }[];
   round: {
     webhook_id: string;
     account_id: string;
@@ -129,6 +146,7 @@ interface ClaimState {
     turn_at_ms: number | null;
     bypass_waiting: boolean;
     failing: boolean;
+    answering: boolean;
   }[];
   poisoned: { kind: string; work_id: string }[];
 }
@@ -159,7 +177,7 @@ async function rediscover(client: Queryable, prefix: string): Promise<void> {
  * The first statement (step 1): expired leases end (work expiring for the MAX_EXPIRATIONS-th
  * time is held out an hour instead and answered in `poisoned`), the webhooks of expired work and
  * `notified` join the round, and the state is read. The round read is the first webhooks whose
- * turn has come, as many as hold leases plus the slots and reserve: whatever `decide` grants
+ * turn has come, as many as hold leases plus twice the slots and the reserve (the most leases a decision grants): whatever `decide` grants
  * falls among them, since a webhook holding nothing comes before any holding something. Exported
  * for its plan's test (claim.integration.test.ts).
  */
@@ -178,23 +196,26 @@ export function prepareStatement(prefix: string, notified: readonly string[]): S
       INSERT INTO webhook_queues (queue_prefix, webhook_id, account_id, ready_at)
       SELECT ${prefix}, webhook_id, account_id, now() FROM heard
       ON CONFLICT (queue_prefix, webhook_id) DO UPDATE SET ready_at = least(coalesce(webhook_queues.ready_at, 'infinity'), now())
-      RETURNING webhook_id, account_id, ready_at, turn_at
+      RETURNING webhook_id, account_id, ready_at, turn_at, answered
     ), capacity AS (
       SELECT coalesce(sum(slots), 0)::int AS slots, coalesce(sum(reserve), 0)::int AS reserve
         FROM dispatchers WHERE queue_prefix = ${prefix} AND seen_until > now()
     ), leases AS (
       -- Pulled work (listen.ts) holds no dispatcher's slot.
-      SELECT webhook_id, account_id, count(*)::int AS leases, (count(*) FILTER (WHERE reserved))::int AS reserved
-        FROM work_items WHERE queue_prefix = ${prefix} AND leased_until > now() AND pull_id IS NULL GROUP BY webhook_id, account_id
+      SELECT l.*, coalesce(q.answered, false) AND w.failing_since IS NULL AS answering
+        FROM (SELECT webhook_id, account_id, count(*)::int AS leases, (count(*) FILTER (WHERE reserved))::int AS reserved
+                FROM work_items WHERE queue_prefix = ${prefix} AND leased_until > now() AND pull_id IS NULL GROUP BY webhook_id, account_id) l
+        JOIN webhooks w ON w.id = l.webhook_id
+        LEFT JOIN webhook_queues q ON q.queue_prefix = ${prefix} AND q.webhook_id = l.webhook_id
     ), size AS (
-      SELECT (SELECT count(*) FROM leases) + slots + reserve AS n FROM capacity
+      SELECT (SELECT count(*) FROM leases) + 2 * slots + reserve AS n FROM capacity
     ), round AS (
       -- The round as this statement's snapshot sees it, and the webhooks that joined it now.
       SELECT * FROM (
-        (SELECT q.webhook_id, q.account_id, q.ready_at, q.turn_at FROM webhook_queues q
+        (SELECT q.webhook_id, q.account_id, q.ready_at, q.turn_at, q.answered FROM webhook_queues q
           WHERE q.queue_prefix = ${prefix} AND q.ready_at <= now() ORDER BY q.ready_at LIMIT (SELECT n FROM size))
         UNION ALL
-        SELECT j.webhook_id, j.account_id, j.ready_at, j.turn_at FROM joined j WHERE j.ready_at <= now()
+        SELECT j.webhook_id, j.account_id, j.ready_at, j.turn_at, j.answered FROM joined j WHERE j.ready_at <= now()
       ) r
       ORDER BY r.webhook_id, r.ready_at
     ), firsts AS (
@@ -208,7 +229,7 @@ export function prepareStatement(prefix: string, notified: readonly string[]): S
       'leases', (SELECT coalesce(json_agg(l), '[]') FROM leases l),
       'round', (SELECT coalesce(json_agg(c ORDER BY c.ready_at), '[]') FROM (
                  SELECT f.webhook_id, f.account_id, f.ready_at, w.status::text AS status, w.mode, w.rate_limit,
-                        w.failing_since IS NOT NULL AS failing, (extract(epoch FROM f.turn_at) * 1000)::float8 AS turn_at_ms,
+                        w.failing_since IS NOT NULL AS failing, f.answered AND w.failing_since IS NULL AS answering, (extract(epoch FROM f.turn_at) * 1000)::float8 AS turn_at_ms,
                         ((w.status::text = 'paused' OR w.mode = 'listen') AND EXISTS (
                            SELECT 1 FROM work_items b WHERE b.webhook_id = f.webhook_id AND b.bypass_pause AND b.leased_until IS NULL
                               AND b.queue_prefix = ${prefix})) AS bypass_waiting
@@ -235,7 +256,7 @@ export function takeStatement(prefix: string, decision: Pick<Decision, "grants" 
     ...parked.map((p) => ({ webhookId: p.webhookId, park: p.until === null, notBefore: p.until, turnAt: null })),
   ];
   const lateral = (bypassOnly: boolean) => sql`
-        SELECT i.id, g.webhook_id, g.n, g.reserved, i.due_at
+        SELECT i.id, g.webhook_id, g.n, g.reserved, g.ready, i.due_at
           FROM g CROSS JOIN LATERAL (
             SELECT w.id, w.due_at FROM work_items w
              WHERE w.webhook_id = g.webhook_id AND w.leased_until IS NULL AND w.due_at <= now() AND w.queue_prefix = ${prefix}
@@ -246,21 +267,23 @@ export function takeStatement(prefix: string, decision: Pick<Decision, "grants" 
   return sql`
     WITH g AS (
       SELECT * FROM unnest(${grants.map((g) => g.webhookId)}::text[], ${grants.map((g) => g.count)}::int[],
-                           ${grants.map((g) => g.reserved)}::int[], ${grants.map((g) => g.bypassOnly)}::boolean[])
-               AS g(webhook_id, n, reserved, bypass_only)
+                           ${grants.map((g) => g.reserved)}::int[], ${grants.map((g) => g.ready)}::int[],
+                           ${grants.map((g) => g.bypassOnly)}::boolean[])
+               AS g(webhook_id, n, reserved, ready, bypass_only)
     ), candidates AS (
       ${lateral(false)}
       UNION ALL
       ${lateral(true)}
     ), picked AS (
-      SELECT id, n, reserved, row_number() OVER (PARTITION BY webhook_id ORDER BY due_at, id) AS rn FROM candidates
+      SELECT id, n, reserved, ready, row_number() OVER (PARTITION BY webhook_id ORDER BY due_at, id) AS rn FROM candidates
     ), taken AS (
       -- By the primary key, row by row (= ANY of an array): joined to picked instead, the planner may
       -- hash the whole table.
       UPDATE work_items w SET lease = w.lease + 1, reserved = w.id = ANY(ARRAY(SELECT id FROM picked WHERE rn > n - reserved)),
              leased_until = now() + make_interval(secs => ${visibilityTimeoutMs / 1000})
        WHERE w.id = ANY(ARRAY(SELECT id FROM picked))
-      RETURNING w.kind, w.work_id, w.lease
+      RETURNING w.kind, w.work_id, w.lease, w.reserved, w.webhook_id,
+                w.id = ANY(ARRAY(SELECT id FROM picked WHERE rn > n - reserved - ready AND rn <= n - reserved)) AS ready
     ), u AS (
       SELECT * FROM unnest(${placed.map((p) => p.webhookId)}::text[], ${placed.map((p) => p.park)}::boolean[],
                            ${placed.map((p) => p.notBefore)}::float8[], ${placed.map((p) => p.turnAt)}::float8[])

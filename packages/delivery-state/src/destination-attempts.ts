@@ -221,11 +221,18 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
         FROM (SELECT queue_prefix, webhook_id, min(due_at) AS due_at FROM retried GROUP BY queue_prefix, webhook_id) x
        WHERE r.queue_prefix = x.queue_prefix AND r.webhook_id = x.webhook_id
       RETURNING 1
+    ), answered AS (
+      -- Its first 2xx here: from now on, while it is not failing, its leases may have a job ready
+      -- behind them (docs/scheduler.md). Written once per webhook and deployment.
+      UPDATE webhook_queues r SET answered = true
+        FROM (SELECT DISTINCT queue_prefix, webhook_id FROM input WHERE ok) x
+       WHERE r.queue_prefix = x.queue_prefix AND r.webhook_id = x.webhook_id AND NOT r.answered
+      RETURNING 1
     )
     SELECT s.webhook_id, s.since, s.events FROM (SELECT 1) one LEFT JOIN streak s ON true`,
     // Prepared under a name: planning this statement of many CTEs costs about as much as running
     // it; PostgreSQL keeps a generic plan after five runs, unless it costs more.
-    "delivery_state_record_destination_attempts_v5",
+    "delivery_state_record_destination_attempts_v6",
   );
   // One row with nulls when no webhook's counters moved (the statement always answers one row).
   const streaks = new Map(

@@ -34,6 +34,10 @@ export type WorkJobData = z.infer<typeof workJobSchema>;
 /** One claimed unit of work, as the claim answers it and the relay adds it. */
 export interface ClaimedWork extends WorkJobData {
   kind: WorkJobName;
+  /** Granted from the reserve: its job goes to the reserve's lane (QUEUE_NAMES.reserveDeliveries). */
+  reserved?: boolean;
+  /** A job ready behind running attempts: its place among them (BullMQ priority, lower first); none: it starts at once. */
+  priority?: number;
 }
 
 /**
@@ -45,7 +49,7 @@ export function workJob(work: ClaimedWork): { name: WorkJobName; data: WorkJobDa
   return {
     name: work.kind,
     data: { workId: work.workId, lease: work.lease },
-    opts: { jobId: `${work.workId}-${work.lease}`, attempts: 1 },
+    opts: { jobId: `${work.workId}-${work.lease}`, attempts: 1, ...(work.priority === undefined ? {} : { priority: work.priority }) },
   };
 }
 

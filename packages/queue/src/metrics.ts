@@ -2,8 +2,8 @@ import type { Queue } from "bullmq";
 import { Gauge, type Registry } from "prom-client";
 
 /**
- * `webhook_queue_jobs{state}`: the deliveries queue's jobs by state, read from Redis at each
- * scrape. Served by the API and by every dispatcher, so one scrape target is enough.
+ * `webhook_queue_jobs{state}`: the jobs of the deliveries queue (the slots' lane) by state, read
+ * from Redis at each scrape; the reserve's lane holds no more than its running attempts. Served by the API and by every dispatcher, so one scrape target is enough.
  */
 export function registerQueueDepthGauge(registry: Registry, queue: Queue): void {
   new Gauge({

@@ -7,6 +7,11 @@
 export const QUEUE_NAMES = {
   /** Every outbound HTTP attempt: initial deliveries with their retries, test events, replays. */
   deliveries: "deliveries",
+  /**
+   * The same jobs, granted from the reserve: a lane of their own, with a worker of their own in
+   * each dispatcher, so that no job waiting in the first one stands in their way (docs/scheduler.md).
+   */
+  reserveDeliveries: "deliveries-reserve",
   /** Periodic housekeeping (retention, sweeps), run by job schedulers in the dispatcher. */
   maintenance: "maintenance",
 } as const;

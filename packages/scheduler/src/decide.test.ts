@@ -12,12 +12,13 @@ function candidate(webhookId: string, accountId = "acc_a", more: Partial<Candida
     turnAt: null,
     bypassWaiting: false,
     failing: false,
+    answering: false,
     ...more,
   };
 }
 
-function held(webhookId: string, leases: number, accountId = "acc_a", reserved = 0): LeaseCount {
-  return { webhookId, accountId, leases, reserved };
+function held(webhookId: string, leases: number, accountId = "acc_a", reserved = 0, answering = false): LeaseCount {
+  return { webhookId, accountId, leases, reserved, answering };
 }
 
 function input(more: Partial<DecisionInput>): DecisionInput {
@@ -29,12 +30,12 @@ const granted = (decision: ReturnType<typeof decide>) => Object.fromEntries(deci
 describe("the one decision", () => {
   test("alone, one webhook takes every slot, and nothing of the reserve", () => {
     const decision = decide(input({ candidates: [candidate("wh_1")] }));
-    expect(decision.grants).toEqual([{ webhookId: "wh_1", count: 8, reserved: 0, bypassOnly: false, turnAt: null }]);
+    expect(decision.grants).toEqual([{ webhookId: "wh_1", count: 8, reserved: 0, ready: 0, priority: 1, bypassOnly: false, turnAt: null }]);
   });
 
   test("free slots go to the webhooks holding the fewest, not to the one that holds most", () => {
     const decision = decide(input({ leases: [held("wh_busy", 5)], candidates: [candidate("wh_busy"), candidate("wh_new")] }));
-    // 3 free: wh_new reaches wh_busy's 5 only after 5, so it takes all 3.
+    // 3 idle: wh_new reaches wh_busy's 5 only after 5, so it takes all 3 (never answered: nothing ready).
     expect(granted(decision)).toEqual({ wh_new: 3 });
   });
 
@@ -52,7 +53,9 @@ describe("the one decision", () => {
 
   test("slots full: a webhook holding nothing takes a reserve slot at once; one holding something does not", () => {
     const decision = decide(input({ leases: [held("wh_hang", 8)], candidates: [candidate("wh_hang"), candidate("wh_new", "acc_b")] }));
-    expect(decision.grants).toEqual([{ webhookId: "wh_new", count: 1, reserved: 1, bypassOnly: false, turnAt: null }]);
+    expect(decision.grants).toEqual([
+      { webhookId: "wh_new", count: 1, reserved: 1, ready: 0, priority: 1, bypassOnly: false, turnAt: null },
+    ]);
   });
 
   test("a failing webhook holding nothing gets no reserve slot, and a healthy one wins a free slot from it", () => {
@@ -86,8 +89,60 @@ describe("the one decision", () => {
     expect(granted(decision).wh_b).toBe(1);
   });
 
-  test("leases of dispatchers that died (more than the slots) leave no slot and no reserve", () => {
-    expect(decide(input({ leases: [held("wh_dead", 20)], candidates: [candidate("wh_new", "acc_b")] })).grants).toEqual([]);
+  test("leases of dispatchers that died (more than the lanes hold) leave no room in their lane; the other lane is its own", () => {
+    const slotsOverfull = decide(input({ leases: [held("wh_dead", 20)], candidates: [candidate("wh_new", "acc_b")] }));
+    expect(slotsOverfull.grants).toEqual([
+      { webhookId: "wh_new", count: 1, reserved: 1, ready: 0, priority: 1, bypassOnly: false, turnAt: null },
+    ]);
+    const bothOverfull = decide(
+      input({ leases: [held("wh_dead", 20), held("wh_dead_r", 5, "acc_a", 5)], candidates: [candidate("wh_new", "acc_b")] }),
+    );
+    expect(bothOverfull.grants).toEqual([]);
+  });
+
+  test("ready jobs: an answering webhook takes a job ready behind each slot (2 S); one never answered or failing, the slots alone", () => {
+    const lane = (decision: ReturnType<typeof decide>) => decision.grants.map((g) => [g.webhookId, g.count - g.reserved]);
+    expect(lane(decide(input({ candidates: [candidate("wh_ok", "acc_a", { answering: true })] })))).toEqual([["wh_ok", 16]]);
+    expect(lane(decide(input({ candidates: [candidate("wh_new")] })))).toEqual([["wh_new", 8]]);
+    // Beside 6 answering leases (6 of weight), an unanswered webhook takes the rest 2 by 2: 5.
+    const mixed = decide(input({ leases: [held("wh_ok", 6, "acc_a", 0, true)], candidates: [candidate("wh_new", "acc_b")] }));
+    expect(lane(mixed)).toEqual([["wh_new", 5]]);
+  });
+
+  test("ready jobs never wait behind an unanswered attempt: once unanswered leases fill the slots, a newcomer takes the reserve", () => {
+    const decision = decide(
+      input({ leases: [held("wh_hang", 8)], candidates: [candidate("wh_hang"), candidate("wh_ok", "acc_b", { answering: true })] }),
+    );
+    expect(decision.grants).toEqual([
+      { webhookId: "wh_ok", count: 1, reserved: 1, ready: 0, priority: 1, bypassOnly: false, turnAt: null },
+    ]);
+  });
+
+  test("ready jobs come after the idle slots and the reserve, and wait in the order of their account's load", () => {
+    const decision = decide(
+      input({
+        leases: [held("wh_a", 4, "acc_a", 0, true)],
+        candidates: [candidate("wh_a", "acc_a", { answering: true }), candidate("wh_b", "acc_b", { answering: true })],
+      }),
+    );
+    // 4 idle slots to wh_b (max-min), then the lane's other 8 of room: 4 ready jobs each.
+    expect(decision.grants).toEqual([
+      { webhookId: "wh_a", count: 4, reserved: 0, ready: 4, priority: 5, bypassOnly: false, turnAt: null },
+      { webhookId: "wh_b", count: 8, reserved: 0, ready: 4, priority: 1, bypassOnly: false, turnAt: null },
+    ]);
+    // A newcomer finding no idle slot takes the reserve before anyone's ready jobs.
+    const full = decide(
+      input({
+        leases: [held("wh_a", 10, "acc_a", 0, true)],
+        candidates: [candidate("wh_a", "acc_a", { answering: true }), candidate("wh_b", "acc_b", { answering: true })],
+      }),
+    );
+    expect(full.grants).toEqual([{ webhookId: "wh_b", count: 7, reserved: 1, ready: 6, priority: 1, bypassOnly: false, turnAt: null }]);
+  });
+
+  test("reserve leases take no room of the slots' lane", () => {
+    const decision = decide(input({ leases: [held("wh_r", 2, "acc_a", 2)], candidates: [candidate("wh_new", "acc_b")] }));
+    expect(granted(decision)).toEqual({ wh_new: 8 });
   });
 
   test("rate_limit: one turn per interval, no more than CATCH_UP_MS of missed turns at once, and the next turn after them", () => {
@@ -122,9 +177,9 @@ describe("the one decision", () => {
       { webhookId: "wh_listen", until: null },
     ]);
     expect(decision.grants).toEqual([
-      { webhookId: "wh_override", count: 6, reserved: 0, bypassOnly: true, turnAt: null },
-      { webhookId: "wh_listen_override", count: 5, reserved: 0, bypassOnly: true, turnAt: null },
-      { webhookId: "wh_listen_disabled", count: 5, reserved: 0, bypassOnly: false, turnAt: null },
+      { webhookId: "wh_override", count: 6, reserved: 0, ready: 0, priority: 1, bypassOnly: true, turnAt: null },
+      { webhookId: "wh_listen_override", count: 5, reserved: 0, ready: 0, priority: 1, bypassOnly: true, turnAt: null },
+      { webhookId: "wh_listen_disabled", count: 5, reserved: 0, ready: 0, priority: 1, bypassOnly: false, turnAt: null },
     ]);
   });
 });

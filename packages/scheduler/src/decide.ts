@@ -5,19 +5,30 @@
  * round. Every path to an attempt (new work, a retry that fell due, a replay, a test, work whose
  * holder died) passes here, and nothing else admits work.
  *
- * The rules, with S the slots of the live dispatchers and R their reserve:
- * - **Fair share.** Free slots (S minus the live leases) go one at a time to the waiting webhook
- *   whose account holds the fewest leases, then which itself holds the fewest (max-min fairness:
- *   accounts first, then their webhooks), ties in the order of the round. Alone, one webhook takes
- *   every slot; beside others, a webhook that holds many slots gets none of those that free until
- *   the others have as many. Only leased work counts: work waiting for its retry holds nothing.
- *   A failing webhook (its last attempt failed: a receiver that hangs, refuses or errs) counts as
- *   holding one lease at least, so that a healthy webhook wins a tie with it.
- * - **The reserve.** Past S, a webhook that holds no lease and is not failing may take one of the
- *   R reserve slots, so that a healthy webhook with nothing running starts at once whatever others
- *   hold. An account takes at most its share of the reserve: R / (accounts holding reserve leases,
- *   itself included, + 1), at least one, so that many new webhooks of one account that all start
- *   hanging leave the rest to the other accounts until their first attempts fail.
+ * The rules, with S the slots of the live dispatchers and R their reserve slots. A slot runs one
+ * attempt and may hold one job ready behind it (claimed, waiting in Redis), so that an attempt's
+ * end starts the next one at once, without waiting for a claim; the reserve slots are a lane of
+ * their own (their own jobs and worker), so nothing the slots hold can stand in their way:
+ * - **Fair share.** Idle slots (S minus the slots' lane's leases) go one lease at a time to the
+ *   waiting webhook whose account holds the fewest leases, then which itself holds the fewest
+ *   (max-min fairness: accounts first, then their webhooks), ties in the order of the round.
+ *   Alone, one webhook takes every slot; beside others, a webhook that holds many leases gets
+ *   none of the slots that free until the others have as many. Only leased work counts: work
+ *   waiting for its retry holds nothing. A failing webhook (its last attempt failed: a receiver
+ *   that hangs, refuses or errs) counts as holding one lease at least, so that a healthy webhook
+ *   wins a tie with it.
+ * - **The reserve.** A webhook that found no idle slot, holds no lease and is not failing may take
+ *   one of the R reserve slots (their own lane), so that a healthy webhook with nothing running
+ *   starts at once whatever others hold. An account takes at most its share of the reserve:
+ *   R / (accounts holding reserve leases, itself included, + 1), at least one, so that many new
+ *   webhooks of one account that all start hanging leave the rest to the other accounts until
+ *   their first attempts fail.
+ * - **Ready jobs.** Then, by the same fair share, jobs ready behind the running attempts, so that
+ *   an attempt's end starts the next at once, without waiting for a claim. The slots' lane holds
+ *   at most 2 S in weight: a lease of a webhook whose last attempt was answered 2xx (`answering`)
+ *   weighs 1, any other 2, so ready jobs only wait behind answering webhooks' attempts and never
+ *   outnumber them. They wait in the order of their account's load (`priority`): a slot that frees
+ *   starts the least loaded account's first.
  * - **rate_limit.** A webhook with `rate_limit` r starts at most one attempt per 1.15 / r s
  *   (rateIntervalMs; GCRA on PostgreSQL's clock, the claim's `now`). Turns missed while the relay
  *   was busy are made up for CATCH_UP_MS at most.
@@ -41,6 +52,8 @@ export interface Candidate {
   bypassWaiting: boolean;
   /** Its last attempt failed (and no success since). */
   failing: boolean;
+  /** Its last attempt was answered 2xx (not failing, and tried at least once). */
+  answering: boolean;
 }
 
 /** The live leases of one webhook. */
@@ -50,12 +63,14 @@ export interface LeaseCount {
   leases: number;
   /** Of them, granted from the reserve. */
   reserved: number;
+  /** Its last attempt was answered 2xx (Candidate.answering). */
+  answering: boolean;
 }
 
 export interface DecisionInput {
   /** PostgreSQL's now, in ms since the epoch. */
   now: number;
-  /** The live dispatchers' slots (S) and reserve slots (R). */
+  /** The live dispatchers' slots (S: attempts at once, each with one job ready behind it) and reserve slots (R). */
   slots: number;
   reserve: number;
   leases: LeaseCount[];
@@ -70,6 +85,13 @@ export interface Grant {
   count: number;
   /** Of them, from the reserve (the last ones taken). */
   reserved: number;
+  /** Of them, jobs ready behind running attempts (taken after those starting at once, before the reserved). */
+  ready: number;
+  /**
+   * The order of its ready jobs in Redis (BullMQ priority: lower first): 1 + the leases its account
+   * held before this decision, at most MAX_PRIORITY. Jobs starting at once carry none.
+   */
+  priority: number;
   /** Only replays to a target_url (the webhook is paused, or a listen webhook). */
   bypassOnly: boolean;
   /** Its next rate_limit turn once these start (ms); null without a limit. */
@@ -108,6 +130,14 @@ export function rateIntervalMs(rateLimit: number): number {
   return 1150 / rateLimit;
 }
 
+/** The largest BullMQ job priority (2^21). */
+export const MAX_PRIORITY = 2_097_152;
+
+/** What a lease of a webhook weighs in the slots' lane: 1 when it is answering, else 2 (see the rules above). */
+export function leaseWeight(answering: boolean): number {
+  return answering ? 1 : 2;
+}
+
 /** A candidate's state while the decision is made. */
 interface Seat {
   candidate: Candidate;
@@ -118,6 +148,8 @@ interface Seat {
   turnBase: number;
   granted: number;
   reserved: number;
+  /** Of those granted, ready jobs (no slot idle for them: they wait behind running attempts). */
+  ready: number;
   /** Leases it held before this decision (one at least when failing). */
   held: number;
 }
@@ -127,14 +159,20 @@ export function decide(input: DecisionInput): Decision {
   const webhookLeases = new Map<string, number>();
   const accountLeases = new Map<string, number>();
   const accountReserved = new Map<string, number>();
-  let leased = 0;
+  /** The slots' lane in use, in weight (reserve leases are a lane of their own). */
+  let used = 0;
+  let laneLeases = 0;
+  let reservedLeases = 0;
   for (const l of input.leases) {
     webhookLeases.set(l.webhookId, (webhookLeases.get(l.webhookId) ?? 0) + l.leases);
     accountLeases.set(l.accountId, (accountLeases.get(l.accountId) ?? 0) + l.leases);
     if (l.reserved > 0) accountReserved.set(l.accountId, (accountReserved.get(l.accountId) ?? 0) + l.reserved);
-    leased += l.leases;
+    used += (l.leases - l.reserved) * leaseWeight(l.answering);
+    laneLeases += l.leases - l.reserved;
+    reservedLeases += l.reserved;
   }
 
+  const startLeases = new Map(accountLeases);
   const parked: Parked[] = [];
   const seats: Seat[] = [];
   for (const candidate of input.candidates) {
@@ -155,46 +193,56 @@ export function decide(input: DecisionInput): Decision {
     }
     const leases = webhookLeases.get(candidate.webhookId) ?? 0;
     const held = candidate.failing ? Math.max(1, leases) : leases;
-    seats.push({ candidate, bypassOnly: holdsBack, turns, turnBase, granted: 0, reserved: 0, held });
+    seats.push({ candidate, bypassOnly: holdsBack, turns, turnBase, granted: 0, reserved: 0, ready: 0, held });
   }
 
-  // Fair share of the free slots: one at a time to the seat of the least loaded account, then
-  // webhook (a linear scan per slot: the round holds at most the leased webhooks plus S + R).
-  let free = input.slots - leased;
+  // 1. Fair share of the idle slots (the lane's leases fewer than S): these start at once.
+  // 2. The reserve, to webhooks that hold nothing and found no idle slot.
+  // 3. Fair share of the rest of the lane's room: jobs ready behind the running attempts, in Redis
+  //    in the order of their account's load (priority), so that a slot that frees starts the
+  //    least loaded account's first.
+  let room = 2 * input.slots - used;
+  let idle = input.slots - laneLeases;
   const load = (seat: Seat) => [accountLeases.get(seat.candidate.accountId) ?? 0, seat.held + seat.granted] as const;
-  while (free > 0) {
-    let best: Seat | undefined;
-    for (const seat of seats) {
-      if (seat.granted >= seat.turns) continue;
-      if (!best) best = seat;
-      else {
-        const [a, w] = load(seat);
-        const [bestA, bestW] = load(best);
-        if (a < bestA || (a === bestA && w < bestW)) best = seat;
+  const share = (ready: boolean) => {
+    while (room > 0 && (ready || idle > 0)) {
+      let best: Seat | undefined;
+      for (const seat of seats) {
+        if (seat.granted >= seat.turns || leaseWeight(seat.candidate.answering) > room) continue;
+        if (!best) best = seat;
+        else {
+          const [a, w] = load(seat);
+          const [bestA, bestW] = load(best);
+          if (a < bestA || (a === bestA && w < bestW)) best = seat;
+        }
       }
+      if (!best) break;
+      if (ready) best.ready++;
+      best.granted++;
+      accountLeases.set(best.candidate.accountId, (accountLeases.get(best.candidate.accountId) ?? 0) + 1);
+      room -= leaseWeight(best.candidate.answering);
+      idle--;
     }
-    if (!best) break;
-    best.granted++;
-    accountLeases.set(best.candidate.accountId, (accountLeases.get(best.candidate.accountId) ?? 0) + 1);
-    free--;
-    leased++;
-  }
+  };
+  share(false);
 
-  // The reserve: one slot to each webhook holding nothing, within its account's share of it.
-  let reserveFree = input.slots + input.reserve - Math.max(leased, input.slots);
+  let reserveFree = input.reserve - reservedLeases;
   for (const seat of seats) {
     if (reserveFree <= 0) break;
     if (seat.held > 0 || seat.granted > 0 || seat.turns < 1) continue;
     const account = seat.candidate.accountId;
     const holders = new Set(accountReserved.keys());
     holders.add(account);
-    const share = Math.max(1, Math.floor(input.reserve / (holders.size + 1)));
-    if ((accountReserved.get(account) ?? 0) >= share) continue;
+    const accountShare = Math.max(1, Math.floor(input.reserve / (holders.size + 1)));
+    if ((accountReserved.get(account) ?? 0) >= accountShare) continue;
     seat.granted++;
     seat.reserved++;
+    accountLeases.set(account, (accountLeases.get(account) ?? 0) + 1);
     accountReserved.set(account, (accountReserved.get(account) ?? 0) + 1);
     reserveFree--;
   }
+
+  share(true);
 
   const grants: Grant[] = [];
   let unserved = 0;
@@ -208,6 +256,8 @@ export function decide(input: DecisionInput): Decision {
       webhookId: seat.candidate.webhookId,
       count: seat.granted,
       reserved: seat.reserved,
+      ready: seat.ready,
+      priority: Math.min(MAX_PRIORITY, 1 + (startLeases.get(seat.candidate.accountId) ?? 0)),
       bypassOnly: seat.bypassOnly,
       turnAt: rateLimit === null ? null : seat.turnBase + seat.granted * rateIntervalMs(rateLimit),
     });
