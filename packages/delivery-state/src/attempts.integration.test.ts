@@ -324,6 +324,26 @@ describe("the work queue follows each attempt, in the statement that records it 
     expect(await statusOf("destinations", other.destinationId)).toBe("failed");
   });
 
+  test("a webhook is answering from its first 2xx (webhook_queues.answered, set once); a failure alone does not make it so", async () => {
+    const { hook, target } = await oneDestination();
+    await pool.query(
+      `INSERT INTO webhook_queues (queue_prefix, webhook_id, account_id, ready_at) VALUES ($1, $2, $3, NULL)
+       ON CONFLICT (queue_prefix, webhook_id) DO NOTHING`,
+      [prefix, hook.id, target.accountId],
+    );
+    const answered = async () =>
+      (
+        await pool.query<{ answered: boolean }>("SELECT answered FROM webhook_queues WHERE queue_prefix = $1 AND webhook_id = $2", [
+          prefix,
+          hook.id,
+        ])
+      ).rows[0].answered;
+    await record(target, 0, FAILED, "retry", 60_000);
+    expect(await answered()).toBe(false);
+    await record(target, 1, OK, "delivered");
+    expect(await answered()).toBe(true);
+  });
+
   test("a record of an attempt the work has moved past leaves the work as it is (a job that ran late after its lease expired)", async () => {
     const { destinationId, target } = await oneDestination();
     await record(target, 0, FAILED, "retry");
