@@ -27,7 +27,7 @@ import { acceptReplays } from "./replays.js";
 import { eventStatus } from "./status.js";
 import { registerWebhook } from "./webhook-registration.js";
 import { changeWebhook, deleteWebhook } from "./webhooks.js";
-import type { LeasedWork } from "./work-queue.js";
+import { heartbeat, WORK_CHANNEL, type LeasedWork } from "./work-queue.js";
 
 /**
  * The owner of delivery state on its own, against the test database (`npm test` migrates it):
@@ -342,6 +342,59 @@ describe("the work queue follows each attempt, in the statement that records it 
     expect(await answered()).toBe(false);
     await record(target, 1, OK, "delivered");
     expect(await answered()).toBe(true);
+  });
+
+  test("lock waits that could deadlock with a claim: a retry's record skips its webhook's row in the round when another holds it and names the webhook on WORK_CHANNEL; a heartbeat skips a lease's row being recorded", async () => {
+    const { hook, target, destinationId } = await oneDestination();
+    await pool.query(
+      `INSERT INTO webhook_queues (queue_prefix, webhook_id, account_id, ready_at) VALUES ($1, $2, $3, NULL)
+       ON CONFLICT (queue_prefix, webhook_id) DO UPDATE SET ready_at = NULL`,
+      [prefix, hook.id, target.accountId],
+    );
+    const listener = new pg.Client({
+      connectionString: process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/webhooks_test",
+    });
+    await listener.connect();
+    const heard: string[] = [];
+    listener.on("notification", (n) => heard.push(n.payload ?? ""));
+    await listener.query(`LISTEN ${WORK_CHANNEL}`);
+    // A claim in progress holds the webhook's row in the round; a record that waited for it would
+    // fail on this lock_timeout.
+    const claim = await pool.connect();
+    const recorder = await pool.connect();
+    try {
+      await claim.query("BEGIN");
+      await claim.query("SELECT 1 FROM webhook_queues WHERE queue_prefix = $1 AND webhook_id = $2 FOR UPDATE", [prefix, hook.id]);
+      await recorder.query("SET lock_timeout = 500");
+      await recordDestinationAttempt(recorder, { destination: target, attempt: 0, result: FAILED, outcome: "retry", retryDelayMs: 60_000 });
+      expect(await workRow(destinationId)).toMatchObject({ attempt: 1, leased: false });
+      await claim.query("ROLLBACK");
+      for (const deadline = Date.now() + 10_000; !heard.includes(`${prefix} ${hook.id}`); await new Promise((r) => setTimeout(r, 20)))
+        if (Date.now() > deadline) throw new Error(`no notification naming ${hook.id}: ${heard.join(", ")}`);
+
+      // The retry leased again and its record in progress (its row locked): a heartbeat renewing
+      // its lease goes past it, and renews the others.
+      await pool.query("UPDATE work_items SET due_at = now() WHERE work_id = $1", [destinationId]); // its delay has passed
+      const running = await lease(destinationId);
+      const other = await oneDestination();
+      const otherLease: LeasedWork = { workId: other.destinationId, lease: (await workRow(other.destinationId))!.lease };
+      await claim.query("BEGIN");
+      await claim.query("SELECT 1 FROM work_items WHERE work_id = $1 FOR UPDATE", [destinationId]);
+      const dispatcher = { id: `d-${randomUUID()}`, queuePrefix: prefix, slots: 1, reserve: 1, visibilityTimeoutMs: 600_000 };
+      await heartbeat(recorder, dispatcher, [running, otherLease]);
+      await claim.query("ROLLBACK");
+      const { rows } = await pool.query<{ work_id: string; renewed: boolean }>(
+        "SELECT work_id, leased_until > now() + interval '5 minutes' AS renewed FROM work_items WHERE work_id = ANY($1)",
+        [[destinationId, other.destinationId]],
+      );
+      expect(Object.fromEntries(rows.map((r) => [r.work_id, r.renewed]))).toEqual({ [destinationId]: false, [other.destinationId]: true });
+      await pool.query("DELETE FROM dispatchers WHERE id = $1", [dispatcher.id]);
+    } finally {
+      await claim.query("ROLLBACK").catch(() => undefined);
+      claim.release();
+      recorder.release();
+      await listener.end();
+    }
   });
 
   test("a record of an attempt the work has moved past leaves the work as it is (a job that ran late after its lease expired)", async () => {

@@ -3,7 +3,7 @@ import sql from "sql-template-tag";
 import { newId } from "@mailhooks/db";
 import { runGeneric, runStatement, type Queryable } from "./db.js";
 import { isOperationalEventType } from "@mailhooks/events";
-import { endWorkCte, type LeasedWork } from "./work-queue.js";
+import { endWorkCte, WORK_CHANNEL, type LeasedWork } from "./work-queue.js";
 import { FAILING_AFTER, isoUtc } from "./notices.js";
 import { eventStatusSql, moveDestinationCte, type DestinationStatus } from "./status.js";
 import { ATTEMPT_WEBHOOK_COLUMNS, PAYLOAD_COLUMNS, PAYLOAD_JOIN, secretsOf } from "./attempt-common.js";
@@ -216,23 +216,42 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
              due_at = now() + make_interval(secs => i.retry_delay_ms / 1000.0)
         FROM input i WHERE q.work_id = i.destination_id AND q.attempt = i.attempt AND i.outcome = 'retry'
       RETURNING q.queue_prefix, q.webhook_id, q.due_at
+    ), due_again AS (
+      SELECT queue_prefix, webhook_id, min(due_at) AS due_at FROM retried GROUP BY queue_prefix, webhook_id
+    ), round_rows AS (
+      -- The round's rows are never waited for: a claim in progress holds the rows of the webhooks
+      -- it serves until it commits, and a wait here can close a cycle with it (a deadlock: both
+      -- stalled for PostgreSQL's deadlock_timeout). A row held elsewhere is skipped and its webhook
+      -- named on WORK_CHANNEL instead: the next claim puts it back in the round.
+      SELECT r.queue_prefix, r.webhook_id FROM webhook_queues r
+        JOIN due_again x ON r.queue_prefix = x.queue_prefix AND r.webhook_id = x.webhook_id
+       FOR UPDATE OF r SKIP LOCKED
     ), back_in_round AS (
       UPDATE webhook_queues r SET ready_at = least(coalesce(r.ready_at, 'infinity'), x.due_at)
-        FROM (SELECT queue_prefix, webhook_id, min(due_at) AS due_at FROM retried GROUP BY queue_prefix, webhook_id) x
+        FROM due_again x JOIN round_rows l ON l.queue_prefix = x.queue_prefix AND l.webhook_id = x.webhook_id
        WHERE r.queue_prefix = x.queue_prefix AND r.webhook_id = x.webhook_id
       RETURNING 1
+    ), heard AS (
+      SELECT pg_notify(${WORK_CHANNEL}, x.queue_prefix || ' ' || x.webhook_id) FROM due_again x
+       WHERE NOT EXISTS (SELECT 1 FROM round_rows l WHERE l.queue_prefix = x.queue_prefix AND l.webhook_id = x.webhook_id)
     ), answered AS (
       -- Its first 2xx here: from now on, while it is not failing, its leases may have a job ready
-      -- behind them (docs/scheduler.md). Written once per webhook and deployment.
+      -- behind them (docs/scheduler.md). Written once per webhook and deployment; a row held
+      -- elsewhere (see round_rows) is left to a later 2xx.
       UPDATE webhook_queues r SET answered = true
-        FROM (SELECT DISTINCT queue_prefix, webhook_id FROM input WHERE ok) x
-       WHERE r.queue_prefix = x.queue_prefix AND r.webhook_id = x.webhook_id AND NOT r.answered
+        FROM (SELECT q.queue_prefix, q.webhook_id FROM webhook_queues q
+                JOIN (SELECT DISTINCT queue_prefix, webhook_id FROM input WHERE ok) o
+                  ON q.queue_prefix = o.queue_prefix AND q.webhook_id = o.webhook_id
+               WHERE NOT q.answered
+               FOR UPDATE OF q SKIP LOCKED) x
+       WHERE r.queue_prefix = x.queue_prefix AND r.webhook_id = x.webhook_id
       RETURNING 1
     )
-    SELECT s.webhook_id, s.since, s.events FROM (SELECT 1) one LEFT JOIN streak s ON true`,
+    SELECT s.webhook_id, s.since, s.events FROM (SELECT 1) one LEFT JOIN streak s ON true
+     CROSS JOIN (SELECT count(*) FROM heard) h`,
     // Prepared under a name: planning this statement of many CTEs costs about as much as running
     // it; PostgreSQL keeps a generic plan after five runs, unless it costs more.
-    "delivery_state_record_destination_attempts_v6",
+    "delivery_state_record_destination_attempts_v7",
   );
   // One row with nulls when no webhook's counters moved (the statement always answers one row).
   const streaks = new Map(

@@ -122,9 +122,16 @@ export async function heartbeat(
           ON CONFLICT (id) DO UPDATE SET seen_until = EXCLUDED.seen_until, slots = EXCLUDED.slots, reserve = EXCLUDED.reserve
           RETURNING 1
         ), renewed AS (
+          -- A row held elsewhere is not waited for: it is an attempt's record in progress (the
+          -- lease ends with it) or a claim's, and a wait could close a cycle with it (a deadlock).
+          -- A lease skipped now is renewed by the next beat: it lasts three.
           UPDATE work_items i SET leased_until = ${until}
-            FROM unnest(${running.map((w) => w.workId)}::text[], ${running.map((w) => w.lease)}::int[]) AS r(work_id, lease)
-           WHERE i.work_id = r.work_id AND i.lease = r.lease AND i.leased_until IS NOT NULL
+           WHERE i.id = ANY(ARRAY(
+                   SELECT w.id FROM work_items w
+                     JOIN unnest(${running.map((w) => w.workId)}::text[], ${running.map((w) => w.lease)}::int[]) AS r(work_id, lease)
+                       ON w.work_id = r.work_id AND w.lease = r.lease
+                    WHERE w.leased_until IS NOT NULL
+                      FOR UPDATE OF w SKIP LOCKED))
           RETURNING 1
         )
         DELETE FROM dispatchers WHERE queue_prefix = ${dispatcher.queuePrefix} AND seen_until < now() - interval '1 hour'`,
