@@ -45,7 +45,6 @@ export function startInProcessDispatcher(
   const relayConnection = createConfiguredRedis(config, "producer").connection;
   relayConnection.on("error", () => undefined);
   const queue = new DeliveryQueue(relayConnection, options.keyPrefix);
-  queue.queue.on("error", () => undefined);
   relay = startConfiguredRelay(config, {
     pool,
     queue,

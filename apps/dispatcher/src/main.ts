@@ -27,7 +27,6 @@ const relayConnection = createConfiguredRedis(config, "producer").connection;
 relayConnection.on("error", () => undefined);
 const { client, agent } = createHttpClient({ timeoutMs: config.DELIVERY_TIMEOUT_MS, allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS });
 const relayQueue = new DeliveryQueue(relayConnection, keyPrefix);
-relayQueue.queue.on("error", () => undefined);
 const metrics = createDispatcherMetrics(relayQueue.queue);
 registerWorkQueueGauges(metrics.registry, () => queueBacklog(db.pool, config.QUEUE_PREFIX));
 const metricsServer = await serveMetrics(metrics.registry, config.METRICS_PORT);

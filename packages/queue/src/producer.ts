@@ -37,6 +37,9 @@ export class DeliveryQueue {
     };
     this.queue = new Queue(QUEUE_NAMES.deliveries, options);
     this.reserveQueue = new Queue(QUEUE_NAMES.reserveDeliveries, options);
+    // A queue re-emits its connection's errors, and an 'error' no one listens to ends the process:
+    // the relay learns of a Redis outage from add's rejection, and the connection's owner logs it.
+    for (const queue of [this.queue, this.reserveQueue]) queue.on("error", () => undefined);
   }
 
   /**
