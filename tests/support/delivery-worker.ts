@@ -40,7 +40,7 @@ export function startInProcessDispatcher(
     metrics,
     connection: workerConnection,
     prefix: options.keyPrefix,
-    onEnded: () => relay?.wake(),
+    onEnded: () => relay?.ended(),
   });
   const relayConnection = createConfiguredRedis(config, "producer").connection;
   relayConnection.on("error", () => undefined);

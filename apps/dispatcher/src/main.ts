@@ -39,7 +39,7 @@ const delivery = createConfiguredDeliveryWorker(config, {
   metrics,
   connection,
   prefix: keyPrefix,
-  onEnded: () => relay?.wake(),
+  onEnded: () => relay?.ended(),
 });
 relay = startConfiguredRelay(config, {
   pool: db.pool,

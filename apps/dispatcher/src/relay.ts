@@ -48,8 +48,13 @@ export interface RelayOptions {
 }
 
 export interface Relay {
-  /** Makes the relay claim now (work ended here, so slots are free). */
+  /** Makes the relay claim now. */
   wake: () => void;
+  /**
+   * An attempt ended here, so room freed: the relay claims now if its last pass left work waiting
+   * for room (or one in progress does); otherwise nothing waits for that room.
+   */
+  ended: () => void;
   /**
    * Claims nothing more and takes this dispatcher's slots out of the deployment's, but goes on
    * renewing the leases of what the worker still runs (a shutdown's drain).
@@ -66,7 +71,8 @@ export interface Relay {
  * the claim committed; should Redis refuse them, their leases are given back at once. The relay passes again
  * as soon as something may have changed: work notified on WORK_CHANNEL (a LISTEN connection of its
  * own, which reconnects by itself; after each reconnection every webhook with waiting work is looked
- * for, since notifications were lost meanwhile), work ended on this dispatcher (`wake`), or the
+ * for, since notifications were lost meanwhile), work ended on this dispatcher while the last
+ * claim left due work without room (`ended`), or the
  * time the last claim named (a retry or a rate_limit turn coming due, a lease expiring). Notices
  * (operational events to make, notified on the same channel) are made into events first. Its
  * heartbeat (this dispatcher's slots, and the leases of what its worker runs) is sent at least
@@ -87,6 +93,9 @@ export function startRelay(options: RelayOptions): Relay {
     wanted = true;
     wakeUp?.();
   };
+  /** The last pass left due work without room; and whether an attempt ended during the pass in progress. */
+  let waiting = true;
+  let endedDuringPass = false;
   const beatEveryMs = options.visibilityTimeoutMs / 3;
   const dispatcher = {
     id: options.dispatcherId,
@@ -103,7 +112,7 @@ export function startRelay(options: RelayOptions): Relay {
       await heartbeat(options.pool, draining ? { ...dispatcher, slots: 0, reserve: 0 } : dispatcher, options.running());
       lastBeat = performance.now();
     }
-    if (draining) return { claimed: [], poisoned: [], nextInMs: null, more: false };
+    if (draining) return { claimed: [], poisoned: [], nextInMs: null, more: false, waiting: false };
     if (notices) {
       // One batch per pass, so that a backlog of notices neither holds the claim back nor outlasts
       // the heartbeat; a failure leaves them for the next pass and does not stop the claim.
@@ -181,9 +190,11 @@ export function startRelay(options: RelayOptions): Relay {
       wanted = false;
       let pauseMs: number;
       try {
+        endedDuringPass = false;
         const result = await pass();
         failures = 0;
-        if (result.more) wanted = true;
+        waiting = result.waiting;
+        if (result.more || (waiting && endedDuringPass)) wanted = true;
         pauseMs = Math.min(result.nextInMs ?? Infinity, lastBeat + beatEveryMs - performance.now());
       } catch (error) {
         failures++;
@@ -215,6 +226,10 @@ export function startRelay(options: RelayOptions): Relay {
 
   return {
     wake,
+    ended: () => {
+      endedDuringPass = true;
+      if (waiting) wake();
+    },
     drain: () => {
       draining = true;
       wake();

@@ -123,6 +123,8 @@ describe("the claim", () => {
     // The reserve first, to 4 webhooks (one account: half of it), then the slots' lane to 64 more, one
     // each (max-min; never answered, each weighs 2 of its 128).
     expect(first.claimed.length).toBe(68);
+    // The rest of the round is due and found no room: an attempt's end should start a pass.
+    expect(first.waiting).toBe(true);
     expect(new Set(first.claimed.map((c) => c.workId.split("_").slice(0, -1).join("_"))).size).toBe(68);
     const second = await claimWork(pool, options());
     expect(second.claimed).toEqual([]);
@@ -143,6 +145,8 @@ describe("the claim", () => {
     );
     const first = await claimWork(pool, options({ queuePrefix: own, notified: [webhookId] }));
     expect(first.claimed).toEqual([{ kind: "delivery", workId, lease: 1, reserved: false }]);
+    // Nothing else of this deployment is due: an attempt's end need not start a pass.
+    expect(first.waiting).toBe(false);
     // Its holder stops renewing it: the visibility timeout passes.
     await run(pool, sql`UPDATE work_items SET leased_until = now() - interval '1 second' WHERE work_id = ${workId}`);
     const second = await claimWork(pool, options({ queuePrefix: own }));

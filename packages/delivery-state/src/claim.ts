@@ -52,6 +52,8 @@ export interface ClaimPass {
    * webhooks found no slot, or the round's read was full and webhooks of it were parked.
    */
   more: boolean;
+  /** Work of the round is due and found no room: an attempt's end, freeing room, should start another pass. */
+  waiting: boolean;
 }
 
 /** The claim lock of a deployment: an advisory lock whose key is a hash of its prefix (a signed 64-bit integer). */
@@ -98,6 +100,7 @@ export async function claimWork(pool: pg.Pool, options: ClaimOptions): Promise<C
       const taken = await run<{
         claimed: { kind: string; work_id: string; lease: number; reserved: boolean; webhook_id: string; ready: boolean }[];
         next_in_ms: number | null;
+        waiting: boolean;
       }>(client, takeStatement(options.queuePrefix, decision, options.visibilityTimeoutMs), "delivery_state_claim_take");
       const priorities = new Map(decision.grants.map((g) => [g.webhookId, g.priority]));
       const claimed = taken.rows[0].claimed.flatMap((r): ClaimedWork[] =>
@@ -119,6 +122,7 @@ export async function claimWork(pool: pg.Pool, options: ClaimOptions): Promise<C
         claimed,
         poisoned: state.poisoned.flatMap((p) => (isWorkJobName(p.kind) ? [{ kind: p.kind, workId: p.work_id }] : [])),
         nextInMs: next === null ? null : Math.max(0, Number(next)),
+        waiting: taken.rows[0].waiting,
         // Another pass at once: slots a grant left unused may go to others, and webhooks parked
         // out of a full read leave room for due webhooks behind them (which no due time names).
         more:
@@ -305,5 +309,9 @@ export function takeStatement(prefix: string, decision: Pick<Decision, "grants" 
              (SELECT min(q.ready_at) FROM webhook_queues q
                WHERE q.queue_prefix = ${prefix} AND q.ready_at > now() AND q.webhook_id NOT IN (SELECT webhook_id FROM placed)),
              (SELECT min(leased_until) FROM work_items WHERE queue_prefix = ${prefix} AND leased_until > now())) - now()) * 1000
-           AS next_in_ms`;
+           AS next_in_ms,
+           EXISTS (SELECT 1 FROM placed WHERE ready_at <= now())
+             OR EXISTS (SELECT 1 FROM webhook_queues q
+                         WHERE q.queue_prefix = ${prefix} AND q.ready_at <= now() AND q.webhook_id NOT IN (SELECT webhook_id FROM placed))
+           AS waiting`;
 }

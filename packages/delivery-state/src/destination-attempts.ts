@@ -221,8 +221,8 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
     ), round_rows AS (
       -- The round's rows are never waited for: a claim in progress holds the rows of the webhooks
       -- it serves until it commits, and a wait here can close a cycle with it (a deadlock: both
-      -- stalled for PostgreSQL's deadlock_timeout). A row held elsewhere is skipped and its webhook
-      -- named on WORK_CHANNEL instead: the next claim puts it back in the round.
+      -- stalled for PostgreSQL's deadlock_timeout). A row held elsewhere is skipped: the next claim
+      -- puts its webhook back in the round, named on WORK_CHANNEL (heard).
       SELECT r.queue_prefix, r.webhook_id FROM webhook_queues r
         JOIN due_again x ON r.queue_prefix = x.queue_prefix AND r.webhook_id = x.webhook_id
        FOR UPDATE OF r SKIP LOCKED
@@ -232,8 +232,9 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
        WHERE r.queue_prefix = x.queue_prefix AND r.webhook_id = x.webhook_id
       RETURNING 1
     ), heard AS (
+      -- Every webhook given a retry is named to the relays, whose next claim learns its due time
+      -- (they pass again on an attempt's end only while work waits for room).
       SELECT pg_notify(${WORK_CHANNEL}, x.queue_prefix || ' ' || x.webhook_id) FROM due_again x
-       WHERE NOT EXISTS (SELECT 1 FROM round_rows l WHERE l.queue_prefix = x.queue_prefix AND l.webhook_id = x.webhook_id)
     ), answered AS (
       -- Its first 2xx here: from now on, while it is not failing, its leases may have a job ready
       -- behind them (docs/scheduler.md). Written once per webhook and deployment; a row held
