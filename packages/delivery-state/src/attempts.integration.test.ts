@@ -24,7 +24,7 @@ import {
 } from "./attempts.js";
 import { acceptEvents } from "./ingest.js";
 import { acceptReplays } from "./replays.js";
-import { eventStatus } from "./status.js";
+import { cancelPendingOfWebhook, eventStatus } from "./status.js";
 import { registerWebhook } from "./webhook-registration.js";
 import { changeWebhook, deleteWebhook } from "./webhooks.js";
 import { heartbeat, WORK_CHANNEL, type LeasedWork } from "./work-queue.js";
@@ -394,6 +394,77 @@ describe("the work queue follows each attempt, in the statement that records it 
       claim.release();
       recorder.release();
       await listener.end();
+    }
+  });
+
+  test("one lock order, so that a record and a disable never deadlock: a record takes its webhook's row before the work's, and a disable the work's before the destinations'", async () => {
+    const url = process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/webhooks_test";
+    const connect = async () => {
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      return c;
+    };
+    /** Resolves once the session `pid` waits for a lock. */
+    const blocked = async (pid: number) => {
+      for (const deadline = Date.now() + 10_000; ; await new Promise((r) => setTimeout(r, 20))) {
+        const { rows } = await pool.query<{ waiting: boolean }>(
+          "SELECT wait_event_type = 'Lock' AS waiting FROM pg_stat_activity WHERE pid = $1",
+          [pid],
+        );
+        if (rows[0]?.waiting) return;
+        if (Date.now() > deadline) throw new Error(`session ${pid} never waited for a lock`);
+      }
+    };
+    /** Whether another session holds a row lock on what `query` selects (FOR UPDATE NOWAIT fails). */
+    const held = async (query: string, id: string) => {
+      const c = await connect();
+      try {
+        await c.query("BEGIN");
+        await c.query(`${query} FOR UPDATE NOWAIT`, [id]);
+        return false;
+      } catch (error) {
+        if ((error as { code?: string }).code === "55P03") return true;
+        throw error;
+      } finally {
+        await c.query("ROLLBACK").catch(() => undefined);
+        await c.end();
+      }
+    };
+    const [holder, actor] = [await connect(), await connect()];
+    try {
+      // A disable in progress holds the webhook's row; a failed attempt's record waits for it
+      // (its streak) before it touches the work's row.
+      const one = await oneDestination();
+      await holder.query("BEGIN");
+      await holder.query("SELECT 1 FROM webhooks WHERE id = $1 FOR UPDATE", [one.hook.id]);
+      const actorPid = (await actor.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0].pid;
+      const recording = recordDestinationAttempt(actor, {
+        destination: one.target,
+        attempt: 0,
+        result: FAILED,
+        outcome: "retry",
+        retryDelayMs: 60_000,
+      });
+      await blocked(actorPid);
+      expect(await held("SELECT 1 FROM work_items WHERE work_id = $1", one.destinationId)).toBe(false);
+      await holder.query("ROLLBACK");
+      await recording;
+
+      // A record in progress holds the work's row; a disable waits for it before it touches the destination's.
+      const two = await oneDestination();
+      await holder.query("BEGIN");
+      await holder.query("SELECT 1 FROM work_items WHERE work_id = $1 FOR UPDATE", [two.destinationId]);
+      await actor.query("BEGIN");
+      const { text, values } = cancelPendingOfWebhook(two.hook.id);
+      const cancelling = actor.query(text, values);
+      await blocked(actorPid);
+      expect(await held("SELECT 1 FROM destinations WHERE id = $1", two.destinationId)).toBe(false);
+      await holder.query("ROLLBACK");
+      await cancelling;
+      await actor.query("ROLLBACK");
+    } finally {
+      await holder.end();
+      await actor.end();
     }
   });
 

@@ -112,6 +112,12 @@ export interface DestinationAttempt {
  * A success wins over a concurrent disable or delete: a destination cancelled while its attempt
  * was in flight, whose attempt then got a 2xx, moves from `cancelled` to `delivered` (the
  * receiver did get it), and its event's counters follow.
+ *
+ * LOCK ORDER: it locks webhooks' rows (the streaks), then work_items', then destinations', then
+ * events', as disabling a webhook does (cancelPendingOfWebhook, after its webhook's row), so that
+ * the two never wait for each other in a cycle (a deadlock, stalling both a second). PostgreSQL
+ * runs a statement's parts in the order their results are needed: `(SELECT count(*) FROM x) >= 0`
+ * makes a part need x first. The round's rows (webhook_queues) are never waited for (SKIP LOCKED).
  * @returns per attempt, in order, the webhook's failing streak after a failure whose webhook's
  *   counters moved in this call, else null
  */
@@ -139,29 +145,6 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
              response_body, duration_ms, now() FROM input
       ON CONFLICT (destination_id, attempt) WHERE trigger IN ('initial', 'retry') DO NOTHING
       RETURNING id
-    ), prev AS (
-      -- Only an attempt whose row is written now moves its destination: one recorded already (made
-      -- twice) moved it then, and a late record of a number the work moved past must not.
-      SELECT d.id, d.event_id, i.outcome, d.status::text AS was
-        FROM destinations d JOIN input i ON i.destination_id = d.id JOIN inserted n ON n.id = i.id
-       WHERE (i.outcome IN ('delivered', 'failed') AND d.status = 'pending') OR (i.outcome = 'delivered' AND d.status = 'cancelled')
-       ORDER BY d.id
-       FOR UPDATE OF d
-    ), moved AS (
-      UPDATE destinations d SET status = prev.outcome::"DeliveryStatus", updated_at = now()
-        FROM prev WHERE d.id = prev.id
-      RETURNING d.id AS destination_id, prev.event_id, prev.outcome, prev.was
-    ), per_event AS (
-      SELECT event_id, (count(*) FILTER (WHERE was = 'pending'))::int AS ended,
-             ((count(*) FILTER (WHERE outcome = 'failed')) - (count(*) FILTER (WHERE was = 'cancelled')))::int AS failed
-        FROM moved GROUP BY event_id
-    ), event_moved AS (
-      UPDATE events e SET
-        pending_destinations = ${EVENT_PENDING},
-        failed_destinations = ${EVENT_FAILED},
-        status = ${eventStatusSql({ pending: EVENT_PENDING, failed: EVENT_FAILED })}
-        FROM per_event p WHERE e.id = p.event_id
-      RETURNING e.id
     ), per_webhook AS (
       -- A webhook that answered 2xx to any of these attempts is not failing; else its streaks grow:
       -- the auto-disable one by the events whose initial attempt failed, the operational one by the
@@ -182,6 +165,41 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
        WHERE NOT p.any_ok OR w.failing_since IS NOT NULL OR w.failing_events <> 0 OR w.consecutive_failures <> 0 OR w.failing_noticed_at IS NOT NULL
        ORDER BY w.id
        FOR UPDATE OF w
+    ), work_ended AS (
+      -- The work's rows after the webhooks' (the count below): see LOCK ORDER.
+      DELETE FROM work_items q USING input i
+       WHERE q.work_id = i.destination_id AND q.attempt = i.attempt AND i.outcome <> 'retry' AND (SELECT count(*) FROM hooks) >= 0
+      RETURNING 1
+    ), retried AS (
+      UPDATE work_items q SET attempt = i.attempt + 1, leased_until = NULL, reserved = false, pull_id = NULL,
+             due_at = now() + make_interval(secs => i.retry_delay_ms / 1000.0)
+        FROM input i WHERE q.work_id = i.destination_id AND q.attempt = i.attempt AND i.outcome = 'retry' AND (SELECT count(*) FROM hooks) >= 0
+      RETURNING q.queue_prefix, q.webhook_id, q.due_at
+    ), prev AS (
+      -- Only an attempt whose row is written now moves its destination: one recorded already (made
+      -- twice) moved it then, and a late record of a number the work moved past must not.
+      -- Locked after the work's rows (the count below): see LOCK ORDER.
+      SELECT d.id, d.event_id, i.outcome, d.status::text AS was
+        FROM destinations d JOIN input i ON i.destination_id = d.id JOIN inserted n ON n.id = i.id
+       WHERE ((i.outcome IN ('delivered', 'failed') AND d.status = 'pending') OR (i.outcome = 'delivered' AND d.status = 'cancelled'))
+         AND (SELECT count(*) FROM retried) + (SELECT count(*) FROM work_ended) >= 0
+       ORDER BY d.id
+       FOR UPDATE OF d
+    ), moved AS (
+      UPDATE destinations d SET status = prev.outcome::"DeliveryStatus", updated_at = now()
+        FROM prev WHERE d.id = prev.id
+      RETURNING d.id AS destination_id, prev.event_id, prev.outcome, prev.was
+    ), per_event AS (
+      SELECT event_id, (count(*) FILTER (WHERE was = 'pending'))::int AS ended,
+             ((count(*) FILTER (WHERE outcome = 'failed')) - (count(*) FILTER (WHERE was = 'cancelled')))::int AS failed
+        FROM moved GROUP BY event_id
+    ), event_moved AS (
+      UPDATE events e SET
+        pending_destinations = ${EVENT_PENDING},
+        failed_destinations = ${EVENT_FAILED},
+        status = ${eventStatusSql({ pending: EVENT_PENDING, failed: EVENT_FAILED })}
+        FROM per_event p WHERE e.id = p.event_id
+      RETURNING e.id
     ), streak AS (
       UPDATE webhooks w SET
         failing_since = (CASE WHEN h.any_ok THEN NULL ELSE coalesce(h.failing_since, now()) END),
@@ -207,15 +225,6 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
         FROM moved m JOIN input i ON i.destination_id = m.destination_id
        WHERE m.outcome = 'failed' AND m.was = 'pending' AND NOT i.operational
       RETURNING 1
-    ), work_ended AS (
-      DELETE FROM work_items q USING input i
-       WHERE q.work_id = i.destination_id AND q.attempt = i.attempt AND i.outcome <> 'retry'
-      RETURNING 1
-    ), retried AS (
-      UPDATE work_items q SET attempt = i.attempt + 1, leased_until = NULL, reserved = false, pull_id = NULL,
-             due_at = now() + make_interval(secs => i.retry_delay_ms / 1000.0)
-        FROM input i WHERE q.work_id = i.destination_id AND q.attempt = i.attempt AND i.outcome = 'retry'
-      RETURNING q.queue_prefix, q.webhook_id, q.due_at
     ), due_again AS (
       SELECT queue_prefix, webhook_id, min(due_at) AS due_at FROM retried GROUP BY queue_prefix, webhook_id
     ), round_rows AS (
@@ -252,7 +261,7 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
      CROSS JOIN (SELECT count(*) FROM heard) h`,
     // Prepared under a name: planning this statement of many CTEs costs about as much as running
     // it; PostgreSQL keeps a generic plan after five runs, unless it costs more.
-    "delivery_state_record_destination_attempts_v7",
+    "delivery_state_record_destination_attempts_v8",
   );
   // One row with nulls when no webhook's counters moved (the statement always answers one row).
   const streaks = new Map(

@@ -82,7 +82,9 @@ export function moveDestinationCte(
 /**
  * A statement cancelling every pending destination of `webhookId` (disabled or deleted, by a
  * person or by auto-disable), moving their events' counters and status, and taking their rows
- * out of the work queue (an attempt in flight then records its outcome against no row).
+ * out of the work queue (an attempt in flight then records its outcome against no row). Its
+ * caller has locked the webhook's row first; it then locks work_items', destinations' and events'
+ * rows in that order, the order of an attempt's record (recordDestinationAttempts, LOCK ORDER).
  */
 export function cancelPendingOfWebhook(webhookId: string): Sql {
   const pending = sql`e.pending_destinations - p.n`;
@@ -91,8 +93,9 @@ export function cancelPendingOfWebhook(webhookId: string): Sql {
     WITH dropped AS (
       DELETE FROM work_items WHERE webhook_id = ${webhookId} AND kind = 'delivery' RETURNING 1
     ), moved AS (
+      -- After the work's rows (the count below): see LOCK ORDER.
       UPDATE destinations SET status = 'cancelled', updated_at = now()
-       WHERE webhook_id = ${webhookId} AND status = 'pending'
+       WHERE webhook_id = ${webhookId} AND status = 'pending' AND (SELECT count(*) FROM dropped) >= 0
       RETURNING event_id
     ), per_event AS (
       SELECT event_id, count(*)::int AS n FROM moved GROUP BY event_id
