@@ -3,7 +3,8 @@ import type pg from "pg";
 import sql, { empty, type Sql } from "sql-template-tag";
 import { decide, type Candidate, type Decision } from "@mailhooks/scheduler";
 import { isWorkJobName, type ClaimedWork, type WorkJobName } from "@mailhooks/queue";
-import { inTransaction, run, type Queryable } from "./db.js";
+import { inTransaction, run } from "./db.js";
+import { rediscover } from "./rediscover.js";
 
 /**
  * The claim (docs/scheduler.md): the one place where work is admitted. A relay pass runs it in
@@ -153,28 +154,6 @@ interface ClaimState {
     answering: boolean;
   }[];
   poisoned: { kind: string; work_id: string }[];
-}
-
-/**
- * Puts every webhook with waiting work of `prefix` in the round (notifications sent while the
- * relay was not listening are lost): one index probe per webhook with waiting work, of any
- * deployment, however many rows wait.
- */
-async function rediscover(client: Queryable, prefix: string): Promise<void> {
-  await run(
-    client,
-    sql`WITH RECURSIVE hooks AS (
-          (SELECT webhook_id FROM work_items WHERE leased_until IS NULL ORDER BY webhook_id LIMIT 1)
-          UNION ALL
-          SELECT (SELECT i.webhook_id FROM work_items i WHERE i.leased_until IS NULL AND i.webhook_id > h.webhook_id
-                   ORDER BY i.webhook_id LIMIT 1)
-            FROM hooks h WHERE h.webhook_id IS NOT NULL
-        )
-        INSERT INTO webhook_queues (queue_prefix, webhook_id, account_id, ready_at)
-        SELECT ${prefix}, w.id, w.account_id, now() FROM hooks h JOIN webhooks w ON w.id = h.webhook_id
-         WHERE EXISTS (SELECT 1 FROM work_items i WHERE i.webhook_id = h.webhook_id AND i.queue_prefix = ${prefix} AND i.leased_until IS NULL)
-        ON CONFLICT (queue_prefix, webhook_id) DO UPDATE SET ready_at = least(coalesce(webhook_queues.ready_at, 'infinity'), now())`,
-  );
 }
 
 /**
