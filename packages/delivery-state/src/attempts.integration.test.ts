@@ -38,7 +38,8 @@ import { heartbeat, WORK_CHANNEL, type LeasedWork } from "./work-queue.js";
  * relay of another test claims it, and its rows are removed at the end. `lease` stands for the
  * claim (claimWork, whose decision is tested on its own): it leases one unit of work as a claim does.
  */
-const pool: pg.Pool = createPool(process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/webhooks_test", 4);
+const DATABASE_URL = process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/webhooks_test";
+const pool: pg.Pool = createPool(DATABASE_URL, 4);
 const prefix = `test-ds-${randomUUID()}`;
 
 afterAll(async () => {
@@ -105,6 +106,15 @@ async function lease(workId: string): Promise<LeasedWork> {
 /** What the job of `work` loads (loadDestinations of one). */
 async function load(work: LeasedWork): Promise<LoadedDestination | null> {
   return (await loadDestinations(pool, [work]))[0];
+}
+
+/** Puts `webhookId` in this prefix's round as a claim leaves it while its work runs: not ready. */
+async function inRoundNotReady(webhookId: string, accountId: string): Promise<void> {
+  await pool.query(
+    `INSERT INTO webhook_queues (queue_prefix, webhook_id, account_id, ready_at) VALUES ($1, $2, $3, NULL)
+     ON CONFLICT (queue_prefix, webhook_id) DO UPDATE SET ready_at = NULL`,
+    [prefix, webhookId, accountId],
+  );
 }
 
 /** The destination `destinationId` leased and loaded, as the job of its next claim sees it. */
@@ -292,12 +302,7 @@ describe("destination attempts", () => {
 describe("the work queue follows each attempt, in the statement that records it (docs/scheduler.md)", () => {
   test("a failure with a retry left gives the work back at the next attempt, due its delay later, its webhook back in the round by then; an attempt that ends the destination ends the work", async () => {
     const { destinationId, hook, target } = await oneDestination();
-    // Its webhook in the round as a claim leaves it while its only work runs: not ready.
-    await pool.query(
-      `INSERT INTO webhook_queues (queue_prefix, webhook_id, account_id, ready_at) VALUES ($1, $2, $3, NULL)
-       ON CONFLICT (queue_prefix, webhook_id) DO UPDATE SET ready_at = NULL`,
-      [prefix, hook.id, target.accountId],
-    );
+    await inRoundNotReady(hook.id, target.accountId);
     await record(target, 0, FAILED, "retry", 60_000);
     const waiting = (await workRow(destinationId))!;
     expect(waiting).toMatchObject({ attempt: 1, leased: false });
@@ -326,11 +331,7 @@ describe("the work queue follows each attempt, in the statement that records it 
 
   test("a webhook is answering from its first 2xx (webhook_queues.answered, set once); a failure alone does not make it so", async () => {
     const { hook, target } = await oneDestination();
-    await pool.query(
-      `INSERT INTO webhook_queues (queue_prefix, webhook_id, account_id, ready_at) VALUES ($1, $2, $3, NULL)
-       ON CONFLICT (queue_prefix, webhook_id) DO NOTHING`,
-      [prefix, hook.id, target.accountId],
-    );
+    await inRoundNotReady(hook.id, target.accountId);
     const answered = async () =>
       (
         await pool.query<{ answered: boolean }>("SELECT answered FROM webhook_queues WHERE queue_prefix = $1 AND webhook_id = $2", [
@@ -346,14 +347,8 @@ describe("the work queue follows each attempt, in the statement that records it 
 
   test("lock waits that could deadlock with a claim: a retry's record skips its webhook's row in the round when another holds it and names the webhook on WORK_CHANNEL; a heartbeat skips a lease's row being recorded", async () => {
     const { hook, target, destinationId } = await oneDestination();
-    await pool.query(
-      `INSERT INTO webhook_queues (queue_prefix, webhook_id, account_id, ready_at) VALUES ($1, $2, $3, NULL)
-       ON CONFLICT (queue_prefix, webhook_id) DO UPDATE SET ready_at = NULL`,
-      [prefix, hook.id, target.accountId],
-    );
-    const listener = new pg.Client({
-      connectionString: process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/webhooks_test",
-    });
+    await inRoundNotReady(hook.id, target.accountId);
+    const listener = new pg.Client({ connectionString: DATABASE_URL });
     await listener.connect();
     const heard: string[] = [];
     listener.on("notification", (n) => heard.push(n.payload ?? ""));
@@ -398,9 +393,8 @@ describe("the work queue follows each attempt, in the statement that records it 
   });
 
   test("one lock order, so that a record and a disable never deadlock: a record takes its webhook's row before the work's, and a disable the work's before the destinations'", async () => {
-    const url = process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/webhooks_test";
     const connect = async () => {
-      const c = new pg.Client({ connectionString: url });
+      const c = new pg.Client({ connectionString: DATABASE_URL });
       await c.connect();
       return c;
     };

@@ -131,10 +131,10 @@ export function rateIntervalMs(rateLimit: number): number {
 }
 
 /** The largest BullMQ job priority (2^21). */
-export const MAX_PRIORITY = 2_097_152;
+const MAX_PRIORITY = 2_097_152;
 
 /** What a lease of a webhook weighs in the slots' lane: 1 when it is answering, else 2 (see the rules above). */
-export function leaseWeight(answering: boolean): number {
+function leaseWeight(answering: boolean): number {
   return answering ? 1 : 2;
 }
 
