@@ -4,6 +4,7 @@ import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { freePort } from "@mailhooks/processes";
+import { binariesFolder, othersCanEnter, type PlatformBinaries } from "./postgres-binaries.js";
 import { initdb, postgresUser, startServer } from "./postgres-process.js";
 import { ROOT } from "./root.js";
 
@@ -40,11 +41,8 @@ export function embeddedPostgresPackage(): string | null {
   }
 }
 
-/**
- * The platform package's `native` folder (bin, lib, share) and its version, which is the
- * PostgreSQL version of its binaries (e.g. "18.4.0-beta.17" for PostgreSQL 18.4).
- */
-export async function platformBinaries(): Promise<{ native: string; version: string }> {
+/** This platform's binaries as the installed platform package holds them. */
+export async function platformBinaries(): Promise<PlatformBinaries> {
   const { initdb } = (await import(PLATFORM_PACKAGE)) as { initdb: string };
   const native = path.dirname(path.dirname(initdb));
   const manifest = path.join(native, "..", "package.json");
@@ -71,13 +69,6 @@ async function baseFolder(): Promise<string> {
   return outside;
 }
 
-async function othersCanEnter(dir: string): Promise<boolean> {
-  for (let d = dir; ; d = path.dirname(d)) {
-    if (((await stat(d)).mode & 0o001) === 0) return false;
-    if (path.dirname(d) === d) return true;
-  }
-}
-
 const exists = (file: string) =>
   stat(file).then(
     () => true,
@@ -86,10 +77,10 @@ const exists = (file: string) =>
 
 /** Starts (initialising it on the first run) the embedded PostgreSQL; `database` is created by the migration. */
 export async function startEmbeddedPostgres(database: string): Promise<StartedService> {
-  const { native, version } = await platformBinaries();
-  const major = version.split(".")[0];
+  const binaries = await platformBinaries();
+  const major = binaries.version.split(".")[0];
   const runAs = await postgresUser();
-  const bin = path.join(native, "bin");
+  const bin = path.join(await binariesFolder(binaries, runAs), "bin");
   const base = await baseFolder();
   const dataDir = path.join(base, major);
   // The password is made at initdb and kept beside the data folder, which the postgres user owns.
