@@ -1,11 +1,10 @@
 import { createHash } from "node:crypto";
 import type pg from "pg";
 import sql, { empty, type Sql } from "sql-template-tag";
-import type { Decision } from "@mailhooks/scheduler";
+import { decide, type Candidate, type Decision } from "@mailhooks/scheduler";
 import { isWorkJobName, type ClaimedWork, type WorkJobName } from "@mailhooks/queue";
-import { inTwoRoundTrips } from "./db.js";
-import { decideFor, type ClaimState } from "./claim-state.js";
-import { rediscoverStatement } from "./rediscover.js";
+import { inTransaction, run } from "./db.js";
+import { rediscover } from "./rediscover.js";
 
 /**
  * The claim (docs/scheduler.md): the one place where work is admitted. A relay pass runs it in
@@ -19,10 +18,9 @@ import { rediscoverStatement } from "./rediscover.js";
  * 3. one statement leases, for each webhook, the waiting rows granted (the longest due first, only
  *    those rows locked), gives each webhook served or parked its next place in the round, and
  *    answers when the next thing comes due.
- * Every time is PostgreSQL's `now()`: one clock for every dispatcher. Two round trips in all (the
- * BEGIN with the first statement, the second with the COMMIT: db.ts inTwoRoundTrips): a relay
- * shares its process, and PostgreSQL its cores, with busy neighbours, and each round trip waits
- * for their turn.
+ * Every time is PostgreSQL's `now()`: one clock for every dispatcher. Four round trips in all
+ * (BEGIN, the two statements, COMMIT): a relay shares its process with a busy worker, and each
+ * round trip waits for that process's turn.
  */
 
 /** Expired leases after which a unit of work ends `failed` (internal_error): it keeps killing its holders. */
@@ -64,56 +62,98 @@ function claimLockKey(queuePrefix: string): bigint {
   return createHash("sha256").update(`claim ${queuePrefix}`).digest().readBigInt64BE(0);
 }
 
-/** The claimed rows the second statement answers, and when the next thing comes due. */
-interface Taken {
-  claimed: { kind: string; work_id: string; lease: number; reserved: boolean; webhook_id: string; ready: boolean }[];
-  next_in_ms: number | null;
-  waiting: boolean;
-}
-
 /** One claim; see above. */
 export async function claimWork(pool: pg.Pool, options: ClaimOptions): Promise<ClaimPass> {
   const ms = Math.ceil(options.lockTimeoutMs);
-  let decision: Decision | undefined;
-  const { first, second } = await inTwoRoundTrips<{ state: ClaimState }, Taken>(
+  return inTransaction(
     pool,
-    { lock_timeout: ms, statement_timeout: ms, idle_in_transaction_session_timeout: ms, advisory_lock: claimLockKey(options.queuePrefix) },
-    [
-      ...(options.rediscover ? [{ name: "delivery_state_claim_rediscover", query: rediscoverStatement(options.queuePrefix) }] : []),
-      { name: "delivery_state_claim_read", query: prepareStatement(options.queuePrefix, options.notified) },
-    ],
-    (rows) => {
-      decision = decideFor(rows[0].state);
-      return { name: "delivery_state_claim_lease", query: takeStatement(options.queuePrefix, decision, options.visibilityTimeoutMs) };
+    async (client) => {
+      if (options.rediscover) await rediscover(client, options.queuePrefix);
+      const { rows } = await run<{ state: ClaimState }>(
+        client,
+        prepareStatement(options.queuePrefix, options.notified),
+        "delivery_state_claim_prepare",
+      );
+      const state = rows[0].state;
+      const decision = decide({
+        now: state.now_ms,
+        slots: state.slots,
+        reserve: state.reserve,
+        leases: state.leases.map((l) => ({
+          webhookId: l.webhook_id,
+          accountId: l.account_id,
+          leases: l.leases,
+          reserved: l.reserved,
+          answering: l.answering,
+        })),
+        candidates: state.round.map((c) => ({
+          webhookId: c.webhook_id,
+          accountId: c.account_id,
+          status: c.status,
+          mode: c.mode,
+          rateLimit: c.rate_limit,
+          turnAt: c.turn_at_ms,
+          bypassWaiting: c.bypass_waiting,
+          failing: c.failing,
+          answering: c.answering,
+        })),
+      });
+      const taken = await run<{
+        claimed: { kind: string; work_id: string; lease: number; reserved: boolean; webhook_id: string; ready: boolean }[];
+        next_in_ms: number | null;
+        waiting: boolean;
+      }>(client, takeStatement(options.queuePrefix, decision, options.visibilityTimeoutMs), "delivery_state_claim_take");
+      const priorities = new Map(decision.grants.map((g) => [g.webhookId, g.priority]));
+      const claimed = taken.rows[0].claimed.flatMap((r): ClaimedWork[] =>
+        isWorkJobName(r.kind)
+          ? [
+              {
+                kind: r.kind,
+                workId: r.work_id,
+                lease: r.lease,
+                reserved: r.reserved,
+                ...(r.ready ? { priority: priorities.get(r.webhook_id) } : {}),
+              },
+            ]
+          : [],
+      );
+      const granted = decision.grants.reduce((sum, g) => sum + g.count, 0);
+      const next = taken.rows[0].next_in_ms;
+      return {
+        claimed,
+        poisoned: state.poisoned.flatMap((p) => (isWorkJobName(p.kind) ? [{ kind: p.kind, workId: p.work_id }] : [])),
+        nextInMs: next === null ? null : Math.max(0, Number(next)),
+        waiting: taken.rows[0].waiting,
+        // Another pass at once: slots a grant left unused may go to others, and webhooks parked
+        // out of a full read leave room for due webhooks behind them (which no due time names).
+        more:
+          (claimed.length < granted && decision.unserved > 0) || (decision.parked.length > 0 && state.round.length >= state.round_limit),
+      };
     },
+    { lock_timeout: ms, statement_timeout: ms, idle_in_transaction_session_timeout: ms, advisory_lock: claimLockKey(options.queuePrefix) },
   );
-  const state = first[0].state;
-  const { grants, unserved, parked } = decision!;
-  const taken = second[0];
-  const priorities = new Map(grants.map((g) => [g.webhookId, g.priority]));
-  const claimed = taken.claimed.flatMap((r): ClaimedWork[] => {
-    if (!isWorkJobName(r.kind)) return [];
-    return [
-      {
-        kind: r.kind,
-        workId: r.work_id,
-        lease: r.lease,
-        reserved: r.reserved,
-        ...(r.ready ? { priority: priorities.get(r.webhook_id) } : {}),
-      },
-    ];
-  });
-  const granted = grants.reduce((sum, g) => sum + g.count, 0);
-  const next = taken.next_in_ms;
-  return {
-    claimed,
-    poisoned: state.poisoned.flatMap((p) => (isWorkJobName(p.kind) ? [{ kind: p.kind, workId: p.work_id }] : [])),
-    nextInMs: next === null ? null : Math.max(0, Number(next)),
-    waiting: taken.waiting,
-    // Another pass at once: slots a grant left unused may go to others, and webhooks parked
-    // out of a full read leave room for due webhooks behind them (which no due time names).
-    more: (claimed.length < granted && unserved > 0) || (parked.length > 0 && state.round.length >= state.round_limit),
-  };
+}
+
+/** What the first statement answers (one JSON value). */
+interface ClaimState {
+  now_ms: number;
+  slots: number;
+  reserve: number;
+  /** How many webhooks of the round the statement reads at most. */
+  round_limit: number;
+  leases: { webhook_id: string; account_id: string; leases: number; reserved: number; answering: boolean }[];
+  round: {
+    webhook_id: string;
+    account_id: string;
+    status: Candidate["status"];
+    mode: Candidate["mode"];
+    rate_limit: number | null;
+    turn_at_ms: number | null;
+    bypass_waiting: boolean;
+    failing: boolean;
+    answering: boolean;
+  }[];
+  poisoned: { kind: string; work_id: string }[];
 }
 
 /**
