@@ -4,8 +4,7 @@ import { isInfrastructureError } from "@mailhooks/infrastructure-errors";
 import { secretKeysOf, type DispatcherConfig } from "@mailhooks/config";
 import { createKeyring, parseKeys, SecretDecryptionError } from "@mailhooks/secrets";
 import { isWorkJobName, QUEUE_NAMES, workJobSchema, type RedisClient } from "@mailhooks/queue";
-import { createPool } from "@mailhooks/db";
-import { BATCHES_IN_FLIGHT, withDefaults, type DeliveryContext } from "./jobs/deliver-destination.js";
+import { withDefaults, type DeliveryContext } from "./jobs/deliver-destination.js";
 import { workJobHandlers } from "./jobs/handlers.js";
 import { reserveSlots } from "./relay.js";
 
@@ -119,22 +118,15 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
  * The delivery worker of a dispatcher configured by `config` (apps/dispatcher/src/main.ts, and
  * the tests' in-process dispatchers): which settings feed the deliveries (retry delays, private
  * targets, secret keys, auto-disable) and the workers (slots and reserve) is written here once.
- * The loads get connections of their own, which keep their statements' generic plans (see
- * DeliveryContext.loadPool); `close` ends them.
  */
 export function createConfiguredDeliveryWorker(
   config: DispatcherConfig,
   wiring: Pick<DeliveryContext, "pool" | "client" | "logger" | "metrics"> &
     Pick<DeliveryWorkerOptions, "connection" | "prefix" | "onEnded">,
 ): DeliveryWorker {
-  const loadPool = createPool(config.DATABASE_URL, BATCHES_IN_FLIGHT, {
-    statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
-    genericPlans: true,
-  });
-  const worker = createDeliveryWorker(
+  return createDeliveryWorker(
     {
       pool: wiring.pool,
-      loadPool,
       client: wiring.client,
       logger: wiring.logger,
       metrics: wiring.metrics,
@@ -151,11 +143,4 @@ export function createConfiguredDeliveryWorker(
       onEnded: wiring.onEnded,
     },
   );
-  return {
-    running: worker.running,
-    close: async () => {
-      await worker.close();
-      await loadPool.end();
-    },
-  };
 }
