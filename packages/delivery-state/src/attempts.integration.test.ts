@@ -297,6 +297,24 @@ describe("destination attempts", () => {
     expect(await record(b, 1, OK, "delivered")).toBeNull();
     expect(await streakOf()).toEqual({ failing_events: 0, failing_since: null });
   });
+
+  test("webhook.failing is noticed once, at the fifth failure in a row, also when a batch of records passes it", async () => {
+    const accountId = await newAccount();
+    const hook = await newWebhook(accountId);
+    const loaded = [];
+    for (let i = 0; i < 6; i++) loaded.push(await leaseAndLoad((await newEvent(accountId)).destinations.get(hook.id)!));
+    for (const destination of loaded.slice(0, 4)) await record(destination, 0, FAILED, "retry");
+    // The fifth and the sixth failures in one batch: the notice says five, as it would alone.
+    await recordDestinationAttempts(
+      pool,
+      loaded.slice(4).map((destination) => ({ destination, attempt: 0, result: FAILED, outcome: "retry" as const })),
+    );
+    const { rows } = await pool.query<{ data: { consecutiveFailures: number } }>(
+      "SELECT data FROM notices WHERE webhook_id = $1 AND kind = 'webhook.failing'",
+      [hook.id],
+    );
+    expect(rows.map((r) => r.data.consecutiveFailures)).toEqual([5]);
+  });
 });
 
 describe("the work queue follows each attempt, in the statement that records it (docs/scheduler.md)", () => {

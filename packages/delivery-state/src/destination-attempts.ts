@@ -209,10 +209,12 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
         FROM hooks h WHERE w.id = h.id
       RETURNING w.id AS webhook_id, w.failing_since AS since, w.failing_events AS events
     ), noticed AS (
+      -- webhook.failing says how many had failed in a row at the failure that made it (FAILING_AFTER,
+      -- the streak being shorter before), also when one batch of records passes that count.
       INSERT INTO notices (id, queue_prefix, account_id, kind, webhook_id, data)
       SELECT h.notice_id, h.queue_prefix, h.account_id, 'webhook.failing', h.id,
              jsonb_build_object('webhookId', h.id, 'url', h.url, 'failingSince', ${isoUtc(sql`coalesce(h.failing_since, now())`)},
-                                'consecutiveFailures', h.consecutive_failures + h.failures, 'lastStatus', h.last_status, 'lastError', h.last_error)
+                                'consecutiveFailures', greatest(h.consecutive_failures + 1, ${FAILING_AFTER}), 'lastStatus', h.last_status, 'lastError', h.last_error)
         FROM hooks h WHERE h.becomes_failing
       UNION ALL
       SELECT h.notice_id, h.queue_prefix, h.account_id, 'webhook.recovered', h.id,
@@ -261,7 +263,7 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
      CROSS JOIN (SELECT count(*) FROM heard) h`,
     // Prepared under a name: planning this statement of many CTEs costs about as much as running
     // it; PostgreSQL keeps a generic plan after five runs, unless it costs more.
-    "delivery_state_record_destination_attempts_v8",
+    "delivery_state_record_destination_attempts_v9",
   );
   // One row with nulls when no webhook's counters moved (the statement always answers one row).
   const streaks = new Map(
