@@ -26,8 +26,6 @@ describe("fair delivery across webhooks and accounts", () => {
         // Retries of the hanging endpoints come back during the test: they must not take back what they lost.
         DELIVERY_RETRY_DELAYS_MS: "500,500,500",
         WEBHOOK_AUTO_DISABLE_AFTER_HOURS: "0",
-        // Attempts running longer than this mark their webhook slow (1 s by default; the 1 s endpoint is slow either way).
-        DISPATCHER_SLOW_ATTEMPT_MS: "500",
       },
     });
     other = await stack.newAccount();
@@ -161,6 +159,7 @@ describe("fair delivery across webhooks and accounts", () => {
 
     const servedBefore = emailArrivals(hr.receiver.arrivals, "/slow").length;
     const otherLatencies = await pacedLatencies(other.api, "message.bounced", "/other-healthy-3", 20);
+    console.log(`beside the 1 s endpoint: another account's latencies ${Math.min(...otherLatencies)} to ${Math.max(...otherLatencies)} ms`);
     expect(Math.max(...otherLatencies)).toBeLessThan(1_000);
     // The slow endpoint kept being served meanwhile (its fair share: several attempts a second).
     expect(emailArrivals(hr.receiver.arrivals, "/slow").length - servedBefore).toBeGreaterThan(5);

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { createPool, newId } from "@mailhooks/db";
+import { QUICK_ANSWER_MS } from "@mailhooks/scheduler";
 import {
   cancelDestination,
   cancelReplay,
@@ -347,20 +348,30 @@ describe("the work queue follows each attempt, in the statement that records it 
     expect(await statusOf("destinations", other.destinationId)).toBe("failed");
   });
 
-  test("a webhook is answering from its first 2xx (webhook_queues.answered, set once); a failure alone does not make it so", async () => {
+  test("a webhook is quick while its attempts are answered 2xx within QUICK_ANSWER_MS (webhook_queues.quick): a slow 2xx or a failure makes it slow again", async () => {
     const { hook, target } = await oneDestination();
     await inRoundNotReady(hook.id, target.accountId);
-    const answered = async () =>
+    const quick = async () =>
       (
-        await pool.query<{ answered: boolean }>("SELECT answered FROM webhook_queues WHERE queue_prefix = $1 AND webhook_id = $2", [
+        await pool.query<{ quick: boolean }>("SELECT quick FROM webhook_queues WHERE queue_prefix = $1 AND webhook_id = $2", [
           prefix,
           hook.id,
         ])
-      ).rows[0].answered;
+      ).rows[0].quick;
+    const answeredIn = (durationMs: number): AttemptRecord => ({ ...OK, durationMs });
     await record(target, 0, FAILED, "retry", 60_000);
-    expect(await answered()).toBe(false);
-    await record(target, 1, OK, "delivered");
-    expect(await answered()).toBe(true);
+    expect(await quick()).toBe(false);
+    // A 2xx that took a second: a job ready behind its attempts would wait that long.
+    await record(target, 1, answeredIn(1_000), "retry", 60_000);
+    expect(await quick()).toBe(false);
+    await record(target, 2, answeredIn(QUICK_ANSWER_MS), "retry", 60_000);
+    expect(await quick()).toBe(true);
+    await record(target, 3, answeredIn(QUICK_ANSWER_MS + 1), "retry", 60_000);
+    expect(await quick()).toBe(false);
+    await record(target, 4, OK, "retry", 60_000);
+    expect(await quick()).toBe(true);
+    await record(target, 5, FAILED, "failed");
+    expect(await quick()).toBe(false);
   });
 
   test("lock waits that could deadlock with a claim: a retry's record skips its webhook's row in the round when another holds it and names the webhook on WORK_CHANNEL; a heartbeat skips a lease's row being recorded", async () => {

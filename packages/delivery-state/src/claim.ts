@@ -84,7 +84,7 @@ export async function claimWork(pool: pg.Pool, options: ClaimOptions): Promise<C
           accountId: l.account_id,
           leases: l.leases,
           reserved: l.reserved,
-          answering: l.answering,
+          quick: l.quick,
         })),
         candidates: state.round.map((c) => ({
           webhookId: c.webhook_id,
@@ -95,7 +95,7 @@ export async function claimWork(pool: pg.Pool, options: ClaimOptions): Promise<C
           turnAt: c.turn_at_ms,
           bypassWaiting: c.bypass_waiting,
           failing: c.failing,
-          answering: c.answering,
+          quick: c.quick,
         })),
       });
       const taken = await run<{
@@ -141,7 +141,7 @@ interface ClaimState {
   reserve: number;
   /** How many webhooks of the round the statement reads at most. */
   round_limit: number;
-  leases: { webhook_id: string; account_id: string; leases: number; reserved: number; answering: boolean }[];
+  leases: { webhook_id: string; account_id: string; leases: number; reserved: number; quick: boolean }[];
   round: {
     webhook_id: string;
     account_id: string;
@@ -151,7 +151,7 @@ interface ClaimState {
     turn_at_ms: number | null;
     bypass_waiting: boolean;
     failing: boolean;
-    answering: boolean;
+    quick: boolean;
   }[];
   poisoned: { kind: string; work_id: string }[];
 }
@@ -179,13 +179,13 @@ export function prepareStatement(prefix: string, notified: readonly string[]): S
       INSERT INTO webhook_queues (queue_prefix, webhook_id, account_id, ready_at)
       SELECT ${prefix}, webhook_id, account_id, now() FROM heard
       ON CONFLICT (queue_prefix, webhook_id) DO UPDATE SET ready_at = least(coalesce(webhook_queues.ready_at, 'infinity'), now())
-      RETURNING webhook_id, account_id, ready_at, turn_at, answered
+      RETURNING webhook_id, account_id, ready_at, turn_at, quick
     ), capacity AS (
       SELECT coalesce(sum(slots), 0)::int AS slots, coalesce(sum(reserve), 0)::int AS reserve
         FROM dispatchers WHERE queue_prefix = ${prefix} AND seen_until > now()
     ), leases AS (
       -- Pulled work (listen.ts) holds no dispatcher's slot.
-      SELECT l.*, coalesce(q.answered, false) AND w.failing_since IS NULL AS answering
+      SELECT l.*, coalesce(q.quick, false) AND w.failing_since IS NULL AS quick
         FROM (SELECT webhook_id, account_id, count(*)::int AS leases, (count(*) FILTER (WHERE reserved))::int AS reserved
                 FROM work_items WHERE queue_prefix = ${prefix} AND leased_until > now() AND pull_id IS NULL GROUP BY webhook_id, account_id) l
         JOIN webhooks w ON w.id = l.webhook_id
@@ -195,10 +195,10 @@ export function prepareStatement(prefix: string, notified: readonly string[]): S
     ), round AS (
       -- The round as this statement's snapshot sees it, and the webhooks that joined it now.
       SELECT * FROM (
-        (SELECT q.webhook_id, q.account_id, q.ready_at, q.turn_at, q.answered FROM webhook_queues q
+        (SELECT q.webhook_id, q.account_id, q.ready_at, q.turn_at, q.quick FROM webhook_queues q
           WHERE q.queue_prefix = ${prefix} AND q.ready_at <= now() ORDER BY q.ready_at LIMIT (SELECT n FROM size))
         UNION ALL
-        SELECT j.webhook_id, j.account_id, j.ready_at, j.turn_at, j.answered FROM joined j WHERE j.ready_at <= now()
+        SELECT j.webhook_id, j.account_id, j.ready_at, j.turn_at, j.quick FROM joined j WHERE j.ready_at <= now()
       ) r
       ORDER BY r.webhook_id, r.ready_at
     ), firsts AS (
@@ -212,7 +212,7 @@ export function prepareStatement(prefix: string, notified: readonly string[]): S
       'leases', (SELECT coalesce(json_agg(l), '[]') FROM leases l),
       'round', (SELECT coalesce(json_agg(c ORDER BY c.ready_at), '[]') FROM (
                  SELECT f.webhook_id, f.account_id, f.ready_at, w.status::text AS status, w.mode, w.rate_limit,
-                        w.failing_since IS NOT NULL AS failing, f.answered AND w.failing_since IS NULL AS answering, (extract(epoch FROM f.turn_at) * 1000)::float8 AS turn_at_ms,
+                        w.failing_since IS NOT NULL AS failing, f.quick AND w.failing_since IS NULL AS quick, (extract(epoch FROM f.turn_at) * 1000)::float8 AS turn_at_ms,
                         ((w.status::text = 'paused' OR w.mode = 'listen') AND EXISTS (
                            SELECT 1 FROM work_items b WHERE b.webhook_id = f.webhook_id AND b.bypass_pause AND b.leased_until IS NULL
                               AND b.queue_prefix = ${prefix})) AS bypass_waiting

@@ -5,6 +5,7 @@ import { runGeneric, runStatement, type Queryable } from "./db.js";
 import { isOperationalEventType } from "@mailhooks/events";
 import { endWorkCte, WORK_CHANNEL, type LeasedWork } from "./work-queue.js";
 import { FAILING_AFTER, isoUtc } from "./notices.js";
+import { QUICK_ANSWER_MS } from "@mailhooks/scheduler";
 import { eventStatusSql, moveDestinationCte, type DestinationStatus } from "./status.js";
 import { ATTEMPT_WEBHOOK_COLUMNS, PAYLOAD_COLUMNS, PAYLOAD_JOIN, secretsOf } from "./attempt-common.js";
 import type { AttemptRecord, AttemptWebhook, PayloadRef } from "./attempt-common.js";
@@ -246,15 +247,16 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
       -- Every webhook given a retry is named to the relays, whose next claim learns its due time
       -- (they pass again on an attempt's end only while work waits for room).
       SELECT pg_notify(${WORK_CHANNEL}, x.queue_prefix || ' ' || x.webhook_id) FROM due_again x
-    ), answered AS (
-      -- Its first 2xx here: from now on, while it is not failing, its leases may have a job ready
-      -- behind them (docs/scheduler.md). Written once per webhook and deployment; a row held
-      -- elsewhere (see round_rows) is left to a later 2xx.
-      UPDATE webhook_queues r SET answered = true
-        FROM (SELECT q.queue_prefix, q.webhook_id FROM webhook_queues q
-                JOIN (SELECT DISTINCT queue_prefix, webhook_id FROM input WHERE ok) o
+    ), quick AS (
+      -- Whether jobs may wait ready behind its attempts from now on (docs/scheduler.md, "Ready
+      -- jobs"): while its attempts are answered 2xx within QUICK_ANSWER_MS, all of this batch's.
+      -- Written only when it changes; a row held elsewhere (see round_rows) is left to a later record.
+      UPDATE webhook_queues r SET quick = x.quick
+        FROM (SELECT q.queue_prefix, q.webhook_id, o.quick FROM webhook_queues q
+                JOIN (SELECT queue_prefix, webhook_id, bool_and(coalesce(ok AND duration_ms <= ${QUICK_ANSWER_MS}, false)) AS quick
+                        FROM input GROUP BY queue_prefix, webhook_id) o
                   ON q.queue_prefix = o.queue_prefix AND q.webhook_id = o.webhook_id
-               WHERE NOT q.answered
+               WHERE q.quick <> o.quick
                FOR UPDATE OF q SKIP LOCKED) x
        WHERE r.queue_prefix = x.queue_prefix AND r.webhook_id = x.webhook_id
       RETURNING 1
@@ -263,7 +265,7 @@ export async function recordDestinationAttempts(db: Queryable, attempts: Destina
      CROSS JOIN (SELECT count(*) FROM heard) h`,
     // Prepared under a name: planning this statement of many CTEs costs about as much as running
     // it; PostgreSQL keeps a generic plan after five runs, unless it costs more.
-    "delivery_state_record_destination_attempts_v9",
+    "delivery_state_record_destination_attempts_v10",
   );
   // One row with nulls when no webhook's counters moved (the statement always answers one row).
   const streaks = new Map(

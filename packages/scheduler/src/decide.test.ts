@@ -12,13 +12,13 @@ function candidate(webhookId: string, accountId = "acc_a", more: Partial<Candida
     turnAt: null,
     bypassWaiting: false,
     failing: false,
-    answering: false,
+    quick: false,
     ...more,
   };
 }
 
-function held(webhookId: string, leases: number, accountId = "acc_a", reserved = 0, answering = false): LeaseCount {
-  return { webhookId, accountId, leases, reserved, answering };
+function held(webhookId: string, leases: number, accountId = "acc_a", reserved = 0, quick = false): LeaseCount {
+  return { webhookId, accountId, leases, reserved, quick };
 }
 
 function input(more: Partial<DecisionInput>): DecisionInput {
@@ -100,18 +100,18 @@ describe("the one decision", () => {
     expect(bothOverfull.grants).toEqual([]);
   });
 
-  test("ready jobs: an answering webhook takes a job ready behind each slot (2 S); one never answered or failing, the slots alone", () => {
+  test("ready jobs: an quick webhook takes a job ready behind each slot (2 S); one never answered or failing, the slots alone", () => {
     const lane = (decision: ReturnType<typeof decide>) => decision.grants.map((g) => [g.webhookId, g.count - g.reserved]);
-    expect(lane(decide(input({ candidates: [candidate("wh_ok", "acc_a", { answering: true })] })))).toEqual([["wh_ok", 16]]);
+    expect(lane(decide(input({ candidates: [candidate("wh_ok", "acc_a", { quick: true })] })))).toEqual([["wh_ok", 16]]);
     expect(lane(decide(input({ candidates: [candidate("wh_new")] })))).toEqual([["wh_new", 8]]);
-    // Beside 6 answering leases (6 of weight), an unanswered webhook takes the rest 2 by 2: 5.
+    // Beside 6 quick leases (6 of weight), an unanswered webhook takes the rest 2 by 2: 5.
     const mixed = decide(input({ leases: [held("wh_ok", 6, "acc_a", 0, true)], candidates: [candidate("wh_new", "acc_b")] }));
     expect(lane(mixed)).toEqual([["wh_new", 5]]);
   });
 
   test("ready jobs never wait behind an unanswered attempt: once unanswered leases fill the slots, a newcomer takes the reserve", () => {
     const decision = decide(
-      input({ leases: [held("wh_hang", 8)], candidates: [candidate("wh_hang"), candidate("wh_ok", "acc_b", { answering: true })] }),
+      input({ leases: [held("wh_hang", 8)], candidates: [candidate("wh_hang"), candidate("wh_ok", "acc_b", { quick: true })] }),
     );
     expect(decision.grants).toEqual([
       { webhookId: "wh_ok", count: 1, reserved: 1, ready: 0, priority: 1, bypassOnly: false, turnAt: null },
@@ -122,7 +122,7 @@ describe("the one decision", () => {
     const decision = decide(
       input({
         leases: [held("wh_a", 4, "acc_a", 0, true)],
-        candidates: [candidate("wh_a", "acc_a", { answering: true }), candidate("wh_b", "acc_b", { answering: true })],
+        candidates: [candidate("wh_a", "acc_a", { quick: true }), candidate("wh_b", "acc_b", { quick: true })],
       }),
     );
     // 4 idle slots to wh_b (max-min), then the lane's other 8 of room: 4 ready jobs each.
@@ -134,7 +134,7 @@ describe("the one decision", () => {
     const full = decide(
       input({
         leases: [held("wh_a", 10, "acc_a", 0, true)],
-        candidates: [candidate("wh_a", "acc_a", { answering: true }), candidate("wh_b", "acc_b", { answering: true })],
+        candidates: [candidate("wh_a", "acc_a", { quick: true }), candidate("wh_b", "acc_b", { quick: true })],
       }),
     );
     expect(full.grants).toEqual([{ webhookId: "wh_b", count: 7, reserved: 1, ready: 6, priority: 1, bypassOnly: false, turnAt: null }]);

@@ -25,9 +25,10 @@
  *   their first attempts fail.
  * - **Ready jobs.** Then, by the same fair share, jobs ready behind the running attempts, so that
  *   an attempt's end starts the next at once, without waiting for a claim. The slots' lane holds
- *   at most 2 S in weight: a lease of a webhook whose last attempt was answered 2xx (`answering`)
- *   weighs 1, any other 2, so ready jobs only wait behind answering webhooks' attempts and never
- *   outnumber them. They wait in the order of their account's load (`priority`): a slot that frees
+ *   at most 2 S in weight: a lease of a `quick` webhook (its last attempts were answered 2xx within
+ *   QUICK_ANSWER_MS) weighs 1, any other 2, so ready jobs only wait behind quick attempts and never
+ *   outnumber them: behind a webhook that answers slowly, hangs or fails, a job would wait out the
+ *   attempt, while the reserve or the next claim starts it sooner. They wait in the order of their account's load (`priority`): a slot that frees
  *   starts the least loaded account's first.
  * - **rate_limit.** A webhook with `rate_limit` r starts at most one attempt per 1.15 / r s
  *   (rateIntervalMs; GCRA on PostgreSQL's clock, the claim's `now`). Turns missed while the relay
@@ -52,8 +53,8 @@ export interface Candidate {
   bypassWaiting: boolean;
   /** Its last attempt failed (and no success since). */
   failing: boolean;
-  /** Its last attempt was answered 2xx (not failing, and tried at least once). */
-  answering: boolean;
+  /** Its last attempts were answered 2xx within QUICK_ANSWER_MS (and it is not failing). */
+  quick: boolean;
 }
 
 /** The live leases of one webhook. */
@@ -63,8 +64,8 @@ export interface LeaseCount {
   leases: number;
   /** Of them, granted from the reserve. */
   reserved: number;
-  /** Its last attempt was answered 2xx (Candidate.answering). */
-  answering: boolean;
+  /** Its last attempts were answered 2xx within QUICK_ANSWER_MS (Candidate.quick). */
+  quick: boolean;
 }
 
 export interface DecisionInput {
@@ -130,12 +131,23 @@ export function rateIntervalMs(rateLimit: number): number {
   return 1150 / rateLimit;
 }
 
+/**
+ * How soon a webhook's attempts must be answered 2xx for jobs to wait ready behind them, in ms
+ * (the attempt's duration, as the deliveries log records it). A ready job saves the claim and the
+ * fetch between an attempt's end and its slot's next attempt, a few round trips; it waits out the
+ * attempt in front of it, whoever's job it is. Behind attempts this short, any job waits a quarter
+ * of a second at most, which a person watching a live view barely notices; behind longer ones the
+ * saving is small beside the attempt, and a job is better left to the reserve or the next claim.
+ * It bounds a wait by the receivers' answers, not by this machine's speed.
+ */
+export const QUICK_ANSWER_MS = 250;
+
 /** The largest BullMQ job priority (2^21). */
 const MAX_PRIORITY = 2_097_152;
 
-/** What a lease of a webhook weighs in the slots' lane: 1 when it is answering, else 2 (see the rules above). */
-function leaseWeight(answering: boolean): number {
-  return answering ? 1 : 2;
+/** What a lease of a webhook weighs in the slots' lane: 1 when it is quick, else 2 (see the rules above). */
+function leaseWeight(quick: boolean): number {
+  return quick ? 1 : 2;
 }
 
 /** A candidate's state while the decision is made. */
@@ -167,7 +179,7 @@ export function decide(input: DecisionInput): Decision {
     webhookLeases.set(l.webhookId, (webhookLeases.get(l.webhookId) ?? 0) + l.leases);
     accountLeases.set(l.accountId, (accountLeases.get(l.accountId) ?? 0) + l.leases);
     if (l.reserved > 0) accountReserved.set(l.accountId, (accountReserved.get(l.accountId) ?? 0) + l.reserved);
-    used += (l.leases - l.reserved) * leaseWeight(l.answering);
+    used += (l.leases - l.reserved) * leaseWeight(l.quick);
     laneLeases += l.leases - l.reserved;
     reservedLeases += l.reserved;
   }
@@ -208,7 +220,7 @@ export function decide(input: DecisionInput): Decision {
     while (room > 0 && (ready || idle > 0)) {
       let best: Seat | undefined;
       for (const seat of seats) {
-        if (seat.granted >= seat.turns || leaseWeight(seat.candidate.answering) > room) continue;
+        if (seat.granted >= seat.turns || leaseWeight(seat.candidate.quick) > room) continue;
         if (!best) best = seat;
         else {
           const [a, w] = load(seat);
@@ -220,7 +232,7 @@ export function decide(input: DecisionInput): Decision {
       if (ready) best.ready++;
       best.granted++;
       accountLeases.set(best.candidate.accountId, (accountLeases.get(best.candidate.accountId) ?? 0) + 1);
-      room -= leaseWeight(best.candidate.answering);
+      room -= leaseWeight(best.candidate.quick);
       idle--;
     }
   };
