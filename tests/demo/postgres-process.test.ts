@@ -27,7 +27,7 @@ test("an initdb that is not there: the initialisation rejects with why and leave
   const bin = path.join(dir, "missing", "bin");
   const data = path.join(dir, "data");
   await expect(initdb(bin, data, "secret", await postgresUser())).rejects.toThrow(
-    `initdb could not start ${bin}/initdb: spawn ${bin}/initdb ENOENT`,
+    `${bin}/initdb could not start: spawn ${bin}/initdb ENOENT`,
   );
   await expect(rm(`${data}.initdb-password`)).rejects.toThrow("ENOENT");
 });

@@ -28,8 +28,16 @@ export interface StartOptions {
   ipc?: boolean;
   /** Called once when it exits (or cannot start) without `stop()` having been asked. */
   onUnexpectedExit?: (exit: ProcessExit) => void;
-  /** SIGKILLs it when this process exits, however it exits, if it still runs (default false). */
-  killWithParent?: boolean;
+  /**
+   * Signals it when this process exits, however it exits, if it still runs: `true` SIGKILLs it, a
+   * signal sends that one (default false: nothing).
+   */
+  killWithParent?: boolean | NodeJS.Signals;
+  /** The signal `stop()` asks it to end with (default SIGTERM; PostgreSQL's fast shutdown is SIGINT). */
+  stopSignal?: NodeJS.Signals;
+  /** The user and group it runs as (default this process's; another needs root). */
+  uid?: number;
+  gid?: number;
 }
 
 /** A started child process. */
@@ -46,13 +54,14 @@ export interface StartedProcess {
   stdout: () => string;
   running: () => boolean;
   /**
-   * Stops it: SIGCONT (it may be paused), SIGTERM, then SIGKILL if it still runs after
+   * Stops it: SIGCONT (it may be paused), its stopSignal (SIGTERM), then SIGKILL if it still runs after
    * `graceMs` (default 10 s; Infinity waits for good). Its exit is then not unexpected.
    */
   stop: (graceMs?: number) => Promise<ProcessExit>;
 }
 
-const killedWithParent = new Set<StartedProcess>();
+/** The processes to signal at this process's exit, with the signal. */
+const killedWithParent = new Map<StartedProcess, NodeJS.Signals>();
 let exitHookInstalled = false;
 
 /** Starts `command` with `args`; see StartOptions. Never throws: a failure to start is an exit. */
@@ -62,6 +71,8 @@ export function startProcess(name: string, command: string, args: string[], opti
   const child = spawn(command, args, {
     cwd: options.cwd,
     env: withoutUndefined({ ...process.env, ...options.env }),
+    uid: options.uid,
+    gid: options.gid,
     stdio: ["ignore", stdio, stdio, ...(options.ipc ? (["ipc"] as const) : [])],
   });
   let all = "";
@@ -97,7 +108,7 @@ export function startProcess(name: string, command: string, args: string[], opti
       stopping = true;
       if (!handle.running()) return exited;
       child.kill("SIGCONT");
-      child.kill("SIGTERM");
+      child.kill(options.stopSignal ?? "SIGTERM");
       const timer = Number.isFinite(graceMs) ? setTimeout(() => child.kill("SIGKILL"), graceMs) : undefined;
       const exit = await exited;
       clearTimeout(timer);
@@ -105,7 +116,7 @@ export function startProcess(name: string, command: string, args: string[], opti
     },
   };
   if (options.killWithParent) {
-    killedWithParent.add(handle);
+    killedWithParent.set(handle, options.killWithParent === true ? "SIGKILL" : options.killWithParent);
     installExitHook();
   }
   void exited.then((exit) => {
@@ -148,7 +159,7 @@ export interface CompletedProcess {
   stderr: string;
 }
 
-export interface RunOptions extends Pick<StartOptions, "cwd" | "env"> {
+export interface RunOptions extends Pick<StartOptions, "cwd" | "env" | "uid" | "gid"> {
   /** Written to its stdin, which is then closed (default: no stdin at all). */
   input?: string;
   /** Rejects unless it exits with 0 (default false: any exit resolves). */
@@ -159,7 +170,7 @@ export interface RunOptions extends Pick<StartOptions, "cwd" | "env"> {
 
 /**
  * Runs `command` with `args` to its end: a one-shot program (a CLI command, pg_dump), for the
- * tests. `cwd` and `env` as startProcess takes them; see RunOptions for the rest.
+ * tests. `cwd`, `env`, `uid` and `gid` as startProcess takes them; see RunOptions for the rest.
  * @throws Error when it cannot start (ENOENT: not on PATH), when it runs longer than `timeoutMs`,
  * or with `check` when it exits other than with 0; each names it, the last two with its output
  */
@@ -168,6 +179,8 @@ export function runProcess(command: string, args: string[], options: RunOptions 
     const child = spawn(command, args, {
       cwd: options.cwd,
       env: withoutUndefined({ ...process.env, ...options.env }),
+      uid: options.uid,
+      gid: options.gid,
       stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
     });
     const stdout: Buffer[] = [];
@@ -247,6 +260,6 @@ function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.on("exit", () => {
-    for (const p of killedWithParent) p.child.kill("SIGKILL");
+    for (const [p, signal] of killedWithParent) p.child.kill(signal);
   });
 }

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { waitUntil } from "../../../tests/support/wait.js";
 import {
   findOnPath,
   runProcess,
@@ -34,6 +35,36 @@ describe("startProcess", () => {
     expect(p.stdout()).toBe("out\n");
     expect(p.output()).toContain("err\n");
     expect(p.running()).toBe(false);
+  });
+
+  test("stop() asks with stopSignal; killWithParent may name the signal sent at this process's exit", async () => {
+    const p = node(
+      "interrupted",
+      "process.on('SIGINT', () => { console.log('SIGINT'); process.exit(0); }); console.log('up'); setInterval(() => {}, 1000)",
+      {
+        stopSignal: "SIGINT",
+      },
+    );
+    await waitForOutput(p, "up");
+    expect(await p.stop()).toMatchObject({ code: 0 });
+    expect(p.stdout()).toBe("up\nSIGINT\n");
+    // A parent that exits: its child hears SIGINT, the signal it was started with, and says so in a file.
+    const heard = path.join(dir, "heard");
+    const child = `process.on('SIGINT', () => { require('fs').writeFileSync(${JSON.stringify(heard)}, 'SIGINT'); process.exit(0); }); setInterval(() => {}, 1000)`;
+    const parent = `import("${new URL("./process.ts", import.meta.url).href}").then(({ startProcess }) => {
+      startProcess("child", process.execPath, ["-e", ${JSON.stringify(child)}], { killWithParent: "SIGINT", env: { NODE_OPTIONS: undefined } });
+      setTimeout(() => process.exit(0), 500);
+    })`;
+    await runProcess(process.execPath, ["--import", "tsx", "-e", parent], { check: true, timeoutMs: 30_000 });
+    await waitUntil(() => existsSync(heard), Boolean, 10_000);
+  });
+
+  (process.getuid?.() === 0 ? test : test.skip)("as root: runs as the uid and gid it is given", async () => {
+    const nobody = { uid: 65534, gid: 65534 };
+    expect((await runProcess("id", ["-u"], { ...nobody, check: true })).stdout).toBe("65534\n");
+    const p = startProcess("id", "id", ["-g"], nobody);
+    await waitForExit(p, 20_000);
+    expect(p.stdout()).toBe("65534\n");
   });
 
   test("runProcess runs a program to its end: its code, stdout and stderr apart, its stdin from input", async () => {
