@@ -11,20 +11,21 @@
  * operations webhook did not receive `destination.failed` for the failed event. With --keep, everything stays up after the report until Ctrl-C.
  */
 import { randomUUID } from "node:crypto";
-import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { createPrismaClient, migrate, MIGRATIONS_DIR } from "@mailhooks/db";
 import { ensureLocalCertificate, startReceiver } from "@mailhooks/receiver";
 import { createApiKey } from "@mailhooks/access";
 import { createCommand } from "@mailhooks/command-line";
 import { apiConfigSchema, loadConfig } from "@mailhooks/config";
-import { EVENT_TYPES, isOperationalEventType, OPERATIONAL_EVENT_TYPES } from "@mailhooks/events";
-import { createApiClient, dataOf, listAll, postRawMessage, type ApiClient, type Schemas } from "@mailhooks/api-client";
+import { EVENT_TYPES, OPERATIONAL_EVENT_TYPES } from "@mailhooks/events";
+import { createApiClient, dataOf, listAll, type Schemas } from "@mailhooks/api-client";
 import { keepLines, NOT_KEPT_LINE } from "./keep.js";
 import { freePort, startNode, waitForHttp, type StartedProcess } from "@mailhooks/processes";
 import { ROOT } from "./root.js";
 import { printReport, type DemoFacts } from "./report.js";
+import { getEvent, waitForAudit, waitForOperational, waitForSettled } from "./read-back.js";
 import { ensureServices, MissingService } from "./services.js";
+import { feedMail, replyEvents } from "./traffic.js";
 import { LOOPBACK_TARGETS } from "@mailhooks/url-policy";
 
 // Where the demo looks for PostgreSQL and Redis first: the service's own variables and defaults.
@@ -52,38 +53,6 @@ const OTHER_INBOX = "sales@inbox.example.net";
 
 function log(line: string) {
   console.log(`demo: ${line}`);
-}
-
-/**
- * Waits until `done` holds for the account's operational events (docs/api.md, "Operational
- * events"), read from GET /v1/events, and returns them with their details; after `timeoutMs` (ms)
- * returns what there is, for the report's check to judge.
- */
-async function waitForOperational(
-  api: ApiClient,
-  done: (events: Schemas["EventDetail"][]) => boolean,
-  timeoutMs: number,
-): Promise<Schemas["EventDetail"][]> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const listed = (await listAll(api, "/v1/events")).filter((e) => isOperationalEventType(e.event_type));
-    const events = await Promise.all(
-      listed.map(async (e) => dataOf(await api.GET("/v1/events/{event_id}", { params: { path: { event_id: e.event_id } } }))),
-    );
-    if ((done(events) && events.every((e) => e.status !== "pending")) || Date.now() > deadline) return events;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-/** Waits until the audit log holds `count` entries (one per replay, written once it ends). */
-async function waitForAudit(api: ApiClient, count: number): Promise<Schemas["AuditEntry"][]> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const entries = await listAll(api, "/v1/audit-log");
-    if (entries.length >= count) return entries;
-    if (Date.now() > deadline) throw new Error(`audit log has ${entries.length} of ${count} entries after 30 s`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 const children: StartedProcess[] = [];
@@ -188,7 +157,6 @@ try {
   const issued = await createApiKey(prisma, `demo-${randomUUID().slice(0, 8)}`, "demo");
   await prisma.$disconnect();
   const api = createApiClient({ baseUrl, apiKey: issued.key });
-  const getEvent = async (id: string) => dataOf(await api.GET("/v1/events/{event_id}", { params: { path: { event_id: id } } }));
   log(`account ${issued.account_id}, API key ${issued.id}`);
 
   const register = async (url: string, events: Schemas["Webhook"]["events"], inboxIds: string[] | null = null) =>
@@ -208,71 +176,16 @@ try {
     `webhooks ${inboxHook.id} (all six kinds), ${archiveHook.id} (message.clicked, endpoint down), ${scopedHook.id} (all six kinds, inbox ${INBOX} only) and ${operationsHook.id} (the operational events)`,
   );
 
-  const files = (await readdir(mailDir)).filter((f) => f.endsWith(".eml")).sort();
-  if (files.length === 0) throw new Error(`no .eml files in ${mailDir}`);
-  const eventIds: string[] = [];
-  let firstReceived: { messageId: string; threadId: string; from: string; to: string[]; subject: string } | null = null;
-  for (const [i, file] of files.entries()) {
-    const raw = await readFile(path.join(mailDir, file));
-    const inbox = i % 3 === 2 ? OTHER_INBOX : INBOX;
-    const { data: accepted, error, response } = await postRawMessage(api, inbox, raw);
-    if (!accepted) {
-      log(`${file}: ${response.status} ${error?.error.message ?? ""} (skipped)`);
-      continue;
-    }
-    eventIds.push(accepted.event_id);
-    log(`${file} -> ${inbox}: ${accepted.event_type} ${accepted.event_id}`);
-    if (!firstReceived && accepted.event_type === "message.received") {
-      const payload = (await getEvent(accepted.event_id)).payload;
-      if (payload?.event === "message.received") {
-        const d = payload.data;
-        firstReceived = { messageId: d.messageId, threadId: d.threadId, from: d.from, to: d.to, subject: d.subject };
-      }
-    }
-  }
-
+  const { eventIds, firstReceived } = await feedMail(api, mailDir, [INBOX, OTHER_INBOX], log);
   // The other five kinds, as the email platform would publish them about one outgoing message.
-  const outgoing = {
-    messageId: `<${randomUUID()}@inbox.example.net>`,
-    threadId: firstReceived?.threadId ?? "thr_demo",
-    inboxId: INBOX,
-    from: INBOX,
-    to: [firstReceived?.from ?? "alice@example.com"],
-    subject: `Re: ${firstReceived?.subject ?? "hello"}`,
-  };
-  const at = (offsetS: number) => new Date(Date.now() + offsetS * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
-  const others: Schemas["EventInput"][] = [
-    { event_type: "message.sent", data: { ...outgoing, status: "sent" } },
-    { event_type: "message.delivered", data: { ...outgoing, status: "delivered", deliveredAt: at(1) } },
-    { event_type: "message.opened", data: { ...outgoing, openCount: 1, openedAt: at(2) } },
-    { event_type: "message.clicked", data: { ...outgoing, url: "https://example.com/pricing", clickCount: 1, clickedAt: at(3) } },
-    {
-      event_type: "message.bounced",
-      data: {
-        ...outgoing,
-        to: ["nobody@example.org"],
-        bounceType: "hard",
-        bounceCode: "5.1.1",
-        bounceMessage: "550 5.1.1 User unknown",
-        bouncedAt: at(4),
-      },
-    },
-  ];
-  for (const event of others) {
+  for (const event of replyEvents(INBOX, firstReceived)) {
     const accepted = dataOf(await api.POST("/v1/events", { body: event }));
     eventIds.push(accepted.event_id);
     log(`${event.event_type} -> ${accepted.event_id}`);
   }
 
   log("waiting for every event to be delivered or failed (retries included)");
-  const deadline = Date.now() + 60_000;
-  let details: Schemas["EventDetail"][] = [];
-  for (;;) {
-    details = await Promise.all(eventIds.map(getEvent));
-    if (details.every((d) => d.status !== "pending")) break;
-    if (Date.now() > deadline) throw new Error("events still pending after 60 s");
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  let details = await waitForSettled(api, eventIds);
 
   const failedBeforeReplay = details.filter((d) => d.status === "failed").map((d) => d.event_id);
   log(`failed: ${failedBeforeReplay.join(", ") || "none"}; bringing /hooks/archive back and replaying`);
@@ -291,7 +204,7 @@ try {
     }
   }
   const audit = await waitForAudit(api, replays);
-  details = await Promise.all(eventIds.map(getEvent));
+  details = await Promise.all(eventIds.map((id) => getEvent(api, id)));
   // The failed event's destination.failed (made when it failed) is delivered meanwhile.
   const operational = await waitForOperational(
     api,
