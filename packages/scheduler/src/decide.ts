@@ -28,8 +28,8 @@
  *   at most 2 S in weight: a lease of a `quick` webhook (its last attempts were answered 2xx within
  *   QUICK_ANSWER_MS) weighs 1, any other 2, so ready jobs only wait behind quick attempts and never
  *   outnumber them: behind a webhook that answers slowly, hangs or fails, a job would wait out the
- *   attempt, while the reserve or the next claim starts it sooner. They wait in the order of their account's load (`priority`): a slot that frees
- *   starts the least loaded account's first.
+ *   attempt, while the reserve or the next claim starts it sooner. They wait in the order of their
+ *   account's load (`priority`): a slot that frees starts the least loaded account's first.
  * - **rate_limit.** A webhook with `rate_limit` r starts at most one attempt per 1.15 / r s
  *   (rateIntervalMs; GCRA on PostgreSQL's clock, the claim's `now`). Turns missed while the relay
  *   was busy are made up for CATCH_UP_MS at most.
