@@ -2,7 +2,6 @@ import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { waitUntil } from "../../../tests/support/wait.js";
 import {
   findOnPath,
   runProcess,
@@ -56,7 +55,11 @@ describe("startProcess", () => {
       setTimeout(() => process.exit(0), 500);
     })`;
     await runProcess(process.execPath, ["--import", "tsx", "-e", parent], { check: true, timeoutMs: 30_000 });
-    await waitUntil(() => existsSync(heard), Boolean, 10_000);
+    const deadline = Date.now() + 10_000;
+    while (!existsSync(heard)) {
+      if (Date.now() > deadline) throw new Error("the child did not hear SIGINT within 10 s of its parent's exit");
+      await new Promise((r) => setTimeout(r, 20));
+    }
   });
 
   (process.getuid?.() === 0 ? test : test.skip)("as root: runs as the uid and gid it is given", async () => {
