@@ -4,7 +4,8 @@ import { isInfrastructureError } from "@mailhooks/infrastructure-errors";
 import { secretKeysOf, type DispatcherConfig } from "@mailhooks/config";
 import { createKeyring, parseKeys, SecretDecryptionError } from "@mailhooks/secrets";
 import { isWorkJobName, QUEUE_NAMES, workJobSchema, type RedisClient } from "@mailhooks/queue";
-import { withDefaults, type DeliveryContext } from "./jobs/deliver-destination.js";
+import { createPool } from "@mailhooks/db";
+import { LOAD_CONCURRENCY, withDefaults, type DeliveryContext } from "./jobs/deliver-destination.js";
 import { workJobHandlers } from "./jobs/handlers.js";
 import { reserveSlots } from "./relay.js";
 
@@ -118,15 +119,22 @@ export function createDeliveryWorker(context: DeliveryContext, options: Delivery
  * The delivery worker of a dispatcher configured by `config` (apps/dispatcher/src/main.ts, and
  * the tests' in-process dispatchers): which settings feed the deliveries (retry delays, private
  * targets, secret keys, auto-disable) and the workers (slots and reserve) is written here once.
+ * The loads get connections of their own, which keep their statements' generic plans (see
+ * DeliveryContext.loadPool); `close` ends them.
  */
 export function createConfiguredDeliveryWorker(
   config: DispatcherConfig,
   wiring: Pick<DeliveryContext, "pool" | "client" | "logger" | "metrics"> &
     Pick<DeliveryWorkerOptions, "connection" | "prefix" | "onEnded">,
 ): DeliveryWorker {
-  return createDeliveryWorker(
+  const loadPool = createPool(config.DATABASE_URL, LOAD_CONCURRENCY, {
+    statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+    genericPlans: true,
+  });
+  const worker = createDeliveryWorker(
     {
       pool: wiring.pool,
+      loadPool,
       client: wiring.client,
       logger: wiring.logger,
       metrics: wiring.metrics,
@@ -143,4 +151,11 @@ export function createConfiguredDeliveryWorker(
       onEnded: wiring.onEnded,
     },
   );
+  return {
+    running: worker.running,
+    close: async () => {
+      await worker.close();
+      await loadPool.end();
+    },
+  };
 }

@@ -35,17 +35,25 @@ export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
 export interface PoolSettings {
   /** PostgreSQL's statement_timeout of each connection, in ms; 0 leaves the server's (none by default). */
   statementTimeoutMs?: number;
+  /**
+   * Every statement prepared under a name keeps its one generic plan (plan_cache_mode =
+   * force_generic_plan), never one made for the values of a call: for a pool of reads whose
+   * generic plan is as good as any, and that PostgreSQL would otherwise plan again, now and then,
+   * at a cost above their execution's (the dispatcher's loads: loadDestinations).
+   */
+  genericPlans?: boolean;
 }
 
 /** node-postgres options of a pool of at most `poolSize` connections (POOL_OPTIONS and the statement timeout). */
 function poolConfig(databaseUrl: string, poolSize: number, settings: PoolSettings): pg.PoolConfig {
   const statementTimeoutMs = settings.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
-  // Sent as a startup parameter of each connection: no extra round trip, and it survives a reconnect.
+  // Sent as startup parameters of each connection: no extra round trip, and they survive a reconnect.
   return {
     connectionString: databaseUrl,
     max: poolSize,
     ...POOL_OPTIONS,
     ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {}),
+    ...(settings.genericPlans ? { options: "-c plan_cache_mode=force_generic_plan" } : {}),
   };
 }
 

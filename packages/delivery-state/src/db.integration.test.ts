@@ -1,6 +1,6 @@
 import { createPool } from "@mailhooks/db";
 import sql from "sql-template-tag";
-import { inTransaction, runGeneric } from "./db.js";
+import { inTransaction, run } from "./db.js";
 
 /**
  * inTransaction's settings are the transaction's own (SET LOCAL with its BEGIN): the claim's
@@ -31,10 +31,14 @@ describe("inTransaction settings", () => {
     expect(await read(pool)).toEqual(before);
   });
 
-  test("runGeneric runs its named statement with the generic plan forced, and leaves the connection as it was", async () => {
-    const mode = sql`SELECT current_setting('plan_cache_mode') AS mode, ${1}::int AS one`;
-    const { rows } = await runGeneric<{ mode: string }>(pool, mode, "test_run_generic_mode");
-    expect(rows[0].mode).toBe("force_generic_plan");
-    expect(await show(pool, "plan_cache_mode")).toBe("auto");
+  test("a pool made with genericPlans keeps every named statement's generic plan (a startup setting: no round trip of its own); other pools do not", async () => {
+    const generic = createPool(databaseUrl, 1, { genericPlans: true });
+    try {
+      const mode = sql`SELECT current_setting('plan_cache_mode') AS mode, ${1}::int AS one`;
+      expect((await run<{ mode: string }>(generic, mode, "test_generic_plans_mode")).rows[0].mode).toBe("force_generic_plan");
+      expect(await show(pool, "plan_cache_mode")).toBe("auto");
+    } finally {
+      await generic.end();
+    }
   });
 });

@@ -21,31 +21,11 @@ export async function run<R extends pg.QueryResultRow = pg.QueryResultRow>(
   return db.query<R>(query.text, query.values);
 }
 
-/**
- * `run` of the statement prepared under `name`, always with its generic plan: in a transaction of
- * its own on `pool` with `plan_cache_mode = force_generic_plan` (two round trips more than `run`).
- * For a read whose generic plan is as good as any, and whose plans made for the values of one
- * call PostgreSQL would otherwise keep making, now and then, at a cost above its execution's
- * (loadDestinations).
- */
-export async function runGeneric<R extends pg.QueryResultRow = pg.QueryResultRow>(
-  pool: pg.Pool,
-  query: Sql,
-  name: string,
-): Promise<pg.QueryResult<R>> {
-  return inTransaction(pool, (client) => run<R>(client, query, name), { plan_cache_mode: "force_generic_plan" });
-}
-
 /** SQLSTATEs after which the whole transaction can simply run again: deadlock, serialization. */
 const RETRYABLE = new Set(["40P01", "40001"]);
 
 /** Settings of one transaction (`SET LOCAL`), by name: whole numbers (ms for timeouts). */
 export type TransactionSettings = Partial<Record<"idle_in_transaction_session_timeout" | "statement_timeout" | "lock_timeout", number>> & {
-  /**
-   * `force_generic_plan`: statements prepared under a name (`run`) use their one cached generic
-   * plan, never a plan made for the values of one call (see loadDestinations).
-   */
-  plan_cache_mode?: "force_generic_plan";
   /**
    * A transaction-level advisory lock to wait for (pg_advisory_xact_lock, within lock_timeout when
    * set) before `fn` runs, in the BEGIN's round trip; held until the transaction ends. Every
@@ -53,9 +33,6 @@ export type TransactionSettings = Partial<Record<"idle_in_transaction_session_ti
    */
   advisory_lock?: bigint;
 };
-
-/** The words a setting may take (written into the BEGIN as they are; anything else is a number). */
-const SETTING_WORDS = new Set(["force_generic_plan"]);
 
 /**
  * Runs `fn` in a transaction on one pooled connection: COMMIT when it resolves, ROLLBACK when it
@@ -69,14 +46,11 @@ export async function inTransaction<T>(
   fn: (client: pg.PoolClient) => Promise<T>,
   settings: TransactionSettings = {},
 ): Promise<T> {
-  // No parameters in a multi-statement query: only whole numbers and the words of SETTING_WORDS
-  // are written into it.
+  // No parameters in a multi-statement query: only whole numbers are written into it.
   const { advisory_lock: lockKey, ...set } = settings;
   const begin = [
     "BEGIN",
-    ...Object.entries(set).map(
-      ([name, value]) => `SET LOCAL ${name} = ${SETTING_WORDS.has(String(value)) ? String(value) : Math.trunc(Number(value))}`,
-    ),
+    ...Object.entries(set).map(([name, value]) => `SET LOCAL ${name} = ${Math.trunc(Number(value))}`),
     ...(lockKey === undefined ? [] : [`SELECT pg_advisory_xact_lock(${BigInt.asIntN(64, lockKey).toString()})`]),
   ].join("; ");
   for (let attempt = 1; ; attempt++) {

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import sql from "sql-template-tag";
 import { newId } from "@mailhooks/db";
-import { runGeneric, runStatement, type Queryable } from "./db.js";
+import { run, runStatement, type Queryable } from "./db.js";
 import { isOperationalEventType } from "@mailhooks/events";
 import { endWorkCte, WORK_CHANNEL, type LeasedWork } from "./work-queue.js";
 import { FAILING_AFTER, isoUtc } from "./notices.js";
@@ -33,14 +33,15 @@ export interface LoadedDestination extends PayloadRef, AttemptWebhook {
 }
 
 /**
- * Everything the attempts of the leased destinations `items` need, in one query (a transaction
- * of its own on `pool`, for its generic plan: runGeneric); null where the lease is not the
+ * Everything the attempts of the leased destinations `items` need, in one statement, prepared:
+ * on a pool made with createPool's `genericPlans` (the dispatcher's loads) it keeps its generic
+ * plan, whose making costs less than a plan made for one call's values; null where the lease is not the
  * destination's current, live one (it expired and was claimed again, or the work ended). Results
  * are in the order of `items`. Payloads over INLINE_PAYLOAD_BYTES are left out (`payload` null,
  * `payloadBytes` set): a batch never carries them.
  */
 export async function loadDestinations(pool: pg.Pool, items: LeasedWork[]): Promise<(LoadedDestination | null)[]> {
-  const { rows } = await runGeneric<Omit<LoadedDestination, "secrets"> & { ord: string; secrets: never }>(
+  const { rows } = await run<Omit<LoadedDestination, "secrets"> & { ord: string; secrets: never }>(
     pool,
     sql`SELECT i.ord, d.id AS "destinationId", d.account_id AS "accountId", d.event_id AS "eventId", d.webhook_id AS "webhookId",
                d.status::text AS status, w.url, q.attempt, e.event_type AS "eventType", d.queue_prefix AS "queuePrefix",
@@ -52,8 +53,7 @@ export async function loadDestinations(pool: pg.Pool, items: LeasedWork[]): Prom
           JOIN webhooks w ON w.id = d.webhook_id
           JOIN events e ON e.id = d.event_id
           ${PAYLOAD_JOIN}`,
-    // Prepared (see PAYLOAD_JOIN), with its generic plan always (runGeneric): a plan made for one
-    // call's values costs more to make than the generic one costs to run.
+    // Prepared (see PAYLOAD_JOIN).
     "delivery_state_load_destinations_v4",
   );
   const byOrdinal = new Map(rows.map((row) => [Number(row.ord), row]));

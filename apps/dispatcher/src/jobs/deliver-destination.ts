@@ -33,6 +33,11 @@ import { decryptWebhookHeaders } from "../delivery/webhook-headers.js";
 
 export interface DeliveryContext {
   pool: pg.Pool;
+  /**
+   * The attempts' loads' connections (at most LOAD_CONCURRENCY used): a pool made with createPool's
+   * `genericPlans`, so that the load keeps its generic plan in one round trip; absent: `pool`.
+   */
+  loadPool?: pg.Pool;
   client: Got;
   /** ALLOW_PRIVATE_TARGETS: which non-public addresses may be delivered to. */
   allowPrivateTargets: PrivateTargets;
@@ -57,7 +62,7 @@ export type WorkerContext = DeliveryContext & { attempts: AttemptStore; payloads
 export function withDefaults(context: DeliveryContext): WorkerContext {
   return {
     ...context,
-    attempts: context.attempts ?? createAttemptStore(context.pool),
+    attempts: context.attempts ?? createAttemptStore(context.pool, context.loadPool),
     payloads: context.payloads ?? createPayloadCache((eventId) => loadPayload(context.pool, eventId)),
   };
 }
@@ -128,10 +133,20 @@ export interface AttemptStore {
   record(attempt: DestinationAttempt): Promise<FailingStreak | null>;
 }
 
-/** An AttemptStore over `pool`, batching up to `maxBatch` attempts per query. */
-export function createAttemptStore(pool: pg.Pool, maxBatch = 64): AttemptStore {
-  const loads = createBatcher((items: LeasedWork[]) => loadDestinations(pool, items), { maxBatch, maxConcurrency: 2 });
-  const records = createBatcher((items: DestinationAttempt[]) => recordDestinationAttempts(pool, items), { maxBatch, maxConcurrency: 2 });
+/**
+ * The loads, and the records, in flight at once: two, so that one batch gathers while the other
+ * runs (batcher.ts), whatever the slots; more would only split the same attempts into smaller
+ * batches.
+ */
+export const LOAD_CONCURRENCY = 2;
+
+/** An AttemptStore over `pool` (its loads over `loadPool`), batching up to `maxBatch` attempts per query. */
+export function createAttemptStore(pool: pg.Pool, loadPool: pg.Pool = pool, maxBatch = 64): AttemptStore {
+  const loads = createBatcher((items: LeasedWork[]) => loadDestinations(loadPool, items), { maxBatch, maxConcurrency: LOAD_CONCURRENCY });
+  const records = createBatcher((items: DestinationAttempt[]) => recordDestinationAttempts(pool, items), {
+    maxBatch,
+    maxConcurrency: LOAD_CONCURRENCY,
+  });
   return { load: (work) => loads.submit(work), record: (attempt) => records.submit(attempt) };
 }
 
