@@ -13,7 +13,7 @@ import {
   type ClaimPass,
   type LeasedWork,
 } from "@mailhooks/delivery-state";
-import { DeliveryAddError, type DeliveryQueue } from "@mailhooks/queue";
+import { DeliveryAddError, type ClaimedWork, type DeliveryQueue } from "@mailhooks/queue";
 import type { DispatcherMetrics } from "./metrics.js";
 
 /**
@@ -68,7 +68,8 @@ export interface Relay {
  * The relay of one dispatcher (docs/scheduler.md): the loop that claims work and hands it to the
  * deliveries queue. A pass runs the claim (@mailhooks/delivery-state claimWork: the one decision,
  * under the deployment's claim lock), then adds one job per claimed unit of work to its lane, after
- * the claim committed; should Redis refuse them, their leases are given back at once. The relay passes again
+ * the claim committed and without waiting for Redis before the next pass; should Redis refuse them,
+ * their leases are given back at once. The relay passes again
  * as soon as something may have changed: work notified on WORK_CHANNEL (a LISTEN connection of its
  * own, which reconnects by itself; after each reconnection every webhook with waiting work is looked
  * for, since notifications were lost meanwhile), work ended on this dispatcher while the last
@@ -106,7 +107,31 @@ export function startRelay(options: RelayOptions): Relay {
   };
   let lastBeat = -Infinity;
 
-  /** One pass: claim, push, end what kept killing its holders. Throws what the claim or the push threw. */
+  /** Adds of claimed work still on their way to Redis. */
+  const adding = new Set<Promise<void>>();
+  /**
+   * Adds the jobs of claimed work without holding the next pass back (the claim has committed:
+   * nothing of the pass waits for Redis). Should Redis refuse them, their leases are given back at
+   * once and the relay passes again, first waiting for Redis to answer.
+   */
+  const push = (work: ClaimedWork[]) => {
+    const added = options.queue.add(work).then(
+      () => void options.metrics.claimed.inc(work.length),
+      async (error: Error) => {
+        redisFailed = true;
+        const notAdded = error instanceof DeliveryAddError ? [...error.notAdded] : work;
+        options.logger.warn("could not queue claimed work; its leases are given back", { error: error.message, units: notAdded.length });
+        await releaseWork(options.pool, notAdded).catch((release: Error) =>
+          options.logger.warn("could not give claimed work back; its leases expire", { error: release.message }),
+        );
+        wake();
+      },
+    );
+    adding.add(added);
+    void added.finally(() => adding.delete(added));
+  };
+
+  /** One pass: claim, push, end what kept killing its holders. Throws what the claim threw. */
   const pass = async (): Promise<ClaimPass> => {
     if (draining || performance.now() - lastBeat >= beatEveryMs) {
       await heartbeat(options.pool, draining ? { ...dispatcher, slots: 0, reserve: 0 } : dispatcher, options.running());
@@ -152,19 +177,7 @@ export function startRelay(options: RelayOptions): Relay {
       rediscover ||= again;
       throw error;
     }
-    if (claimed.claimed.length > 0) {
-      try {
-        await options.queue.add(claimed.claimed);
-      } catch (error) {
-        redisFailed = true;
-        const notAdded = error instanceof DeliveryAddError ? [...error.notAdded] : claimed.claimed;
-        await releaseWork(options.pool, notAdded).catch((release: Error) =>
-          options.logger.warn("could not give claimed work back; its leases expire", { error: release.message }),
-        );
-        throw error;
-      }
-      options.metrics.claimed.inc(claimed.claimed.length);
-    }
+    if (claimed.claimed.length > 0) push(claimed.claimed);
     for (const work of claimed.poisoned) {
       options.logger.error("work whose leases kept expiring (it kills its dispatchers) ended failed", work);
       options.metrics.jobsFailed.inc({ job: work.kind, reason: "expired" });
@@ -238,6 +251,7 @@ export function startRelay(options: RelayOptions): Relay {
       stopped = true;
       wakeUp?.();
       await loop;
+      await Promise.all(adding);
       await listener.close();
       await forgetDispatcher(options.pool, options.dispatcherId).catch(() => undefined);
     },
