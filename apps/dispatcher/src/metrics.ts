@@ -103,17 +103,23 @@ export function createDispatcherMetrics(queue?: Queue): DispatcherMetrics {
  * The work queue's gauges (docs/scheduler.md), read from PostgreSQL at each scrape:
  * `webhook_work_items{state}` the units of work waiting (for their turn, their retry's time, a
  * paused webhook) and leased (running, or on their way to a worker), `webhook_webhooks_ready` the
- * webhooks in the round, and `webhook_webhooks_paused` those paused. A reading that fails leaves
- * the gauges as they were.
+ * webhooks in the round, and `webhook_webhooks_paused` those paused. One reading per scrape
+ * serves the three (prom-client collects them at once); a reading that fails leaves the gauges as
+ * they were.
  */
 export function registerWorkQueueGauges(registry: Registry, read: () => Promise<QueueBacklog>): void {
+  let reading: Promise<QueueBacklog | null> | null = null;
+  const readOnce = () =>
+    (reading ??= read()
+      .catch(() => null)
+      .finally(() => (reading = null)));
   new Gauge({
     name: "webhook_work_items",
     help: "Units of work in the work queue, by state: waiting or leased",
     labelNames: ["state"],
     registers: [registry],
     async collect() {
-      const backlog = await read().catch(() => null);
+      const backlog = await readOnce();
       if (!backlog) return;
       this.set({ state: "waiting" }, backlog.waiting);
       this.set({ state: "leased" }, backlog.leased);
@@ -124,7 +130,7 @@ export function registerWorkQueueGauges(registry: Registry, read: () => Promise<
     help: "Webhooks in the round: with waiting work that may start",
     registers: [registry],
     async collect() {
-      const backlog = await read().catch(() => null);
+      const backlog = await readOnce();
       if (backlog) this.set(backlog.readyWebhooks);
     },
   });
@@ -133,7 +139,7 @@ export function registerWorkQueueGauges(registry: Registry, read: () => Promise<
     help: "Webhooks paused (their work waits until they are resumed)",
     registers: [registry],
     async collect() {
-      const backlog = await read().catch(() => null);
+      const backlog = await readOnce();
       if (backlog) this.set(backlog.pausedWebhooks);
     },
   });
