@@ -19,12 +19,14 @@ export type RunAs = Pick<StartOptions, "uid" | "gid">;
  */
 export async function postgresUser(): Promise<RunAs> {
   if (process.getuid?.() !== 0) return {};
-  const id = async (flag: string) => Number((await runProcess("id", [flag, "postgres"], { check: true })).stdout.trim());
-  if ((await runProcess("id", ["-u", "postgres"])).code !== 0) {
+  const id = (flag: string, check = true) => runProcess("id", [flag, "postgres"], { check });
+  let uid = await id("-u", false);
+  if (uid.code !== 0) {
     await runProcess("groupadd", ["-f", "--system", "postgres"], { check: true });
     await runProcess("useradd", ["--system", "-g", "postgres", "postgres"], { check: true });
+    uid = await id("-u");
   }
-  return { uid: await id("-u"), gid: await id("-g") };
+  return { uid: Number(uid.stdout.trim()), gid: Number((await id("-g")).stdout.trim()) };
 }
 
 /** How its programs run: as `runAs`, in their own folder (one the user they run as can enter, whatever this process's own), with English messages. */

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
-import { dataOf, postRawMessage, type ApiClient, type Schemas } from "@mailhooks/api-client";
+import { postRawMessage, type ApiClient, type Schemas } from "@mailhooks/api-client";
+import { getEvent } from "./read-back.js";
 
 /**
  * The demo's input (scripts/demo/main.ts): real RFC 5322 messages from a folder, through
@@ -45,7 +46,7 @@ export async function feedMail(
     eventIds.push(accepted.event_id);
     log(`${file} -> ${to}: ${accepted.event_type} ${accepted.event_id}`);
     if (!firstReceived && accepted.event_type === "message.received") {
-      const { payload } = dataOf(await api.GET("/v1/events/{event_id}", { params: { path: { event_id: accepted.event_id } } }));
+      const { payload } = await getEvent(api, accepted.event_id);
       if (payload?.event === "message.received") {
         const d = payload.data;
         firstReceived = { messageId: d.messageId, threadId: d.threadId, from: d.from, to: d.to, subject: d.subject };
