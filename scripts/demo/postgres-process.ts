@@ -91,6 +91,8 @@ export async function startServer(bin: string, dataDir: string, port: number, ru
     ...programOptions(bin, runAs),
     stopSignal: "SIGINT",
     killWithParent: "SIGINT",
+    // Its log grows for as long as `demo --keep` runs; a failure to start reads only its last 30 lines.
+    keepLast: 64 * 1024,
   });
   const stop = async () => void (await p.stop());
   try {

@@ -24,6 +24,12 @@ export interface StartOptions {
    * them too; `inherit` hands it this process's own (nothing kept).
    */
   output?: "collect" | "prefix" | "inherit";
+  /**
+   * How many of its latest characters of output `output()` and `stdout()` keep, each (default
+   * Infinity: all). A long-running program's log grows with its life; a tail bounds what it costs
+   * this process.
+   */
+  keepLast?: number;
   /** An IPC channel (`child.send`, its "message" events), for a Node program. */
   ipc?: boolean;
   /** Called once when it exits (or cannot start) without `stop()` having been asked. */
@@ -77,12 +83,17 @@ export function startProcess(name: string, command: string, args: string[], opti
   });
   let all = "";
   let out = "";
+  const keepLast = options.keepLast ?? Infinity;
+  const tail = (kept: string, chunk: string) => {
+    const joined = kept + chunk;
+    return joined.length > keepLast ? joined.slice(joined.length - keepLast) : joined;
+  };
   if (output !== "inherit") {
     child.stdout!.on("data", (chunk: Buffer) => {
-      all += chunk.toString();
-      out += chunk.toString();
+      all = tail(all, chunk.toString());
+      out = tail(out, chunk.toString());
     });
-    child.stderr!.on("data", (chunk: Buffer) => (all += chunk.toString()));
+    child.stderr!.on("data", (chunk: Buffer) => (all = tail(all, chunk.toString())));
     if (output === "prefix") {
       printLines(child.stdout!, (line) => process.stdout.write(`  [${name}] ${line}\n`));
       printLines(child.stderr!, (line) => process.stderr.write(`  [${name}] ${line}\n`));

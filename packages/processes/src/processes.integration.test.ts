@@ -36,6 +36,19 @@ describe("startProcess", () => {
     expect(p.running()).toBe(false);
   });
 
+  test("keepLast bounds the output kept to its latest characters", async () => {
+    const chatty = (stream: string) => `for (let i = 0; i < 20000; i++) ${stream}('line ' + i)`;
+    const out = node("chatty", chatty("console.log"), { keepLast: 1000 });
+    const err = node("chatty", chatty("console.error"), { keepLast: 1000 });
+    expect((await waitForExit(out, 20_000)).code).toBe(0);
+    expect((await waitForExit(err, 20_000)).code).toBe(0);
+    for (const kept of [out.stdout(), out.output(), err.output()]) {
+      expect(kept.length).toBeLessThanOrEqual(1000);
+      expect(kept).toMatch(/\nline 19999\n$/);
+    }
+    expect(err.stdout()).toBe("");
+  });
+
   test("stop() asks with stopSignal; killWithParent may name the signal sent at this process's exit", async () => {
     const p = node(
       "interrupted",

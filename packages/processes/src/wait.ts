@@ -1,7 +1,8 @@
 import type { ProcessExit, StartedProcess } from "./process.js";
 
 /**
- * Waits until `p` has printed `pattern` (a process started with output `collect` or `prefix`).
+ * Waits until `p` has printed `pattern` (a process started with output `collect` or `prefix`;
+ * with `keepLast`, within the output it still keeps).
  * @throws Error with its output when it exits first, or after `timeoutMs`.
  */
 export async function waitForOutput(p: StartedProcess, pattern: string | RegExp, timeoutMs = 20_000): Promise<void> {
