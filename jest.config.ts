@@ -83,7 +83,7 @@ const aloneOf = (integration: boolean) =>
 const shared: Config = {
   testEnvironment: "node",
   extensionsToTreatAsEsm: [".ts"],
-  roots: ["<rootDir>/packages", "<rootDir>/apps", "<rootDir>/tests", "<rootDir>/examples", "<rootDir>/docs"],
+  roots: ["<rootDir>/packages", "<rootDir>/apps", "<rootDir>/tests", "<rootDir>/examples", "<rootDir>/docs", "<rootDir>/bench"],
   moduleNameMapper: {
     "^@mailhooks/([a-z-]+)$": "<rootDir>/packages/$1/src/index.ts",
     "^@mailhooks/([a-z-]+)/([a-z-]+)$": "<rootDir>/packages/$1/src/$2.ts",

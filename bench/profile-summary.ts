@@ -15,7 +15,7 @@ interface ProfileNode {
   callFrame: { functionName: string; url: string; lineNumber: number };
   children?: number[];
 }
-interface CpuProfile {
+export interface CpuProfile {
   nodes: ProfileNode[];
   startTime: number;
   endTime: number;
@@ -25,6 +25,15 @@ interface CpuProfile {
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const SPECIAL = new Set(["(idle)", "(program)", "(garbage collector)", "(root)"]);
+
+/**
+ * The longest interval between two samples counted as the sampled frame's time, in µs. V8's
+ * sampler ticks every 1 ms while the process runs (`--cpu-prof-interval`'s default); a gap fifty
+ * times that means the process was not running (the bench stops the dispatcher with SIGSTOP
+ * during the ingest phases), and the rest of the gap is reported as "(stopped)", not as the
+ * frame's: a pause landing in one function would otherwise make it the top of the profile.
+ */
+export const STOPPED_AFTER_US = 50_000;
 
 /** Where a frame's code lives: a package of node_modules, a workspace, Node itself. */
 function ownerOf(url: string): string {
@@ -42,14 +51,24 @@ const shortUrl = (url: string) =>
     .replace(`${ROOT}/`, "")
     .replace(/^.*node_modules\//, "");
 
+/**
+ * Self time per function (`functions`, keyed "name  file:line") and per package (`owners`), and of
+ * V8's special frames and "(stopped)" (`special`), all in µs, with the profile's whole span
+ * (`totalUs`). A sample's time is the interval to the next sample, at most STOPPED_AFTER_US.
+ */
 export function summarize(profile: CpuProfile) {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const selfUs = new Map<number, number>();
-  profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i + 1] ?? 0)));
+  let stoppedUs = 0;
+  profile.samples.forEach((id, i) => {
+    const us = profile.timeDeltas[i + 1] ?? 0;
+    stoppedUs += Math.max(0, us - STOPPED_AFTER_US);
+    selfUs.set(id, (selfUs.get(id) ?? 0) + Math.min(us, STOPPED_AFTER_US));
+  });
   const totalUs = profile.endTime - profile.startTime;
   const functions = new Map<string, { us: number; owner: string }>();
   const owners = new Map<string, number>();
-  const special = new Map<string, number>();
+  const special = new Map<string, number>([["(stopped)", stoppedUs]]);
   for (const [id, us] of selfUs) {
     const frame = byId.get(id)!.callFrame;
     if (SPECIAL.has(frame.functionName)) {
@@ -119,10 +138,11 @@ async function main() {
   for (const file of files) {
     const profile = JSON.parse(await readFile(file, "utf8")) as CpuProfile;
     const { totalUs, special, functions, owners } = summarize(profile);
-    const busy = totalUs - (special.get("(idle)") ?? 0);
+    const stopped = special.get("(stopped)") ?? 0;
+    const busy = totalUs - stopped - (special.get("(idle)") ?? 0);
     console.log(`\n${kindOf(file, profile)}: ${path.relative(process.cwd(), file)}`);
     console.log(
-      `  ${(totalUs / 1e6).toFixed(1)} s profiled, busy ${pct(busy, totalUs)}; of the busy time: garbage collector ${pct(special.get("(garbage collector)") ?? 0, busy)}, (program) ${pct(special.get("(program)") ?? 0, busy)}`,
+      `  ${(totalUs / 1e6).toFixed(1)} s profiled (stopped ${(stopped / 1e6).toFixed(1)} s), busy ${pct(busy, totalUs - stopped)} of the rest; of the busy time: garbage collector ${pct(special.get("(garbage collector)") ?? 0, busy)}, (program) ${pct(special.get("(program)") ?? 0, busy)}`,
     );
     console.log(`\n  top ${top} functions by self time (share of the busy time)`);
     for (const [key, { us }] of [...functions].sort((a, b) => b[1].us - a[1].us).slice(0, top))
@@ -132,7 +152,9 @@ async function main() {
   }
 }
 
-main().catch((error) => {
-  console.error(`profile-summary: ${(error as Error).message}`);
-  process.exit(1);
-});
+// Run as a command (npm run bench:profile-summary), not when a test imports summarize.
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url))
+  main().catch((error) => {
+    console.error(`profile-summary: ${(error as Error).message}`);
+    process.exit(1);
+  });
