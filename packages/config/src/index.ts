@@ -109,7 +109,7 @@ const shared = {
    * (none), `true` (all), or comma-separated CIDR ranges (only those, e.g. `127.0.0.0/8,::1/128`);
    * checked on a URL's literal at registration and on every resolved address at connect time. */
   ALLOW_PRIVATE_TARGETS: privateTargets.default(false),
-  /** Size of the PostgreSQL connection pool of this process. */
+  /** Size of the PostgreSQL connection pool of this process (a dispatcher holds two more for its attempts' loads, and each process its LISTEN connections). */
   DATABASE_POOL_SIZE: z.coerce.number().int().positive().max(200).default(10),
   /** PostgreSQL statement_timeout of every pooled connection, in ms (0: the server's own, none by default). */
   DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).default(30_000),

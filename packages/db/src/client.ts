@@ -6,7 +6,9 @@ import { ErrorMarkingPool } from "./error-marking.js";
 /**
  * PostgreSQL access of a process: one node-postgres pool, used directly by the hot paths
  * (@mailhooks/delivery-state) and by the Prisma client (`@prisma/adapter-pg`, no native engine)
- * for everything else, so that a process never holds more than `poolSize` connections.
+ * for everything else: `poolSize` connections at most for all of its queries. Beside them a
+ * process may hold connections for a purpose of its own (a dispatcher's attempt loads, a LISTEN
+ * connection), counted in docs/configuration.md (DATABASE_POOL_SIZE).
  */
 export interface Database {
   pool: pg.Pool;
