@@ -1,6 +1,9 @@
+import { mkdtemp, rm } from "node:fs/promises";
 import type https from "node:https";
+import os from "node:os";
+import path from "node:path";
 import type { Got } from "got";
-import { GIB, listenHttps, startHostileReceiver, testCertificate, type HostileReceiver } from "@mailhooks/receiver";
+import { ensureLocalCertificate, GIB, listenHttps, startHostileReceiver, testCertificate, type HostileReceiver } from "@mailhooks/receiver";
 import { parsePrivateTargets } from "@mailhooks/url-policy";
 import { RESPONSE_BODY_LIMIT_BYTES } from "@mailhooks/delivery-state";
 import { BODY_WAIT_MS, createHttpClient, statusOfHead } from "./http-client.js";
@@ -238,5 +241,27 @@ describe("ALLOW_PRIVATE_TARGETS as a list of ranges: only those, checked at conn
   it("false allows no private address; true every one", async () => {
     expect(await sendWith("false", local("localhost"))).toMatchObject({ ok: false, error: "blocked_destination" });
     expect(await sendWith("true", local("127.0.0.1"))).toMatchObject({ ok: true, responseStatus: 200 });
+  });
+});
+
+describe("the connections' shared TLS context", () => {
+  let untrusted: Awaited<ReturnType<typeof listenHttps>>;
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), "untrusted-cert-"));
+    // A certificate of its own, which no root the dispatcher trusts has signed.
+    untrusted = await listenHttps(await ensureLocalCertificate(dir), (_req, res) => res.writeHead(200).end("ok"));
+  });
+  afterAll(async () => {
+    await untrusted.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("still refuses a certificate no trusted root signed (tls_error) and serves a trusted one, on fresh connections alike", async () => {
+    for (let i = 0; i < 2; i++) {
+      agent.destroy();
+      expect(await send(untrusted.url("/hook"))).toMatchObject({ ok: false, error: "tls_error", responseStatus: null });
+      expect(await send(receiver.url("/status/200"))).toMatchObject({ ok: true, responseStatus: 200 });
+    }
   });
 });

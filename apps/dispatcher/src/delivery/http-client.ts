@@ -1,6 +1,7 @@
 import type { ClientRequest } from "node:http";
 import type { Readable } from "node:stream";
 import https from "node:https";
+import tls from "node:tls";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import got, { type Got } from "got";
@@ -8,8 +9,8 @@ import { RESPONSE_BODY_LIMIT_BYTES } from "@mailhooks/delivery-state";
 import { BLOCKED_CODE, createPublicOnlyLookup, ipLiteral, isAllowedAddress, type PrivateTargets } from "@mailhooks/url-policy";
 
 /**
- * The dispatcher's one HTTPS client: a keep-alive agent, got's own retry off (the retry
- * schedule is BullMQ's), redirects never followed, 2xx decided by the caller, and, unless every
+ * The dispatcher's one HTTPS client: a keep-alive agent whose connections share one TLS context,
+ * got's own retry off (retries are the work queue's, docs/scheduler.md), redirects never followed, 2xx decided by the caller, and, unless every
  * private target is allowed, the address policy at connect time (ALLOW_PRIVATE_TARGETS: only
  * public addresses, or also those of its ranges): a DNS lookup that refuses a name resolving to
  * an address it does not allow, so that DNS rebinding cannot reach the internal network, and the
@@ -59,6 +60,9 @@ export function createHttpClient(options: HttpClientOptions): { client: Got; age
   const agent = new https.Agent({
     keepAlive: true,
     maxSockets: 512,
+    // The trusted roots and defaults, built once: without it Node builds a context per connection,
+    // and a receiver that hangs costs a new connection per attempt (its socket ends at the deadline).
+    secureContext: tls.createSecureContext(),
     ...(targets === true ? {} : { lookup: createPublicOnlyLookup(undefined, targets) }),
   });
   if (targets !== true) refuseLiteralsOutside(agent, targets);
