@@ -5,7 +5,7 @@ import { secretKeysOf, type DispatcherConfig } from "@mailhooks/config";
 import { createKeyring, parseKeys, SecretDecryptionError } from "@mailhooks/secrets";
 import { isWorkJobName, QUEUE_NAMES, workJobSchema, type RedisClient } from "@mailhooks/queue";
 import { createPool } from "@mailhooks/db";
-import { LOAD_CONCURRENCY, withDefaults, type DeliveryContext } from "./jobs/deliver-destination.js";
+import { BATCHES_IN_FLIGHT, withDefaults, type DeliveryContext } from "./jobs/deliver-destination.js";
 import { workJobHandlers } from "./jobs/handlers.js";
 import { reserveSlots } from "./relay.js";
 
@@ -127,7 +127,7 @@ export function createConfiguredDeliveryWorker(
   wiring: Pick<DeliveryContext, "pool" | "client" | "logger" | "metrics"> &
     Pick<DeliveryWorkerOptions, "connection" | "prefix" | "onEnded">,
 ): DeliveryWorker {
-  const loadPool = createPool(config.DATABASE_URL, LOAD_CONCURRENCY, {
+  const loadPool = createPool(config.DATABASE_URL, BATCHES_IN_FLIGHT, {
     statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
     genericPlans: true,
   });

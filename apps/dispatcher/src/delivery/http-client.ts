@@ -10,11 +10,11 @@ import { BLOCKED_CODE, createPublicOnlyLookup, ipLiteral, isAllowedAddress, type
 
 /**
  * The dispatcher's one HTTPS client: a keep-alive agent whose connections share one TLS context,
- * got's own retry off (retries are the work queue's, docs/scheduler.md), redirects never followed, 2xx decided by the caller, and, unless every
- * private target is allowed, the address policy at connect time (ALLOW_PRIVATE_TARGETS: only
- * public addresses, or also those of its ranges): a DNS lookup that refuses a name resolving to
- * an address it does not allow, so that DNS rebinding cannot reach the internal network, and the
- * same check of an IP literal host, which Node connects to without a lookup. Built once per process.
+ * got's own retry off (retries are the work queue's), redirects never followed, 2xx decided by
+ * the caller, and, unless every private target is allowed, the address policy at connect time
+ * (ALLOW_PRIVATE_TARGETS: only public addresses, or also those of its ranges): a DNS lookup that
+ * refuses a name resolving to an address it does not allow (no DNS rebinding into the internal
+ * network), and the same check of an IP literal host, which Node connects to without a lookup.
  *
  * A receiver is untrusted: whatever it sends, an attempt costs bounded time and memory.
  * - The deadline (got's `timeout.request`, DELIVERY_TIMEOUT_MS) starts before the DNS lookup and

@@ -34,7 +34,7 @@ import { decryptWebhookHeaders } from "../delivery/webhook-headers.js";
 export interface DeliveryContext {
   pool: pg.Pool;
   /**
-   * The attempts' loads' connections (at most LOAD_CONCURRENCY used): a pool made with createPool's
+   * The loads' connections (BATCHES_IN_FLIGHT at most): a pool made with createPool's
    * `genericPlans`, so that the load keeps its generic plan in one round trip; absent: `pool`.
    */
   loadPool?: pg.Pool;
@@ -138,14 +138,14 @@ export interface AttemptStore {
  * runs (batcher.ts), whatever the slots; more would only split the same attempts into smaller
  * batches.
  */
-export const LOAD_CONCURRENCY = 2;
+export const BATCHES_IN_FLIGHT = 2;
 
 /** An AttemptStore over `pool` (its loads over `loadPool`), batching up to `maxBatch` attempts per query. */
 export function createAttemptStore(pool: pg.Pool, loadPool: pg.Pool = pool, maxBatch = 64): AttemptStore {
-  const loads = createBatcher((items: LeasedWork[]) => loadDestinations(loadPool, items), { maxBatch, maxConcurrency: LOAD_CONCURRENCY });
+  const loads = createBatcher((items: LeasedWork[]) => loadDestinations(loadPool, items), { maxBatch, maxConcurrency: BATCHES_IN_FLIGHT });
   const records = createBatcher((items: DestinationAttempt[]) => recordDestinationAttempts(pool, items), {
     maxBatch,
-    maxConcurrency: LOAD_CONCURRENCY,
+    maxConcurrency: BATCHES_IN_FLIGHT,
   });
   return { load: (work) => loads.submit(work), record: (attempt) => records.submit(attempt) };
 }
